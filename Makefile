@@ -1,0 +1,30 @@
+# Two commands: `make quickstart` and `make test`. Both create .venv and install on a fresh machine.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install quickstart test lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# No GPU: take the CPU build of torch first, so nothing pulls the multi-GB CUDA build.
+	if ! command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install -q torch==2.13.0; fi
+	$(BIN)/pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+quickstart: $(STAMP)
+	$(BIN)/mathmix quickstart -o quickstart-run
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy mathmix pipelines
+
+clean:
+	rm -rf quickstart-run .pytest_cache

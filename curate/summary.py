@@ -1,0 +1,75 @@
+"""Stage summaries from datatrove's per-task stats: docs in, docs out, and every drop by reason.
+
+Convention used by every mathmix step: a dropped document is counted with `stat_update(f"dropped_{reason}")`
+(datatrove's BaseFilter does this itself when a filter returns `(False, reason)`), the first step counts what it
+read as `docs_in` (datatrove readers count `documents`), and the writer's `total` is docs_out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from mathmix.cli_util import write_json
+
+DROP_PREFIX = "dropped_"
+
+
+def _total(value: Any) -> float:
+    if isinstance(value, dict):
+        return value.get("total", 0)
+    return value or 0
+
+
+def read_step_stats(logging_dir: Path | str) -> list[tuple[str, dict[str, float]]]:
+    """Merge `stats/*.json` of every task: one (step name, {label: total}) per pipeline step, in order."""
+    merged: list[tuple[str, Counter]] = []
+    stats_dir = Path(logging_dir) / "stats"
+    for path in sorted(stats_dir.glob("*.json")):
+        steps = json.loads(path.read_text())
+        for i, step in enumerate(steps):
+            if i >= len(merged):
+                merged.append((step["name"], Counter()))
+            for label, value in step.get("stats", {}).items():
+                merged[i][1][label] += _total(value)
+    return [(name, dict(counts)) for name, counts in merged]
+
+
+def summarize_logs(logging_dir: Path | str, seconds: float | None = None) -> dict[str, Any]:
+    """Build {"docs_in", "docs_out", "dropped": {reason: n}, "seconds"} from a datatrove logging folder."""
+    steps = read_step_stats(logging_dir)
+    if not steps:
+        return {"docs_in": 0, "docs_out": 0, "dropped": {}, "seconds": seconds or 0.0}
+    first, last = steps[0][1], steps[-1][1]
+    docs_in = int(first.get("docs_in", first.get("documents", 0)))
+    docs_out = int(last.get("total", 0))
+    dropped: Counter = Counter()
+    for _, labels in steps:
+        for label, value in labels.items():
+            if label.startswith(DROP_PREFIX):
+                dropped[label[len(DROP_PREFIX) :]] += int(value)
+    summary: dict[str, Any] = {
+        "docs_in": docs_in,
+        "docs_out": docs_out,
+        "dropped": dict(sorted(dropped.items())),
+        "seconds": round(seconds, 2) if seconds is not None else None,
+    }
+    missing = docs_in - docs_out - sum(dropped.values())
+    if missing:
+        # Never hide a leak: the summary says so, and the tests check that it never appears.
+        summary["unaccounted"] = missing
+    return summary
+
+
+def write_summary(out_dir: Path | str, summary: dict[str, Any]) -> Path:
+    """Write OUT/summary.json atomically; its presence marks the stage complete for `mathmix run`."""
+    path = Path(out_dir) / "summary.json"
+    write_json(path, summary)
+    return path
+
+
+def is_balanced(summary: dict[str, Any]) -> bool:
+    """docs_in == docs_out + sum(dropped)."""
+    return summary["docs_in"] == summary["docs_out"] + sum(summary["dropped"].values())

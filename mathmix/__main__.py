@@ -1,0 +1,3 @@
+from mathmix.cli import main
+
+main()

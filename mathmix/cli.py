@@ -1,0 +1,52 @@
+"""The `mathmix` command line: one root app; each package registers its own subcommand group.
+
+Each package's CLI module exposes `register(app)`. Heavy imports (torch, datatrove, transformers) happen inside
+the commands, so `mathmix --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+# Modules that add subcommands, in the order they appear in --help.
+COMMAND_MODULES = [
+    "pipelines.run_cli",  # run, quickstart
+    "pipelines.web_cli",  # web, web extract
+    "classifiers.cli",  # classifier train|eval|recall|score
+    "pipelines.dedup_cli",  # dedup, decont
+    "pipelines.rewrite_cli",  # rewrite
+    "shards.cli",  # shards build|train-tokenizer|inspect|validate
+    "midtrain.cli",  # train, train export|plot
+    "evals.cli",  # eval bench|rl-probe|forecast|compare|sweep
+    "curate.audit_cli",  # audit sql|schema|report|sample
+]
+
+app = typer.Typer(
+    name="mathmix",
+    help="Math mid-training data pipeline: web crawl -> math corpus -> LLM branches -> Megatron shards -> "
+    "WSD mid-training -> RL-readiness evals.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register_all() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            # A package whose CLI is not there (yet) simply adds no commands; any other import error is a bug.
+            if err.name == name:
+                continue
+            raise
+        module.register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    app()

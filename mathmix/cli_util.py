@@ -1,0 +1,64 @@
+"""Small pieces shared by every subcommand: a group with a default command, summary printing, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+console = Console(stderr=True)
+
+
+class DefaultCommandGroup(TyperGroup):
+    """A group that runs its `default` command when the first argument is not a subcommand name.
+
+    This lets `mathmix web INPUT... -o OUT` and `mathmix web extract FILE...` live side by side.
+    """
+
+    default_command = "run"
+
+    def parse_args(self, ctx, args):  # type: ignore[override]
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = [self.default_command, *args]
+        elif not args and self.default_command in self.commands:
+            args = [self.default_command]
+        return super().parse_args(ctx, args)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print a one-line error and exit non-zero (no traceback for user errors)."""
+    console.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def print_summary(summary: dict[str, Any], title: str = "summary") -> None:
+    """Print a stage summary (docs_in, docs_out, dropped by reason, seconds) as a table."""
+    table = Table(title=title, show_header=True)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in ("docs_in", "docs_out"):
+        if key in summary:
+            table.add_row(key, f"{summary[key]:,}")
+    for reason, count in sorted(summary.get("dropped", {}).items(), key=lambda kv: -kv[1]):
+        table.add_row(f"  dropped: {reason}", f"{count:,}")
+    for key, value in summary.items():
+        if key in ("docs_in", "docs_out", "dropped"):
+            continue
+        if isinstance(value, float):
+            table.add_row(key, f"{value:,.2f}")
+        elif isinstance(value, int | str):
+            table.add_row(key, f"{value:,}" if isinstance(value, int) else value)
+    console.print(table)
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temp file + rename), so a killed run never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,75 @@
+"""Recipes: one YAML file describes a whole run (executor + the stages to run, each with its settings).
+
+Every key is validated by pydantic with extra keys forbidden, so a typo is an error that names the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pipelines.executors import ExecutorConfig
+from pipelines.stages import STAGES, parse_stage_config
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be read or does not validate; the message names the file and the key."""
+
+
+class Recipe(BaseModel):
+    """A run: name, output folder, executor, and stage settings (run in the registry's order)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    name: str
+    output_dir: Path = Path("runs/mathmix")
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    stages: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _validate_stages(cls, raw: Any) -> dict[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            raise ValueError("stages must be a mapping of stage name -> settings")
+        unknown = [name for name in raw if name not in STAGES]
+        if unknown:
+            raise ValueError(f"unknown stage(s) {unknown}; known stages: {list(STAGES)}")
+        out = {}
+        for name in STAGES:  # registry order, whatever the order in the file
+            if name in raw:
+                try:
+                    out[name] = parse_stage_config(name, raw[name])
+                except ValidationError as err:
+                    raise ValueError(f"stages.{name}: {_format_errors(err)}") from None
+        return out
+
+
+def _format_errors(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        parts.append(f"{loc}: {e['msg']}" + (f" (got {e['input']!r})" if e["type"] != "missing" else ""))
+    return "; ".join(parts)
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    """Read and validate a recipe YAML file; raise RecipeError naming the file and the bad key."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecipeError(f"{path}: recipe file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise RecipeError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path}: a recipe is a mapping with keys name, output_dir, executor, stages")
+    try:
+        recipe = Recipe.model_validate(raw)
+    except ValidationError as err:
+        raise RecipeError(f"{path}: {_format_errors(err)}") from None
+    return recipe

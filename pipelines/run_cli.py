@@ -1,0 +1,50 @@
+"""`mathmix run RECIPE.yaml` and `mathmix quickstart`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from mathmix.cli_util import console, fail
+
+
+def run(
+    recipe: Path = typer.Argument(..., help="recipe YAML (see recipes/)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan (stages, inputs, outputs) and exit"),
+    output_dir: Path | None = typer.Option(None, "-o", "--output-dir", help="override the recipe's output_dir"),
+    only: list[str] | None = typer.Option(None, "--only", help="run only these stages (repeatable)"),
+) -> None:
+    """Run a recipe's stages in order. Reads the recipe and its inputs; writes OUTPUT_DIR/STAGE/ per stage.
+
+    Each stage is resumable: a rerun skips finished stages (summary.json present) and finished datatrove tasks.
+    """
+    from pipelines.recipe import RecipeError, load_recipe
+    from pipelines.runner import run_recipe
+
+    try:
+        parsed = load_recipe(recipe)
+    except RecipeError as err:
+        fail(str(err))
+        return
+    if output_dir is not None:
+        parsed.output_dir = output_dir
+    run_recipe(parsed, dry_run=dry_run, only=only)
+
+
+def quickstart(
+    output_dir: Path = typer.Option(Path("quickstart-run"), "-o", "--output-dir", help="where to write the run"),
+) -> None:
+    """Run the whole chain on the small sample mathmix ships (pages written here, packed into a WARC).
+
+    Writes OUTPUT_DIR/sample/ (the WARC) and one folder per stage, each with its summary.json.
+    """
+    from pipelines.quickstart import run_quickstart
+
+    run_quickstart(output_dir)
+    console.print(f"[bold green]quickstart done[/]: {output_dir.resolve()}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("quickstart")(quickstart)

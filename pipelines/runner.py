@@ -1,0 +1,70 @@
+"""`mathmix run`: run a recipe's stages in order; each stage is resumable through datatrove completion markers.
+
+A stage that already wrote its `summary.json` is skipped as a whole on a rerun; a stage killed mid-way reruns
+only its unfinished datatrove tasks (completion markers under `STAGE/logs`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from mathmix.cli_util import console, print_summary
+from pipelines.recipe import Recipe
+from pipelines.stages import STAGES, StageContext, stage_module
+
+
+def plan(recipe: Recipe) -> list[dict[str, Any]]:
+    """The stages a recipe will run, with their input and output folders."""
+    steps = []
+    previous: Path | None = None
+    for name in STAGES:
+        if name not in recipe.stages:
+            continue
+        config = recipe.stages[name]
+        out_dir = recipe.output_dir / name
+        inputs = list(getattr(config, "inputs", None) or ([str(previous / "data")] if previous else []))
+        steps.append({"stage": name, "inputs": inputs, "output": str(out_dir), "config": config})
+        if getattr(config, "produces_documents", True):
+            previous = out_dir
+    return steps
+
+
+def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = None) -> dict[str, Any]:
+    """Run every stage of `recipe` in order; return {stage: summary}."""
+    steps = plan(recipe)
+    if dry_run:
+        for step in steps:
+            console.print(f"[bold]{step['stage']}[/]: {step['inputs'] or '-'} -> {step['output']}")
+            console.print(f"    {step['config'].model_dump(exclude_defaults=True)}")
+        return {}
+    summaries: dict[str, Any] = {}
+    previous: dict[str, Path] = {}
+    for step in steps:
+        name, out_dir = step["stage"], Path(step["output"])
+        if only and name not in only:
+            previous[name] = out_dir
+            continue
+        summary_path = out_dir / "summary.json"
+        if summary_path.exists():
+            console.print(f"[dim]{name}: already complete ({summary_path}), skipped[/]")
+            summaries[name] = json.loads(summary_path.read_text())
+            previous[name] = out_dir
+            continue
+        console.rule(f"[bold]{name}")
+        start = time.time()
+        ctx = StageContext(
+            run_dir=recipe.output_dir,
+            out_dir=out_dir,
+            inputs=step["inputs"],
+            executor=recipe.executor,
+            previous=dict(previous),
+        )
+        summary = stage_module(name).run_stage(step["config"], ctx)
+        summary.setdefault("seconds", round(time.time() - start, 2))
+        print_summary(summary, title=f"{name} summary")
+        summaries[name] = summary
+        previous[name] = out_dir
+    return summaries

@@ -1,0 +1,53 @@
+"""The stage registry: which module implements each recipe stage, in the order `mathmix run` runs them.
+
+A stage module defines `Config` (a pydantic model, extra keys forbidden) and
+`run_stage(config, ctx: StageContext) -> dict` returning the stage summary (docs_in, docs_out, dropped, ...).
+Modules are imported lazily so that a recipe with only curation stages never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pipelines.executors import ExecutorConfig
+
+# stage name -> module path; the order here is the order stages run in.
+STAGES: dict[str, str] = {
+    "web": "pipelines.web",
+    "classifier": "pipelines.classify",
+    "dedup": "pipelines.dedup",
+    "decont": "pipelines.decont",
+    "rewrite": "pipelines.rewrite",
+    "shards": "pipelines.tokenize",
+    "train": "pipelines.train",
+    "eval": "pipelines.evaluate",
+    "audit": "pipelines.audit",
+}
+
+
+@dataclass
+class StageContext:
+    """What a stage needs besides its own config: where to read, where to write, how to execute."""
+
+    run_dir: Path
+    out_dir: Path
+    inputs: list[str]
+    executor: ExecutorConfig
+    previous: dict[str, Path] = field(default_factory=dict)  # stage name -> output folder of stages already run
+    dry_run: bool = False
+
+
+def stage_module(name: str) -> ModuleType:
+    """Import the module implementing stage `name` (a clear error for unknown names)."""
+    if name not in STAGES:
+        raise KeyError(f"unknown stage {name!r}; known stages: {', '.join(STAGES)}")
+    return importlib.import_module(STAGES[name])
+
+
+def parse_stage_config(name: str, raw: dict[str, Any] | None) -> Any:
+    """Validate one stage's settings against its module's `Config`."""
+    return stage_module(name).Config.model_validate(raw or {})
