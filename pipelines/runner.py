@@ -24,10 +24,11 @@ def plan(recipe: Recipe) -> list[dict[str, Any]]:
         if name not in recipe.stages:
             continue
         config = recipe.stages[name]
-        out_dir = recipe.output_dir / name
-        inputs = list(getattr(config, "inputs", None) or ([str(previous / "data")] if previous else []))
+        out_dir = recipe.output_dir / getattr(stage_module(name), "FOLDER", name)
+        explicit = [s.replace("{run_dir}", str(recipe.output_dir)) for s in (getattr(config, "inputs", None) or [])]
+        inputs = explicit or ([str(previous / "data")] if previous else [])
         steps.append({"stage": name, "inputs": inputs, "output": str(out_dir), "config": config})
-        if getattr(config, "produces_documents", True):
+        if getattr(stage_module(name), "PRODUCES_DOCUMENTS", True):
             previous = out_dir
     return steps
 

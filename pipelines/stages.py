@@ -2,6 +2,11 @@
 
 A stage module defines `Config` (a pydantic model, extra keys forbidden) and
 `run_stage(config, ctx: StageContext) -> dict` returning the stage summary (docs_in, docs_out, dropped, ...).
+`run_stage` writes OUT/summary.json last (atomically, `curate.summary.write_summary`): its presence marks the stage
+complete. Optional module attributes: `FOLDER` (output folder name under the run folder, default the stage name)
+and `PRODUCES_DOCUMENTS` (False for stages whose output is not the next stage's input, e.g. classifier, audit).
+Stage inputs default to the previous document-producing stage's `data/` folder; `{run_dir}` in a stage's
+`inputs` is replaced by the run folder.
 Modules are imported lazily so that a recipe with only curation stages never imports torch.
 """
 

@@ -33,8 +33,22 @@ def extract_cmd(
         print(json.dumps({"path": str(path), "text": extract(html, engine=engine)}, ensure_ascii=False))
 
 
-def register(app: typer.Typer) -> None:
-    from pipelines.web_run_cli import run_web
+@web_app.command("run")
+def run_web(
+    inputs: list[Path] = typer.Argument(..., help="WARC/WARC.gz files, folders of .html files, or JSONL with html"),
+    output: Path = typer.Option(..., "-o", "--output", help="output folder: data/*.parquet, summary.json, logs/"),
+    workers: int = typer.Option(1, "--workers", help="datatrove tasks run in parallel"),
+    recipe: Path | None = typer.Option(None, "--recipe", help="take the web settings from this recipe"),
+) -> None:
+    """Web stage: read pages, extract math-aware text, language ID, blocklist, math prefilter, quality filters.
 
-    web_app.command("run", help=run_web.__doc__)(run_web)
+    Reads WARC(.gz), folders of .html, or JSONL with an `html` field; writes OUT/data/*.parquet (one row per kept
+    page, with provenance), OUT/summary.json (docs_in, docs_out, dropped by reason, seconds) and OUT/logs/.
+    """
+    from pipelines.web import run_web_cli
+
+    run_web_cli([str(p) for p in inputs], output, workers=workers, recipe=recipe)
+
+
+def register(app: typer.Typer) -> None:
     app.add_typer(web_app, name="web")
