@@ -22,8 +22,8 @@ from pipelines.executors import ExecutorConfig
 
 # stage name -> module path; the order here is the order stages run in.
 STAGES: dict[str, str] = {
+    "classifier": "pipelines.classify",  # trains the math classifier the web stage scores with
     "web": "pipelines.web",
-    "classifier": "pipelines.classify",
     "dedup": "pipelines.dedup",
     "decont": "pipelines.decont",
     "rewrite": "pipelines.rewrite",
