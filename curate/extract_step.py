@@ -1,0 +1,167 @@
+"""`MathAwareExtractor`: the datatrove step that turns documents whose `text` is HTML into math-aware text.
+
+Never crashes, never hangs: each page runs in a worker process (datatrove's own `ExtractorSandbox`, the same
+machinery as the stock extractors) that is killed and restarted when a page passes `timeout_s`, so even a hang
+inside C code (HTML parser, regex engine) or a memory blow-up costs one document, not the job. Pages over
+`max_bytes` are dropped before parsing, not truncated: a cut page loses its main content and its closing markup,
+and pages that large are data dumps, not articles. `isolation="alarm"` runs in-process with a SIGALRM timer
+instead (faster, but only interrupts Python code; falls back to no timer outside the main thread).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from datatrove.data import Document, DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+
+DEFAULT_MAX_BYTES = 5_000_000
+
+
+def _safe_extract(html: str, url: str | None, engine: str) -> tuple[str, str]:
+    """Run `extract` and turn any exception into a result, so the worker process never dies on bad input."""
+    from curate.extract import extract
+
+    try:
+        return "ok", extract(html, url=url, engine=engine)
+    except RecursionError:
+        return "error", "too_deep"
+    except MemoryError:
+        return "error", "out_of_memory"
+    except Exception as e:  # noqa: BLE001 - bad pages must become a counted drop, whatever they raise
+        return "error", f"{type(e).__name__}: {e}"[:300]
+
+
+class _AlarmTimeout(Exception):
+    pass
+
+
+def _raise_timeout(signum, frame):  # pragma: no cover - called by the signal
+    raise _AlarmTimeout()
+
+
+def html_size_bytes(html: str, limit: int) -> int:
+    """Size of `html` in UTF-8 bytes, computed only when the char count cannot decide against `limit`."""
+    n = len(html)
+    if n > limit or n * 4 <= limit:
+        return n
+    return len(html.encode("utf-8", errors="replace"))
+
+
+def as_text(raw: Any) -> str:
+    """HTML as str: bytes are decoded as UTF-8 with replacement, lone surrogates replaced."""
+    if isinstance(raw, bytes | bytearray):
+        return bytes(raw).decode("utf-8", errors="replace")
+    return str(raw)
+
+
+class MathAwareExtractor(PipelineStep):
+    """HTML documents -> text with `$...$`/`$$...$$` math; drops counted as `dropped_<reason>`.
+
+    Args:
+        engine: "fast" (resiliparse) or "clean" (trafilatura).
+        timeout_s: per-document time limit in seconds.
+        max_bytes: pages larger than this (UTF-8 bytes) are dropped as `too_large`.
+        isolation: "process" (worker process, hard kill on timeout) or "alarm" (in-process SIGALRM).
+    """
+
+    name = "🧮 MathAwareExtractor"
+    type = "🛢 - EXTRAC"
+
+    def __init__(
+        self,
+        engine: str = "fast",
+        timeout_s: float = 5.0,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        isolation: str = "process",
+    ):
+        super().__init__()
+        if engine not in ("fast", "clean"):
+            raise ValueError(f"engine must be fast or clean, got {engine!r}")
+        if isolation not in ("process", "alarm"):
+            raise ValueError(f"isolation must be process or alarm, got {isolation!r}")
+        self.engine = engine
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+        self.isolation = isolation
+
+    def _extract_job(self, html: str, url: str | None) -> tuple[str, str]:
+        return _safe_extract(html, url, self.engine)
+
+    def _finish(self, doc: Document, status: str, value: str) -> Document | None:
+        if status == "timeout":
+            self.stat_update("dropped_extract_timeout")
+            return None
+        if status != "ok":
+            self.stat_update("dropped_extract_error")
+            return None
+        if not value.strip():
+            self.stat_update("dropped_empty_text")
+            return None
+        doc.text = value
+        doc.metadata["extractor"] = f"mathmix-{self.engine}"
+        self.update_doc_stats(doc)
+        return doc
+
+    def _prepare(self, doc: Document) -> str | None:
+        html = as_text(doc.text)
+        if html_size_bytes(html, self.max_bytes) > self.max_bytes:
+            self.stat_update("dropped_too_large")
+            return None
+        return html
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        """Extract every document; yields the ones with text left."""
+        if self.isolation == "alarm":
+            yield from self._run_alarm(data)
+        else:
+            yield from self._run_process(data)
+
+    def _run_process(self, data: DocumentsPipeline) -> Iterator[Document]:
+        from datatrove.pipeline.extractors.base import ExtractorSandbox
+
+        with ExtractorSandbox(timeout=self.timeout_s, warmup_text=("<p>warm up</p>", None)) as sandbox:
+            for doc in data:
+                with self.track_time():
+                    html = self._prepare(doc)
+                    if html is None:
+                        continue
+                    try:
+                        status, value = sandbox.process_document(
+                            (html, doc.metadata.get("url")), self._extract_job
+                        )
+                    except TimeoutError:
+                        status, value = "timeout", ""
+                    except EOFError:  # the worker died (killed for memory): counted, a new one starts
+                        status, value = "error", "worker died"
+                    out = self._finish(doc, status, value)
+                if out is not None:
+                    yield out
+
+    def _run_alarm(self, data: DocumentsPipeline) -> Iterator[Document]:
+        use_alarm = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGALRM, _raise_timeout) if use_alarm else None
+        try:
+            for doc in data:
+                with self.track_time():
+                    html = self._prepare(doc)
+                    if html is None:
+                        continue
+                    try:
+                        if use_alarm:
+                            signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
+                        status, value = _safe_extract(html, doc.metadata.get("url"), self.engine)
+                    except _AlarmTimeout:
+                        status, value = "timeout", ""
+                    finally:
+                        if use_alarm:
+                            signal.setitimer(signal.ITIMER_REAL, 0)
+                    out = self._finish(doc, status, value)
+                if out is not None:
+                    yield out
+        finally:
+            if use_alarm:
+                signal.signal(signal.SIGALRM, old)
