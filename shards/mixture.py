@@ -1,0 +1,219 @@
+"""Mixtures of shard sources by weight or token budget, and the blended document index the trainer reads.
+
+A source has either a `weight` (a share of what the budgets leave of the total) or a `tokens` budget. Without a
+total, weighted sources get the largest total that repeats none of them (one epoch of the scarcest). Each source
+takes whole documents from seeded permutations, epoch after epoch, until its target is met (the last document
+is kept or dropped, whichever lands closer), so per-source token counts are exact and reported. Documents are
+interleaved by their token position within their source, so every prefix of the blend holds each source in
+about its share (what a trainer that stops early, or packs sequences, needs).
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from shards.indexed import IndexedDataset
+from shards.manifest import resolve_prefixes
+
+log = logging.getLogger("mathmix.shards")
+
+
+class MixtureSource(BaseModel):
+    """One source of a mixture: shard prefixes or shard folders, and a weight or a token budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    paths: list[str] = Field(min_length=1, description="shard prefixes, or shard folders with manifest.json")
+    weight: float | None = Field(None, gt=0, description="share of the tokens the budgets leave")
+    tokens: int | None = Field(None, gt=0, description="fixed token budget")
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _weight_or_tokens(self) -> MixtureSource:
+        if (self.weight is None) == (self.tokens is None):
+            raise ValueError(f"source {self.name!r}: give exactly one of weight or tokens")
+        return self
+
+
+class MixtureConfig(BaseModel):
+    """A mixture recipe: sources, a seed, and an optional total token count."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "mixture"
+    description: str | None = None
+    seed: int = 1234
+    total_tokens: int | None = Field(None, gt=0)
+    sources: list[MixtureSource] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> MixtureConfig:
+        names = [s.name for s in self.sources]
+        if len(set(names)) != len(names):
+            raise ValueError(f"source names must be unique, got {names}")
+        return self
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, run_dir: str | Path | None = None) -> MixtureConfig:
+        """Load a mixture YAML; `{run_dir}` in source paths becomes `run_dir`."""
+        raw = yaml.safe_load(Path(path).read_text())
+        if run_dir is not None:
+            for source in raw.get("sources", []):
+                source["paths"] = [p.replace("{run_dir}", str(run_dir)) for p in source.get("paths", [])]
+        return cls.model_validate(raw)
+
+
+def plan_tokens(config: MixtureConfig, available: dict[str, int], total_tokens: int | None) -> dict[str, int]:
+    """Target tokens per source: budgets as given, the rest of the total shared by weight."""
+    budgets = {s.name: s.tokens for s in config.sources if s.tokens is not None}
+    weights = {s.name: s.weight for s in config.sources if s.weight is not None}
+    wsum = sum(weights.values())
+    total = total_tokens or config.total_tokens
+    if total is None:
+        # the largest total that needs no repetition of any weighted source
+        rest = min((available[n] * wsum / w for n, w in weights.items()), default=0)
+    else:
+        rest = total - sum(budgets.values())
+        if rest < 0:
+            raise ValueError(f"token budgets ({sum(budgets.values()):,}) exceed total_tokens ({total:,})")
+        if rest and not weights:
+            raise ValueError(
+                f"total_tokens {total:,} != sum of budgets and no weighted source takes the rest"
+            )
+    targets = dict(budgets)
+    targets.update({n: int(round(rest * w / wsum)) for n, w in weights.items()})
+    if total is None:  # float rounding must not push the scarcest source into a second epoch
+        targets.update({n: min(targets[n], available[n]) for n in weights})
+    return {s.name: targets[s.name] for s in config.sources}
+
+
+def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -> np.ndarray:
+    """Document ids (repeating in whole seeded epochs) whose sizes sum as close to `target` as possible."""
+    available = int(sizes.sum())
+    if target <= 0:
+        return np.zeros(0, np.int64)
+    if available == 0:
+        raise ValueError("source has no tokens")
+    full, remaining = divmod(target, available)
+    parts = [rng.permutation(len(sizes)) for _ in range(full)]
+    if remaining:
+        perm = rng.permutation(len(sizes))
+        cum = np.cumsum(sizes[perm])
+        k = int(np.searchsorted(cum, remaining))  # cum[k] >= remaining
+        take = k + 1
+        if k > 0 and remaining - cum[k - 1] < cum[k] - remaining:
+            take = k
+        parts.append(perm[:take])
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+class _Source:
+    """The shards of one source seen as one list of documents."""
+
+    def __init__(self, spec: MixtureSource) -> None:
+        self.name = spec.name
+        self.datasets = [IndexedDataset(p) for path in spec.paths for p in resolve_prefixes(path)]
+        self.starts = np.cumsum([0] + [len(d) for d in self.datasets])
+        sizes = [d.sizes for d in self.datasets]
+        self.sizes = np.concatenate(sizes).astype(np.int64) if sizes else np.zeros(0, np.int64)
+
+    def __getitem__(self, doc: int) -> np.ndarray:
+        k = int(np.searchsorted(self.starts, doc, side="right")) - 1
+        return self.datasets[k][doc - int(self.starts[k])]
+
+
+class BlendedDocuments:
+    """A deterministic blend of the documents of a mixture's sources.
+
+    Args:
+        config: the mixture.
+        total_tokens: tokens in the blend (overrides `config.total_tokens`; None: see the module docstring).
+
+    `len()` documents; `[i]` -> tokens of the i-th document of the blend; `source_of(i)` -> its source name;
+    `sizes` -> tokens per blended document; `report()` -> per-source accounting, epochs and repetition.
+    """
+
+    def __init__(self, config: MixtureConfig, total_tokens: int | None = None) -> None:
+        self.config = config
+        self.sources = [_Source(spec) for spec in config.sources]
+        available = {s.name: int(s.sizes.sum()) for s in self.sources}
+        self.targets = plan_tokens(config, available, total_tokens)
+        source_ids, doc_ids, positions = [], [], []
+        for k, src in enumerate(self.sources):
+            rng = np.random.default_rng([config.seed, zlib.crc32(src.name.encode())])
+            docs = select_documents(src.sizes, self.targets[src.name], rng)
+            sizes = src.sizes[docs]
+            tokens = max(int(sizes.sum()), 1)
+            positions.append((np.cumsum(sizes) - sizes / 2) / tokens)  # token midpoint, fraction of source
+            source_ids.append(np.full(len(docs), k, np.int32))
+            doc_ids.append(docs)
+        order = np.lexsort((np.concatenate(source_ids), np.concatenate(positions)))
+        self._source_ids = np.concatenate(source_ids)[order]
+        self._doc_ids = np.concatenate(doc_ids)[order]
+        self.sizes = np.empty(len(order), np.int64)
+        for k, src in enumerate(self.sources):
+            mask = self._source_ids == k
+            self.sizes[mask] = src.sizes[self._doc_ids[mask]]
+        for row in self.report()["sources"]:
+            if row["repeated"]:
+                log.warning(
+                    "mixture %s: source %s repeated %.2f epochs to meet its share",
+                    config.name,
+                    row["name"],
+                    row["epochs"],
+                )
+
+    def __len__(self) -> int:
+        return len(self._doc_ids)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(f"blend index {i} out of range for {len(self)} documents")
+        return self.sources[self._source_ids[i]][int(self._doc_ids[i])]
+
+    def source_of(self, i: int) -> str:
+        return self.sources[self._source_ids[i]].name
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.sizes.sum())
+
+    def report(self) -> dict[str, Any]:
+        """Per source: target and actual tokens, documents, available tokens, epochs, share, repetition."""
+        total = max(self.num_tokens, 1)
+        rows = []
+        for k, src in enumerate(self.sources):
+            mask = self._source_ids == k
+            tokens = int(self.sizes[mask].sum())
+            available = int(src.sizes.sum())
+            epochs = tokens / available if available else 0.0
+            rows.append(
+                {
+                    "name": src.name,
+                    "target_tokens": self.targets[src.name],
+                    "tokens": tokens,
+                    "documents": int(mask.sum()),
+                    "available_tokens": available,
+                    "available_documents": len(src.sizes),
+                    "share": tokens / total,
+                    "epochs": round(epochs, 4),
+                    "repeated": epochs > 1.0,
+                }
+            )
+        return {
+            "name": self.config.name,
+            "seed": self.config.seed,
+            "documents": len(self),
+            "tokens": self.num_tokens,
+            "sources": rows,
+        }
