@@ -11,8 +11,12 @@ from mathmix.cli_util import console, fail
 
 def run(
     recipe: Path = typer.Argument(..., help="recipe YAML (see recipes/)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the plan (stages, inputs, outputs) and exit"),
-    output_dir: Path | None = typer.Option(None, "-o", "--output-dir", help="override the recipe's output_dir"),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="print the plan (stages, inputs, outputs) and exit"
+    ),
+    output_dir: Path | None = typer.Option(
+        None, "-o", "--output-dir", help="override the recipe's output_dir"
+    ),
     only: list[str] | None = typer.Option(None, "--only", help="run only these stages (repeatable)"),
 ) -> None:
     """Run a recipe's stages in order. Reads the recipe and its inputs; writes OUTPUT_DIR/STAGE/ per stage.
@@ -33,7 +37,9 @@ def run(
 
 
 def quickstart(
-    output_dir: Path = typer.Option(Path("quickstart-run"), "-o", "--output-dir", help="where to write the run"),
+    output_dir: Path = typer.Option(
+        Path("quickstart-run"), "-o", "--output-dir", help="where to write the run"
+    ),
 ) -> None:
     """Run the whole chain on the small sample mathmix ships (pages written here, packed into a WARC).
 

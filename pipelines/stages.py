@@ -42,7 +42,9 @@ class StageContext:
     out_dir: Path
     inputs: list[str]
     executor: ExecutorConfig
-    previous: dict[str, Path] = field(default_factory=dict)  # stage name -> output folder of stages already run
+    previous: dict[str, Path] = field(
+        default_factory=dict
+    )  # stage name -> output folder of stages already run
     dry_run: bool = False
 
 

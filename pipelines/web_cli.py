@@ -35,8 +35,12 @@ def extract_cmd(
 
 @web_app.command("run")
 def run_web(
-    inputs: list[Path] = typer.Argument(..., help="WARC/WARC.gz files, folders of .html files, or JSONL with html"),
-    output: Path = typer.Option(..., "-o", "--output", help="output folder: data/*.parquet, summary.json, logs/"),
+    inputs: list[Path] = typer.Argument(
+        ..., help="WARC/WARC.gz files, folders of .html files, or JSONL with html"
+    ),
+    output: Path = typer.Option(
+        ..., "-o", "--output", help="output folder: data/*.parquet, summary.json, logs/"
+    ),
     workers: int = typer.Option(1, "--workers", help="datatrove tasks run in parallel"),
     recipe: Path | None = typer.Option(None, "--recipe", help="take the web settings from this recipe"),
 ) -> None:

@@ -1,0 +1,216 @@
+"""Web page reader: WARC / ARC (gzipped or not), folders of .html files, JSONL with an `html` field.
+
+datatrove's WarcReader dies on a truncated gzip member (EOFError kills the task) and yields nothing from
+WARC/0.18 files, so this reader iterates with warcio itself, survives every bad record and counts it under a
+reason. Every page keeps its provenance (url, file, record offset and length, record id, date, content type,
+charset), so the bytes of any document can be fetched again.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from datatrove.data import Document, DocumentsPipeline
+from datatrove.pipeline.readers.base import BaseDiskReader
+
+WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".wet.gz", ".wat.gz")
+HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
+HTML_TYPES = ("text/html", "application/xhtml+xml", "text/xml", "application/xml")
+DOC_RECORD_TYPES = ("response", "resource", "conversion")
+_CHARSET_META = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-:.]+)""", re.I)
+_CHARSET_HEADER = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-:.]+)", re.I)
+
+
+def input_files(inputs: list[str]) -> list[str]:
+    """Expand inputs (files or folders) into the sorted list of readable files; error on a missing path."""
+    files: list[str] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found = [
+                p
+                for p in sorted(path.rglob("*"))
+                if p.is_file() and p.name.lower().endswith(WARC_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES)
+            ]
+            files.extend(str(p.resolve()) for p in found)
+        elif path.is_file():
+            files.append(str(path.resolve()))
+        else:
+            raise FileNotFoundError(f"{item}: no such file or folder")
+    return files
+
+
+def decode_html(body: bytes, declared: str | None) -> tuple[str | None, str | None]:
+    """Decode page bytes: the declared charset, then the <meta> charset, then UTF-8, then cp1252.
+
+    Returns (text, charset) or (None, None) when no charset decodes the bytes without a flood of errors.
+    """
+    candidates = []
+    if declared:
+        candidates.append(declared)
+    meta = _CHARSET_META.search(body[:4096])
+    if meta:
+        candidates.append(meta.group(1).decode("ascii", "ignore"))
+    candidates += ["utf-8", "cp1252"]
+    for charset in candidates:
+        try:
+            return body.decode(charset), charset.lower()
+        except (UnicodeDecodeError, LookupError):
+            continue
+    text = body.decode("utf-8", errors="replace")
+    if text.count("\ufffd") > max(16, len(text) // 50):
+        return None, None
+    return text, "utf-8-replace"
+
+
+def is_binary(body: bytes) -> bool:
+    """A body with NUL bytes or a known binary signature is not a web page, whatever its label says."""
+    head = body[:2048]
+    if b"\x00" in head:
+        return True
+    signatures = (b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04", b"\x1f\x8b")
+    return head.startswith(signatures)
+
+
+def doc_id(*parts: object) -> str:
+    return hashlib.sha1("|".join(str(p) for p in parts).encode()).hexdigest()[:24]
+
+
+class WebPageReader(BaseDiskReader):
+    """Reads WARC/ARC records, .html files and JSONL (`html` field) into documents whose text is the HTML.
+
+    Counts every candidate page as `docs_in`; a page it cannot use is counted as `dropped_<reason>`:
+    warc_read_error, bad_record, not_html, binary_body, too_large, empty_page, undecodable, http_status.
+    """
+
+    name = "🕸 Web pages (WARC/HTML/JSONL)"
+
+    def __init__(self, paths_file: str, max_bytes: int = 5_000_000, keep_non_200: bool = False, **kwargs):
+        super().__init__("/", paths_file=paths_file, **kwargs)
+        self.max_bytes = max_bytes
+        self.keep_non_200 = keep_non_200
+
+    # -- per-format readers -------------------------------------------------------------------------
+    def read_file(self, filepath: str) -> DocumentsPipeline:
+        path = "/" + filepath.lstrip("/")
+        name = path.lower()
+        if name.endswith(WARC_SUFFIXES):
+            yield from self._read_warc(path)
+        elif name.endswith(HTML_SUFFIXES):
+            self.stat_update("docs_in")
+            doc = self._page(Path(path).read_bytes(), path, None, None, {"url": None})
+            if doc:
+                yield doc
+        elif name.endswith(JSONL_SUFFIXES):
+            yield from self._read_jsonl(path)
+
+    def _read_warc(self, path: str) -> Iterator[Document]:
+        from warcio.archiveiterator import ArchiveIterator
+
+        with open(path, "rb") as stream:
+            iterator = ArchiveIterator(stream, arc2warc=True)
+            try:
+                for record in iterator:
+                    if record.rec_type not in DOC_RECORD_TYPES:
+                        self.stat_update("non_document_records")
+                        continue
+                    self.stat_update("docs_in")
+                    doc = self._warc_record(record, iterator, path)
+                    if doc:
+                        yield doc
+            except Exception as err:  # truncated gzip member, garbage between records, bad headers
+                self.stat_update("docs_in")
+                self.stat_update("dropped_warc_read_error")
+                self.stat_update(f"warc_error_{type(err).__name__}")
+
+    def _warc_record(self, record, iterator, path: str) -> Document | None:
+        try:
+            headers = record.rec_headers
+            body = record.content_stream().read(self.max_bytes + 1)
+            iterator.read_to_end(record)
+            offset, length = iterator.get_record_offset(), iterator.get_record_length()
+            http = record.http_headers
+            status = int(http.get_statuscode() or 200) if http else 200
+            content_type = (http.get_header("Content-Type") if http else None) or headers.get_header(
+                "Content-Type"
+            )
+            provenance = {
+                "url": headers.get_header("WARC-Target-URI"),
+                "record_id": headers.get_header("WARC-Record-ID"),
+                "fetch_date": headers.get_header("WARC-Date"),
+                "content_type": (content_type or "").split(";")[0].strip().lower() or None,
+            }
+        except Exception:
+            self.stat_update("dropped_bad_record")
+            return None
+        if status != 200 and not self.keep_non_200:
+            self.stat_update("dropped_http_status")
+            return None
+        ctype = provenance["content_type"]
+        if record.rec_type != "conversion" and ctype and not ctype.startswith(HTML_TYPES):
+            self.stat_update("dropped_not_html")
+            return None
+        declared = _CHARSET_HEADER.search(content_type or "")
+        return self._page(body, path, offset, length, provenance, declared.group(1) if declared else None)
+
+    def _read_jsonl(self, path: str) -> Iterator[Document]:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+            for line_no, line in enumerate(handle):
+                if not line.strip():
+                    continue
+                self.stat_update("docs_in")
+                try:
+                    row = json.loads(line)
+                    html = row["html"]
+                    if not isinstance(html, str):
+                        raise TypeError("html is not a string")
+                except Exception:
+                    self.stat_update("dropped_bad_record")
+                    continue
+                provenance = {
+                    "url": row.get("url"),
+                    "record_id": row.get("id"),
+                    "fetch_date": row.get("date"),
+                }
+                doc = self._page(html.encode("utf-8", "replace"), path, line_no, None, provenance, "utf-8")
+                if doc:
+                    yield doc
+
+    # -- shared checks ------------------------------------------------------------------------------
+    def _page(self, body, path, offset, length, provenance, declared=None) -> Document | None:
+        if len(body) > self.max_bytes:
+            self.stat_update("dropped_too_large")
+            return None
+        if not body.strip():
+            self.stat_update("dropped_empty_page")
+            return None
+        if is_binary(body):
+            self.stat_update("dropped_binary_body")
+            return None
+        html, charset = decode_html(body, declared)
+        if html is None:
+            self.stat_update("dropped_undecodable")
+            return None
+        url = provenance.get("url")
+        metadata = {
+            "url": url,
+            "domain": (urlsplit(url).hostname or None) if url else None,
+            "source_file": path,
+            "warc_offset": offset,
+            "warc_length": length,
+            "record_id": provenance.get("record_id"),
+            "fetch_date": provenance.get("fetch_date"),
+            "content_type": provenance.get("content_type") or "text/html",
+            "charset": charset,
+        }
+        # Ids must not depend on where the files sit, so Slurm, Ray and local runs give the same ids.
+        ident = provenance.get("record_id") or doc_id(Path(path).name, offset, hashlib.sha1(body).hexdigest())
+        return Document(text=html, id=str(ident), metadata=metadata)

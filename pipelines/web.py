@@ -1,0 +1,181 @@
+"""The web stage: WARC / HTML / JSONL -> math-aware text -> URL blocklist -> language ID -> math prefilter ->
+quality -> (fastText math score) -> Parquet, as one datatrove pipeline.
+
+Used by `mathmix web` and by the `web` recipe stage. Output: OUT/data/*.parquet (schema WEB_SCHEMA),
+OUT/summary.json, OUT/logs/ (datatrove stats and completion markers; a rerun skips finished tasks).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from mathmix.cli_util import console, fail, print_summary
+
+WEB_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("text", pa.string()),
+        ("url", pa.string()),
+        ("domain", pa.string()),
+        ("source_file", pa.string()),
+        ("warc_offset", pa.int64()),
+        ("warc_length", pa.int64()),
+        ("record_id", pa.string()),
+        ("fetch_date", pa.string()),
+        ("content_type", pa.string()),
+        ("charset", pa.string()),
+        ("lang", pa.string()),
+        ("lang_score", pa.float64()),
+        ("prefilter_score", pa.float64()),
+        ("n_chars", pa.int64()),
+        ("extractor", pa.string()),
+        ("math_score", pa.float64()),
+    ]
+)
+
+
+class Config(BaseModel):
+    """Settings of the web stage (the `web:` block of a recipe)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[str] = Field(default_factory=list, description="WARC files, .html folders, JSONL with html")
+    max_page_bytes: int = Field(5_000_000, gt=0, description="pages larger than this are dropped (too_large)")
+    engine: str = Field("fast", pattern="^(fast|clean)$")
+    extract_timeout_s: float = Field(5.0, gt=0)
+    blocklist: str | None = Field(None, description="plain file: one domain or URL prefix per line")
+    languages: list[str] = Field(default_factory=lambda: ["en"])
+    lang_threshold: float = Field(0.65, ge=0, le=1)
+    prefilter_threshold: float = Field(1.0, ge=0)
+    min_words: int = Field(20, ge=0)
+    max_duplicate_line_fraction: float = Field(0.5, gt=0, le=1)
+    min_alpha_fraction: float = Field(0.25, ge=0, le=1)
+    math_model: str | None = Field(
+        None, description="fastText math classifier; default: the run's classifier/model.bin when it exists"
+    )
+    math_threshold: float | None = Field(None, ge=0, le=1, description="keep docs with math_score >= this")
+    keep_top_percent: float | None = Field(None, gt=0, le=100, description="keep the top k% by math_score")
+    tasks: int | None = Field(None, ge=1, description="datatrove tasks (default: the executor's)")
+    write_rejects: bool = Field(
+        False, description="write dropped documents to OUT/rejects/ with their reason"
+    )
+
+
+def _adapter(self, document) -> dict[str, Any]:
+    row = {name: document.metadata.get(name) for name in WEB_SCHEMA.names}
+    row["id"] = document.id
+    row["text"] = document.text
+    row["n_chars"] = len(document.text)
+    return row
+
+
+def build_pipeline(config: Config, files: list[str], out_dir: Path, math_model: str | None) -> list[Any]:
+    """The web stage's datatrove steps, reading the files listed in OUT/logs/inputs.txt."""
+    from datatrove.pipeline.writers import ParquetWriter
+
+    from curate.extract_step import MathAwareExtractor
+    from curate.filters import MathQualityFilter, UrlBlocklistFilter
+    from curate.lid import MathLanguageFilter
+    from curate.prefilter import HtmlMathMarkers, MathPrefilter
+    from curate.readers import WebPageReader
+
+    paths_file = out_dir / "logs" / "inputs.txt"
+    paths_file.parent.mkdir(parents=True, exist_ok=True)
+    paths_file.write_text("".join(f.lstrip("/") + "\n" for f in files))
+    rejects = config.write_rejects
+
+    def exclusion(step: str):
+        if not rejects:
+            return None
+        return ParquetWriter(str(out_dir / "rejects" / step), output_filename="${rank}.parquet")
+
+    steps: list[Any] = [
+        WebPageReader(str(paths_file), max_bytes=config.max_page_bytes, doc_progress=True),
+        UrlBlocklistFilter(config.blocklist),
+        HtmlMathMarkers(),
+        MathAwareExtractor(
+            engine=config.engine, timeout_s=config.extract_timeout_s, max_bytes=config.max_page_bytes
+        ),
+        MathLanguageFilter(languages=tuple(config.languages), threshold=config.lang_threshold),
+        MathPrefilter(threshold=config.prefilter_threshold),
+        MathQualityFilter(
+            min_words=config.min_words,
+            max_duplicate_line_fraction=config.max_duplicate_line_fraction,
+            min_alpha_fraction=config.min_alpha_fraction,
+        ),
+    ]
+    for step in steps:
+        if hasattr(step, "exclusion_writer") and rejects:
+            step.exclusion_writer = exclusion(type(step).__name__)
+    if math_model:
+        from classifiers.scorer import MathScoreFilter
+
+        steps.append(
+            MathScoreFilter(
+                math_model, threshold=config.math_threshold, keep_top_percent=config.keep_top_percent
+            )
+        )
+    steps.append(
+        ParquetWriter(
+            str(out_dir / "data"), output_filename="${rank}.parquet", adapter=_adapter, schema=WEB_SCHEMA
+        )
+    )
+    return steps
+
+
+def run_web(
+    config: Config, inputs: list[str], out_dir: Path, executor, math_model: str | None = None
+) -> dict:
+    """Run the web stage over `inputs` into `out_dir`; returns (and writes) the summary."""
+    from curate.readers import input_files
+    from curate.summary import summarize_logs, write_summary
+
+    out_dir = Path(out_dir)
+    files = input_files(inputs)
+    if not files:
+        raise FileNotFoundError(f"no WARC, .html or JSONL files found in {inputs}")
+    start = time.time()
+    tasks = min(config.tasks or executor.tasks, len(files))
+    pipeline = build_pipeline(config, files, out_dir, math_model)
+    executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-web", tasks=tasks))
+    summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
+    summary["input_files"] = len(files)
+    write_summary(out_dir, summary)
+    return summary
+
+
+def run_stage(config: Config, ctx) -> dict:
+    """Recipe stage `web`: inputs from the recipe; scores with the run's classifier when it trained one."""
+    model = config.math_model
+    if model is None and "classifier" in ctx.previous:
+        candidate = ctx.previous["classifier"] / "model.bin"
+        model = str(candidate) if candidate.is_file() else None
+    return run_web(config, ctx.inputs, ctx.out_dir, ctx.executor, math_model=model)
+
+
+def run_web_cli(inputs: list[str], output: Path, workers: int = 1, recipe: Path | None = None) -> None:
+    """`mathmix web`: settings from --recipe (its web block and executor) or the defaults."""
+    from pipelines.executors import ExecutorConfig
+    from pipelines.recipe import RecipeError, load_recipe
+
+    config, executor = Config(), ExecutorConfig(tasks=max(1, workers), workers=max(1, workers))
+    if recipe is not None:
+        try:
+            parsed = load_recipe(recipe)
+        except RecipeError as err:
+            fail(str(err))
+            return
+        config = parsed.stages.get("web", config)
+        executor = parsed.executor
+    try:
+        summary = run_web(config, inputs, output, executor, math_model=config.math_model)
+    except FileNotFoundError as err:
+        fail(str(err))
+        return
+    print_summary(summary, title="web summary")
+    console.print(f"wrote {output}/data/*.parquet and {output}/summary.json")
