@@ -1,0 +1,199 @@
+"""Typed configs of a training recipe; each component's config builds its component (OLMo-core style).
+
+A train recipe is one YAML file: `model`, `trainer` (batch, optimizer, schedule, checkpoints) and a list of
+`stages` run in order. A `stable` stage trains at constant LR after warmup; a `decay` stage starts from another
+stage's final checkpoint (`start_from`) and decays the LR over its own budget, with its own data mixture, so the
+decay branches of one stable run are independent runs that share a starting point.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from midtrain.schedule import DecayShape
+
+
+class TrainRecipeError(ValueError):
+    """A train recipe that cannot be read or does not validate; the message names the file and the key."""
+
+
+class ModelConfig(BaseModel):
+    """Any transformers causal LM: a local pretrained `path`, or a `config` dict (random init, e.g. tiny)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = None  # local folder of a pretrained model (nothing is downloaded)
+    config: dict[str, Any] | None = None  # kwargs of AutoConfig.for_model, `model_type` defaults to llama
+    tokenizer: str | None = None  # tokenizer.json or a HF folder; copied into exports (default: `path`)
+    attn_implementation: str = "auto"  # auto: flash_attention_2 on GPU when installed, else sdpa
+    activation_checkpointing: bool = False
+    compile: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelConfig:
+        if (self.path is None) == (self.config is None):
+            raise ValueError(
+                "model: give exactly one of `path` (pretrained folder) or `config` (architecture)"
+            )
+        return self
+
+    def build_hf_config(self):
+        """The transformers config of the model."""
+        from transformers import AutoConfig
+
+        if self.path is not None:
+            return AutoConfig.from_pretrained(self.path)
+        kwargs = dict(self.config or {})
+        return AutoConfig.for_model(kwargs.pop("model_type", "llama"), **kwargs)
+
+    def build(self, attn_implementation: str):
+        """The model in fp32 on CPU (random init from the config with the current torch seed)."""
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        if self.path is not None:
+            return AutoModelForCausalLM.from_pretrained(
+                self.path, dtype=torch.float32, attn_implementation=attn_implementation
+            )
+        config = self.build_hf_config()
+        config._attn_implementation = attn_implementation
+        return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+
+    @property
+    def tokenizer_source(self) -> str | None:
+        return self.tokenizer or self.path
+
+
+class TrainerConfig(BaseModel):
+    """Batch, optimizer, schedule defaults, checkpoints and logging; shared by every stage of a recipe."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq_len: int = Field(2048, gt=0)
+    global_batch_tokens: int = Field(4 * 1024 * 1024, gt=0)  # per optimizer step, all ranks together
+    micro_batch_size: int = Field(1, gt=0)  # sequences per rank per forward pass
+    intra_document: bool = True  # attention stays within each document (position ids reset per document)
+    lr: float = Field(3e-5, gt=0)  # peak
+    min_lr_ratio: float = Field(0.1, ge=0, le=1)  # decay floor as a fraction of the peak
+    weight_decay: float = 0.1
+    betas: tuple[float, float] = (0.9, 0.95)
+    eps: float = 1e-8
+    grad_clip: float = 1.0
+    seed: int = 0
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    checkpoint_every: int = Field(1000, gt=0)  # optimizer steps
+    keep_checkpoints: int = Field(2, gt=0)  # newest step checkpoints kept per stage
+    log_every: int = Field(1, gt=0)
+    tensorboard: bool = False
+    peak_tflops: float | None = None  # per device, for MFU; default: a table of known GPUs, none on CPU
+
+    def sequences_per_step(self) -> int:
+        if self.global_batch_tokens % self.seq_len:
+            raise ValueError(f"global_batch_tokens {self.global_batch_tokens} is not a multiple of seq_len")
+        return self.global_batch_tokens // self.seq_len
+
+    def accumulation_steps(self, world_size: int) -> int:
+        """Micro-batches per rank per optimizer step, so that all ranks together make the global batch."""
+        per_pass = self.micro_batch_size * world_size
+        seqs = self.sequences_per_step()
+        if seqs % per_pass:
+            raise ValueError(
+                f"{seqs} sequences per step do not split into micro_batch_size {self.micro_batch_size} x "
+                f"{world_size} ranks"
+            )
+        return seqs // per_pass
+
+
+class StageConfig(BaseModel):
+    """One stage: its token budget, data mixture, and LR shape; decay stages start from another stage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: Literal["stable", "decay"]
+    tokens: int = Field(gt=0)
+    mixture: dict[str, Any]  # shards.mixture.MixtureConfig: sources (name, paths, weight|tokens), seed
+    start_from: str | None = None  # a stage name of this recipe, or a checkpoint folder
+    warmup_tokens: int = Field(0, ge=0)
+    decay_shape: DecayShape = "cosine"
+    lr: float | None = None  # default: trainer.lr
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> StageConfig:
+        if self.kind == "decay" and self.start_from is None:
+            raise ValueError(f"stage {self.name}: a decay stage needs `start_from` (a stage or checkpoint)")
+        return self
+
+    @field_validator("mixture")
+    @classmethod
+    def _check_mixture(cls, raw: dict[str, Any]) -> dict[str, Any]:
+        from shards.mixture import MixtureConfig
+
+        MixtureConfig.model_validate(raw)  # raises with the bad key named
+        return raw
+
+    def decay_tokens(self) -> int:
+        return self.tokens if self.kind == "decay" else 0
+
+    def build_mixture(self):
+        from shards.mixture import MixtureConfig
+
+        return MixtureConfig.model_validate(self.mixture)
+
+
+class TrainRecipe(BaseModel):
+    """A training run: the model, the trainer settings and the stages, written under `output_dir/STAGE/`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    output_dir: Path = Path("runs/train")
+    model: ModelConfig
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    stages: list[StageConfig]
+
+    @model_validator(mode="after")
+    def _check_stages(self) -> TrainRecipe:
+        names = [s.name for s in self.stages]
+        if len(set(names)) != len(names):
+            raise ValueError(f"stage names must be unique, got {names}")
+        for i, stage in enumerate(self.stages):
+            if stage.start_from in names and names.index(stage.start_from) >= i:
+                raise ValueError(f"stage {stage.name}: start_from {stage.start_from!r} must come before it")
+        return self
+
+    def stage(self, name: str) -> StageConfig:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise KeyError(f"no stage {name!r}; stages: {[s.name for s in self.stages]}")
+
+    def stage_dir(self, name: str) -> Path:
+        return self.output_dir / name
+
+
+def _format_errors(err: ValidationError) -> str:
+    return "; ".join(".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in err.errors())
+
+
+def load_train_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainRecipe:
+    """Read and validate a train recipe YAML; `{recipe_dir}` in strings means the recipe's folder."""
+    path = Path(path)
+    if not path.is_file():
+        raise TrainRecipeError(f"{path}: train recipe not found")
+    text = path.read_text().replace("{recipe_dir}", str(path.resolve().parent))
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise TrainRecipeError(f"{path}: not valid YAML: {err}") from None
+    if not isinstance(raw, dict):
+        raise TrainRecipeError(f"{path}: a train recipe is a mapping with keys name, model, trainer, stages")
+    raw.update(overrides or {})
+    try:
+        return TrainRecipe.model_validate(raw)
+    except ValidationError as err:
+        raise TrainRecipeError(f"{path}: {_format_errors(err)}") from None

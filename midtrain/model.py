@@ -1,0 +1,94 @@
+"""Model building: a transformers causal LM, wrapped for FSDP2, optional activation checkpointing and compile.
+
+FSDP2 (`fully_shard`) is applied per decoder layer then at the root (torchtitan's layout), with bf16 params and
+fp32 gradient reduction on GPU. A single CPU process trains the plain module: sharding over one rank only adds
+hooks, and the same checkpoints (torch.distributed.checkpoint) load into either form.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+from torch import nn
+
+from midtrain.config import ModelConfig
+
+# Dense bf16 peak TFLOP/s per device (no sparsity), for the MFU estimate.
+GPU_PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "H800": 989.0, "A100": 312.0, "A800": 312.0, "L40S": 362.0}
+
+
+def resolve_attn_implementation(requested: str, device: torch.device) -> str:
+    """flash_attention_2 (varlen over packed documents) on GPU when installed, sdpa (masked) otherwise."""
+    if requested != "auto":
+        return requested
+    if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return "sdpa"
+
+
+def decoder_layers(model: nn.Module) -> list[nn.Module]:
+    """The transformer blocks of a transformers causal LM (`model.model.layers` for Llama-like models)."""
+    base = getattr(model, model.base_model_prefix, model)
+    layers = getattr(base, "layers", None) or getattr(base, "h", None)
+    if layers is None:
+        raise ValueError(f"cannot find the decoder layers of {type(model).__name__}")
+    return list(layers)
+
+
+def build_model(config: ModelConfig, device: torch.device, world_size: int, seed: int) -> nn.Module:
+    """Build, then (in this order) activation checkpointing, compile, FSDP2 when world_size > 1 or on GPU."""
+    torch.manual_seed(seed)  # same random init on every rank
+    model = config.build(resolve_attn_implementation(config.attn_implementation, device))
+    model.config.use_cache = False
+    if config.activation_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if config.compile:
+        for layer in decoder_layers(model):
+            layer.compile()
+    if world_size > 1 or device.type == "cuda":
+        _fully_shard(model, device)
+    else:
+        model.to(device)
+    return model
+
+
+def _fully_shard(model: nn.Module, device: torch.device) -> None:
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    mp = None
+    if device.type == "cuda":
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    kwargs = {"mp_policy": mp} if mp is not None else {}
+    if device.type == "cuda":
+        model.to(device)
+    layers = decoder_layers(model)
+    for i, layer in enumerate(layers):
+        # the last layer's params are needed right away by the root's backward: no point resharding them
+        fully_shard(layer, reshard_after_forward=i < len(layers) - 1, **kwargs)
+    fully_shard(model, **kwargs)
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def flops_per_token(hf_config, n_params: int, seq_len: int) -> float:
+    """Training FLOPs per token: 6N for the matmuls plus 6 * L * T * d for causal attention (PaLM appendix B,
+    halved for the causal mask)."""
+    layers = hf_config.num_hidden_layers
+    hidden = hf_config.hidden_size
+    return 6.0 * n_params + 6.0 * layers * seq_len * hidden
+
+
+def peak_flops(device: torch.device, override_tflops: float | None) -> float | None:
+    """Peak dense bf16 FLOP/s of one device; None where unknown (CPU), then MFU is not reported."""
+    if override_tflops:
+        return override_tflops * 1e12
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    for key, tflops in GPU_PEAK_TFLOPS.items():
+        if key in name:
+            return tflops * 1e12
+    return None

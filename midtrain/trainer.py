@@ -1,0 +1,205 @@
+"""The training loop: one stage of a recipe, resumable, on 1..N processes (torchrun), CPU or GPU.
+
+Reads top to bottom: set up ranks -> model -> optimizer -> data -> restore (own checkpoint, else the start
+stage's) -> for each step: LR from tokens, micro-batches with gradient accumulation, clip, step, log, checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from midtrain import checkpoint as ckpt
+from midtrain.config import StageConfig, TrainRecipe
+from midtrain.data import PackedSequences
+from midtrain.metrics import MetricsLogger
+from midtrain.model import build_model, count_parameters, flops_per_token, peak_flops
+from midtrain.schedule import wsd_lr
+
+DONE_FILE = "done.json"
+
+
+@dataclass
+class Ranks:
+    rank: int
+    world_size: int
+    device: torch.device
+
+
+def setup_ranks(device_pref: str) -> Ranks:
+    """Join the torchrun process group if launched by torchrun (gloo on CPU, nccl on GPU)."""
+    use_cuda = device_pref == "cuda" or (device_pref == "auto" and torch.cuda.is_available())
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local_rank}") if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(device)
+    if world_size > 1 and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    return Ranks(rank, world_size, device)
+
+
+def resolve_start(recipe: TrainRecipe, stage: StageConfig) -> Path | None:
+    """The checkpoint a stage starts from: the final checkpoint of a named stage, or a checkpoint folder."""
+    if stage.start_from is None:
+        return None
+    if stage.start_from in [s.name for s in recipe.stages]:
+        found = ckpt.list_checkpoints(recipe.stage_dir(stage.start_from) / "checkpoints")
+        if not found or not (recipe.stage_dir(stage.start_from) / DONE_FILE).exists():
+            raise FileNotFoundError(
+                f"stage {stage.name} starts from {stage.start_from!r}, which has not finished"
+            )
+        return found[-1]
+    path = Path(stage.start_from)
+    if not (path / ckpt.STATE_FILE).exists():
+        raise FileNotFoundError(f"stage {stage.name}: start_from {path} is not a checkpoint folder")
+    return path
+
+
+def build_documents(stage: StageConfig):
+    from shards.mixture import BlendedDocuments
+
+    return BlendedDocuments(stage.build_mixture(), total_tokens=stage.tokens)
+
+
+def build_optimizer(model, recipe: TrainRecipe) -> torch.optim.Optimizer:
+    """AdamW; no weight decay on 1-D parameters (norms, biases), as in nanoGPT."""
+    t = recipe.trainer
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=t.lr, betas=t.betas, eps=t.eps, foreach=True)
+
+
+def train_stage(
+    recipe: TrainRecipe, stage_name: str, progress: bool = True, documents=None
+) -> dict[str, Any]:
+    """Train one stage to its token budget (resuming from its latest checkpoint); return its summary."""
+    t, stage = recipe.trainer, recipe.stage(stage_name)
+    stage_dir = recipe.stage_dir(stage.name)
+    if (stage_dir / DONE_FILE).exists():
+        return json.loads((stage_dir / DONE_FILE).read_text())
+    ranks = setup_ranks(t.device)
+    accum = t.accumulation_steps(ranks.world_size)
+    total_steps = max(1, stage.tokens // t.global_batch_tokens)
+    peak_lr = stage.lr or t.lr
+
+    model = build_model(recipe.model, ranks.device, ranks.world_size, t.seed)
+    hf_config = model.config
+    optimizer = build_optimizer(model, recipe)
+    packer = PackedSequences(
+        build_documents(stage) if documents is None else documents, t.seq_len, t.intra_document
+    )
+
+    # restore: this stage's own latest checkpoint (resume), else the start stage's weights and optimizer
+    ckpt_dir = stage_dir / "checkpoints"
+    ckpt.clean_partial(ckpt_dir)
+    state = {"stage": stage.name, "step": 0, "tokens": 0, "run_tokens": 0, "data": packer.state_dict()}
+    existing = ckpt.list_checkpoints(ckpt_dir)
+    if existing:
+        state = ckpt.load_checkpoint(existing[-1], model, optimizer)
+        packer.load_state_dict(state["data"])
+    elif (start := resolve_start(recipe, stage)) is not None:
+        start_state = ckpt.load_checkpoint(start, model, optimizer, restore_rng=False)
+        state["run_tokens"] = start_state["run_tokens"]
+        state["start_from"] = str(start)
+    run_tokens_at_start = state["run_tokens"] - state["tokens"]
+
+    is_main = ranks.rank == 0
+    logger = MetricsLogger(stage_dir, state["step"], enabled=is_main, tensorboard=t.tensorboard)
+    fpt = flops_per_token(hf_config, count_parameters(model), t.seq_len)
+    peak = peak_flops(ranks.device, t.peak_tflops)
+    config_json = hf_config.to_json_string()
+    bar = _progress_bar(total_steps, state["step"], stage.name, enabled=progress and is_main)
+    start_time, data_seconds, step_seconds, loss_val = time.time(), 0.0, 0.0, float("nan")
+
+    for step in range(state["step"] + 1, total_steps + 1):
+        # 1) learning rate from the tokens this stage has seen (a pure function: nothing else to restore)
+        lr = wsd_lr(state["tokens"], peak_lr, stage.tokens, stage.warmup_tokens, stage.decay_tokens(),
+                    stage.decay_shape, t.min_lr_ratio)  # fmt: skip
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        t0 = time.perf_counter()
+        # 2) forward/backward over `accum` micro-batches of [B, T] per rank; grads sync on the last one only
+        loss_sum = torch.zeros((), device=ranks.device)
+        for micro in range(accum):
+            d0 = time.perf_counter()
+            inputs, targets, positions = (
+                torch.from_numpy(a).to(ranks.device, non_blocking=True)
+                for a in packer.rank_batch(t.micro_batch_size, ranks.rank, ranks.world_size)
+            )
+            data_seconds += time.perf_counter() - d0
+            if hasattr(model, "set_requires_gradient_sync"):
+                model.set_requires_gradient_sync(micro == accum - 1)
+            logits = model(input_ids=inputs, position_ids=positions, use_cache=False).logits  # [B, T, V]
+            loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten()) / accum
+            loss.backward()
+            loss_sum += loss.detach()
+        # 3) clip, step
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
+        if hasattr(grad_norm, "full_tensor"):
+            grad_norm = grad_norm.full_tensor()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if dist.is_initialized():
+            dist.all_reduce(loss_sum, op=dist.ReduceOp.AVG)
+        loss_val, norm_val = loss_sum.item(), grad_norm.item()  # .item() syncs: the timing below is real
+        dt = time.perf_counter() - t0
+        step_seconds += dt
+        state.update(step=step, tokens=state["tokens"] + t.global_batch_tokens, data=packer.state_dict())
+        state["run_tokens"] = run_tokens_at_start + state["tokens"]
+        # 4) log: tokens/s over all ranks; MFU from model FLOPs against the devices' peak
+        tps = t.global_batch_tokens / dt
+        if step % t.log_every == 0 or step == total_steps:
+            logger.log({
+                "stage": stage.name, "step": step, "tokens": state["tokens"], "run_tokens": state["run_tokens"],
+                "loss": loss_val, "lr": lr, "grad_norm": norm_val, "tokens_per_s": round(tps, 1),
+                "mfu": round(fpt * tps / (peak * ranks.world_size), 4) if peak else None,
+            })  # fmt: skip
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss_val:.4f}", lr=f"{lr:.2e}")
+        # 5) checkpoint every N steps and at the end of the stage
+        if step % t.checkpoint_every == 0 or step == total_steps:
+            state["tokenizer"] = recipe.model.tokenizer_source
+            ckpt.save_checkpoint(ckpt_dir, model, optimizer, state, config_json, t.keep_checkpoints)
+    bar.close()
+    logger.close()
+
+    summary = {
+        "stage": stage.name, "kind": stage.kind, "steps": state["step"], "tokens": state["tokens"],
+        "final_loss": loss_val, "checkpoint": str(ckpt.list_checkpoints(ckpt_dir)[-1]),
+        "world_size": ranks.world_size, "seconds": round(time.time() - start_time, 2),
+        "data_fraction": round(data_seconds / step_seconds, 5) if step_seconds else None,
+    }  # fmt: skip
+    if is_main:
+        (stage_dir / DONE_FILE).write_text(json.dumps(summary, indent=2))
+    if dist.is_initialized():
+        dist.barrier()
+    return summary
+
+
+def train_recipe(recipe: TrainRecipe, stages: list[str] | None = None, progress: bool = True) -> dict:
+    """Run the recipe's stages in order (or only `stages`); finished stages are skipped."""
+    summaries = {}
+    for stage in recipe.stages:
+        if stages and stage.name not in stages:
+            continue
+        summaries[stage.name] = train_stage(recipe, stage.name, progress=progress)
+    return summaries
+
+
+def _progress_bar(total: int, initial: int, name: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=name, unit="step", disable=not enabled, dynamic_ncols=True)
