@@ -1,0 +1,257 @@
+"""Benchmark decontamination: exact n-gram overlap (13 by default, as MegaMath) with benchmark problems + solutions.
+
+Both sides are normalised the same way (NFKC, case, whitespace, punctuation, LaTeX spacing commands), then cut
+into word/number tokens (`curate.dedup_text`). Benchmark n-grams are kept as sorted 64-bit hashes (one array per
+index, a few bytes per n-gram), so the full set of benchmarks fits in memory and a lookup is one `searchsorted`.
+N-grams never span two fields of a record, so a problem and its answer are matched separately.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from datatrove.data import Document
+from datatrove.pipeline.filters.base_filter import BaseFilter
+
+from curate.dedup_text import TOKEN_RE, ngram_hashes, normalize_math_text, token_hashes
+
+# Fields holding problem / solution text across GSM8K, MATH, MATH500, AIME, AMC, OlympiadBench, Minerva/OCW, SAT,
+# SVAMP, ASDiv, MATH8K prompts (names differ per set; see ../shared/data/README.md).
+TEXT_FIELDS = (
+    "problem",
+    "question",
+    "Question",
+    "Body",
+    "body",
+    "prompt",
+    "context",
+    "solution",
+    "answer",
+    "Answer",
+    "final_answer",
+    "options",
+)
+BENCH_SUFFIXES = (".jsonl",)
+# LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
+_DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
+
+
+@dataclass
+class Overlap:
+    """A document's overlap with one benchmark record."""
+
+    benchmark: str
+    item: int  # 0-based line of the record in its benchmark file
+    n_matched: int  # matched n-gram positions in the document
+    ngrams: list[str] = field(default_factory=list)  # a few matched n-grams (normalised tokens)
+
+    def to_dict(self) -> dict:
+        return {
+            "benchmark": self.benchmark,
+            "item": self.item,
+            "n_matched": self.n_matched,
+            "ngrams": self.ngrams,
+        }
+
+
+def decont_tokens(text: str) -> list[str]:
+    """Tokens used on both sides of the overlap check."""
+    return _DECONT_TOKEN_RE.findall(normalize_math_text(text).lower())
+
+
+def prose_ngrams(tokens: list[str], ngram: int, min_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, start positions) of the n-grams holding at least `min_words` prose words.
+
+    A prose word has two or more letters and is not a LaTeX command: n-grams made only of formula pieces
+    (`sqrt 3 r 1 r 2 ...`) are common to unrelated pages and would be false hits.
+    """
+    hashes = ngram_hashes(token_hashes(tokens), ngram)
+    if not len(hashes) or min_words <= 0:
+        return hashes, np.arange(len(hashes))
+    is_word = np.fromiter((len(t) > 1 and t.isalpha() for t in tokens), dtype=np.int32, count=len(tokens))
+    csum = np.concatenate([[0], np.cumsum(is_word)])
+    keep = np.nonzero(csum[ngram:] - csum[: len(hashes)] >= min_words)[0]
+    return hashes[keep], keep
+
+
+def record_texts(record: dict) -> list[str]:
+    """The problem/solution texts of one benchmark record (fields that exist, are strings and are not 'None')."""
+    out = []
+    for key in TEXT_FIELDS:
+        value = record.get(key)
+        if isinstance(value, list):
+            value = "\n".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip() and value.strip() != "None":
+            out.append(value)
+    return out
+
+
+def benchmark_files(paths: list[str | Path]) -> list[tuple[str, Path]]:
+    """(benchmark name, file) for every JSONL file given or under a folder given; error naming a missing path."""
+    files: list[tuple[str, Path]] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            files.append((f"{path.parent.name}/{path.name.removesuffix('.jsonl')}", path))
+        elif path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(BENCH_SUFFIXES))
+            if not found:
+                raise FileNotFoundError(f"benchmark folder {path} holds no .jsonl file")
+            for p in found:
+                files.append((str(p.relative_to(path)).removesuffix(".jsonl"), p))
+        else:
+            raise FileNotFoundError(f"benchmark file or folder not found: {path}")
+    return files
+
+
+class BenchmarkIndex:
+    """Sorted n-gram hashes of benchmark records, with the record each n-gram came from."""
+
+    def __init__(self, paths: list[str | Path], ngram: int = 13, min_words: int = 3):
+        if ngram < 1:
+            raise ValueError(f"ngram must be >= 1, got {ngram}")
+        self.ngram, self.min_words = ngram, min_words
+        self.records: list[tuple[str, int]] = []  # record id -> (benchmark name, line)
+        self.benchmarks: Counter = Counter()  # benchmark -> records read
+        self.too_short: Counter = Counter()  # benchmark -> records with no n-gram (all fields < ngram tokens)
+        hashes, owners = [], []
+        for name, path in benchmark_files(paths):
+            for line_no, record in _read_jsonl(path):
+                grams = [prose_ngrams(decont_tokens(t), ngram, min_words)[0] for t in record_texts(record)]
+                grams = [g for g in grams if len(g)]
+                self.benchmarks[name] += 1
+                if not grams:
+                    self.too_short[name] += 1
+                    continue
+                uniq = np.unique(np.concatenate(grams))
+                hashes.append(uniq)
+                owners.append(np.full(len(uniq), len(self.records), dtype=np.int32))
+                self.records.append((name, line_no))
+        all_hashes = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64)
+        all_owners = np.concatenate(owners) if owners else np.empty(0, dtype=np.int32)
+        order = np.argsort(all_hashes, kind="stable")
+        self.hashes, self.owners = all_hashes[order], all_owners[order]
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def find(self, text: str, max_ngrams: int = 5) -> list[Overlap]:
+        """Overlaps of `text` with benchmark records (empty list when clean), most matched first."""
+        tokens = decont_tokens(text)
+        grams, starts = prose_ngrams(tokens, self.ngram, self.min_words)
+        if not len(grams) or not len(self.hashes):
+            return []
+        lo = np.searchsorted(self.hashes, grams, side="left")
+        hi = np.searchsorted(self.hashes, grams, side="right")
+        by_record: dict[int, list[int]] = {}
+        for i in np.nonzero(hi > lo)[0].tolist():
+            pos = int(starts[i])
+            for rec in self.owners[lo[i] : hi[i]].tolist():
+                by_record.setdefault(rec, []).append(pos)
+        out = []
+        for rec, pos_list in by_record.items():
+            name, line = self.records[rec]
+            shown = [" ".join(tokens[p : p + self.ngram]) for p in pos_list[:max_ngrams]]
+            out.append(Overlap(benchmark=name, item=line, n_matched=len(pos_list), ngrams=shown))
+        out.sort(key=lambda o: (-o.n_matched, o.benchmark, o.item))
+        return out
+
+
+def _read_jsonl(path: Path):
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{line_no + 1}: not valid JSON: {err}") from None
+            if isinstance(record, dict):
+                yield line_no, record
+
+
+_INDEX_CACHE: dict[tuple, BenchmarkIndex] = {}
+
+
+def load_index(benchmarks: list[str | Path] | BenchmarkIndex, ngram: int = 13) -> BenchmarkIndex:
+    """A BenchmarkIndex for these paths (built once per process and reused)."""
+    if isinstance(benchmarks, BenchmarkIndex):
+        return benchmarks
+    key = (tuple(str(Path(p).resolve()) for p in benchmarks), ngram)
+    if key not in _INDEX_CACHE:
+        _INDEX_CACHE[key] = BenchmarkIndex(list(benchmarks), ngram)
+    return _INDEX_CACHE[key]
+
+
+def find_overlaps(
+    texts: list[str], benchmarks: list[str | Path] | BenchmarkIndex, ngram: int = 13, max_ngrams: int = 5
+) -> list[list[Overlap]]:
+    """For each text, its overlaps with benchmark records (an empty list for a clean text)."""
+    index = load_index(benchmarks, ngram)
+    return [index.find(t or "", max_ngrams=max_ngrams) for t in texts]
+
+
+class DecontFilter(BaseFilter):
+    """Drops (mode="remove") or flags (mode="flag") documents sharing an n-gram with a benchmark record.
+
+    Every document gets `metadata["contaminated"]` (bool) and `metadata["decont_benchmarks"]` (comma-separated
+    names, "" when clean); per-benchmark hits are counted as stats `hits_<benchmark>`. With `report_folder`,
+    each task writes `<rank:05d>.jsonl` there: one line per contaminated document with its id and overlaps.
+    """
+
+    name = "🧪 Decontamination"
+
+    def __init__(
+        self,
+        benchmarks: list[str | Path],
+        ngram: int = 13,
+        mode: Literal["remove", "flag"] = "remove",
+        report_folder: str | Path | None = None,
+        exclusion_writer=None,
+    ):
+        super().__init__(exclusion_writer=exclusion_writer)
+        if mode not in ("remove", "flag"):
+            raise ValueError(f"mode must be 'remove' or 'flag', got {mode!r}")
+        self.benchmarks = [str(p) for p in benchmarks]
+        benchmark_files(self.benchmarks)  # fail now, naming the missing file, not inside a worker
+        self.ngram = ngram
+        self.mode = mode
+        self.report_folder = Path(report_folder) if report_folder else None
+        self._report = None
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        overlaps = load_index(self.benchmarks, self.ngram).find(doc.text or "")
+        names = sorted({o.benchmark for o in overlaps})
+        doc.metadata["contaminated"] = bool(overlaps)
+        doc.metadata["decont_benchmarks"] = ",".join(names)
+        if not overlaps:
+            return True
+        for name in names:
+            self.stat_update(f"hits_{name}")
+        if self._report is not None:
+            line = {"id": doc.id, "mode": self.mode, "overlaps": [o.to_dict() for o in overlaps]}
+            self._report.write(json.dumps(line, ensure_ascii=False) + "\n")
+        if self.mode == "flag":
+            self.stat_update("flagged_contaminated")
+            return True
+        doc.metadata["reason"] = "contaminated"
+        return False, "contaminated"
+
+    def run(self, data, rank: int = 0, world_size: int = 1):
+        if self.report_folder is None:
+            yield from super().run(data, rank, world_size)
+            return
+        self.report_folder.mkdir(parents=True, exist_ok=True)
+        with open(self.report_folder / f"{rank:05d}.jsonl", "w", encoding="utf-8") as report:
+            self._report = report
+            try:
+                yield from super().run(data, rank, world_size)
+            finally:
+                self._report = None

@@ -1,0 +1,101 @@
+"""Decontamination: n-gram overlap with benchmark records after whitespace / case / LaTeX-spacing normalisation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from datatrove.data import Document
+
+from curate.decont import BenchmarkIndex, DecontFilter, benchmark_files, find_overlaps
+
+GSM = {
+    "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+    "How many clips did Natalia sell altogether in April and May?",
+    "answer": "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips "
+    "altogether in April and May.\n#### 72",
+}
+MATH = {
+    "problem": "If $x^2+y^2=1$, what is the largest possible value of $|x|+|y|$ when we require that both "
+    "numbers are strictly positive and the sum of their squares stays equal to one?",
+    "solution": "By the QM-AM inequality we have $\\frac{|x|+|y|}{2} \\le \\sqrt{\\frac{x^2+y^2}{2}}$ so the "
+    "largest value is $\\boxed{\\sqrt{2}}$.",
+}
+SVAMP = {
+    "Body": "There are 87 oranges and 290 bananas in Philip's collection of fruit that he keeps at home.",
+    "Question": "If the bananas are organized into 2 groups, how big is each group of bananas?",
+    "Answer": "145.0",
+}
+
+
+def _write(path: Path, records: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+@pytest.fixture()
+def bench_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "bench"
+    _write(root / "gsm8k" / "test.jsonl", [GSM])
+    _write(root / "math500" / "test.jsonl", [{"problem": "Compute 1+1.", "solution": "2"}, MATH])
+    _write(root / "svamp" / "test.jsonl", [SVAMP])
+    return root
+
+
+def test_pasted_problem_found_despite_case_whitespace_and_latex_spacing(bench_dir: Path) -> None:
+    page = (
+        "Homework help forum.\n\nIF  $x^{2} + y^{2} = 1$ ,WHAT is the LARGEST possible value of $ |x| + |y| $ "
+        "when we\n require that both numbers are strictly positive and the sum of their squares stays equal to one?"
+        " Thanks!\n By the QM-AM inequality we have $\\dfrac{|x|+|y|}{2}\\,\\leq\\sqrt{\\frac{x^2+y^2}{2}}$."
+    )
+    [hits] = find_overlaps([page], [bench_dir])
+    assert [(h.benchmark, h.item) for h in hits] == [("math500/test", 1)]
+    assert hits[0].n_matched >= 10 and all(len(g.split()) == 13 for g in hits[0].ngrams)
+
+
+def test_numbers_matter_and_clean_text_has_no_hit(bench_dir: Path) -> None:
+    changed = GSM["question"].replace("48", "50")  # the 13-grams covering the number no longer match
+    clean = "Natalia likes clips. Her friends sold many things in April and in May, the shop was closed."
+    hits = find_overlaps([GSM["question"], changed, clean, ""], [bench_dir])
+    assert hits[2] == [] and hits[3] == []
+    assert hits[0][0].n_matched - hits[1][0].n_matched == 5  # "48" is token 4: n-grams 0..4 held it
+
+
+def test_fields_per_benchmark_and_formula_only_ngrams_ignored(bench_dir: Path) -> None:
+    index = BenchmarkIndex([bench_dir], ngram=13)
+    assert dict(index.benchmarks) == {"gsm8k/test": 1, "math500/test": 2, "svamp/test": 1}
+    assert index.too_short["math500/test"] == 1  # "Compute 1+1." has no 13-gram
+    assert index.find(SVAMP["Body"])[0].benchmark == "svamp/test"
+    formula = "$$ r_1 = \\sqrt{3} r_2 + \\sqrt{3} r_1 r_2 \\sqrt{3} r_1 r_2 \\sqrt 3 r_1 r_2 $$"
+    assert (
+        BenchmarkIndex([_write(bench_dir.parent / "f" / "x.jsonl", [{"problem": formula}])]).find(formula)
+        == []
+    )
+
+
+def test_missing_benchmark_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        benchmark_files([tmp_path / "nope.jsonl"])
+    with pytest.raises(FileNotFoundError, match="no .jsonl"):
+        DecontFilter([tmp_path])
+
+
+@pytest.mark.parametrize("mode", ["remove", "flag"])
+def test_filter_removes_or_flags_and_reports(bench_dir: Path, tmp_path: Path, mode: str) -> None:
+    docs = [
+        Document(text="Some page. " + GSM["question"], id="dirty"),
+        Document(text="An unrelated page about gardening and tomatoes in the spring.", id="clean"),
+        Document(text="", id="empty"),
+        Document(text="数学 问题 很 有趣 " * 20, id="cjk"),
+    ]
+    step = DecontFilter([bench_dir], mode=mode, report_folder=tmp_path / "report")
+    kept = list(step.run(iter(docs)))
+    expected = ["dirty", "clean", "empty", "cjk"] if mode == "flag" else ["clean", "empty", "cjk"]
+    assert [d.id for d in kept] == expected
+    assert docs[0].metadata["contaminated"] and docs[0].metadata["decont_benchmarks"] == "gsm8k/test"
+    assert docs[1].metadata == {"contaminated": False, "decont_benchmarks": ""}
+    [line] = (tmp_path / "report" / "00000.jsonl").read_text().splitlines()
+    assert json.loads(line)["overlaps"][0]["benchmark"] == "gsm8k/test"
+    assert step.stats["hits_gsm8k/test"].total == 1
