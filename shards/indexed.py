@@ -189,6 +189,11 @@ class IndexedWriter:
         self.num_tokens = 0
         self.num_documents = 0
 
+    @property
+    def num_bytes(self) -> int:
+        """Bytes of token data written so far."""
+        return self.num_tokens * self.dtype.itemsize
+
     def add_documents(self, documents: Sequence[Sequence[int] | np.ndarray]) -> None:
         """Append a batch of documents (each a list/array of token ids) in one write."""
         if not documents:

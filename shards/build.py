@@ -1,0 +1,182 @@
+"""`shards build`: tokenize Parquet/JSONL corpora into Megatron shards through a datatrove executor.
+
+Each datatrove task tokenizes its share of the input files and writes its own shards, RANK_SHARD.bin/.idx, cut
+when a shard passes `max_shard_bytes` (checked per batch). Tasks compute their files' sha256 in parallel and
+leave a part file; the driver merges the parts into OUT/manifest.json, so the manifest never waits on a re-read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from datatrove.data import DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+
+from mathmix.cli_util import write_json
+from shards.indexed import IndexedWriter, token_dtype
+from shards.manifest import file_entry, write_manifest
+from shards.tokenizer import corpus_files
+
+PARTS = "parts"
+
+
+class MegatronShardWriter(PipelineStep):
+    """Tokenize documents (EOS after each) into megatron-core-layout shards; the last step of a pipeline.
+
+    Args:
+        output_folder: local folder for RANK_SHARD.bin/.idx.
+        tokenizer: Hugging Face tokenizer folder or hub name.
+        eos_token: token appended to each document (default: the tokenizer's EOS).
+        batch_size: documents per `encode_batch` call.
+        max_shard_bytes: a new shard starts once the current .bin passes this size.
+        logging_dir: where the per-task part files (shard entries with checksums) go.
+    """
+
+    name = "🔢 Megatron shards"
+    type = "🔢 - TOKENIZER"
+
+    def __init__(
+        self,
+        output_folder: str | Path,
+        tokenizer: str,
+        eos_token: str | None = None,
+        batch_size: int = 1000,
+        max_shard_bytes: int = 1 << 30,
+        logging_dir: str | Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.output_folder = Path(output_folder)
+        self.tokenizer_name = str(tokenizer)
+        self.eos_token = eos_token
+        self.batch_size = batch_size
+        self.max_shard_bytes = max_shard_bytes
+        self.parts_dir = Path(logging_dir or self.output_folder / "logs") / PARTS
+
+    def _open(self, rank: int, shard: int, tok: Any) -> IndexedWriter:
+        prefix = self.output_folder / f"{rank:05d}_{shard:05d}"
+        return IndexedWriter(prefix, token_dtype(tok.vocab_size), vocab_size=tok.vocab_size)
+
+    def _finish(self, writer: IndexedWriter, entries: list[dict[str, Any]]) -> None:
+        info = writer.close()
+        name = Path(info["prefix"]).name
+        if info["documents"] == 0:  # a task with no input leaves no empty shard behind
+            for ext in ("bin", "idx"):
+                (self.output_folder / f"{name}.{ext}").unlink(missing_ok=True)
+            return
+        entries.append(file_entry(self.output_folder, name, info["documents"], info["tokens"]))
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        from shards.tokenizer import load_tokenizer
+
+        tok = load_tokenizer(self.tokenizer_name, self.eos_token)
+        self.output_folder.mkdir(parents=True, exist_ok=True)
+        shard, entries = 0, []
+        writer = self._open(rank, shard, tok)
+        batch: list[str] = []
+        for doc in data or ():
+            if not doc.text or not doc.text.strip():
+                self.stat_update("dropped_empty_text")
+                continue
+            batch.append(doc.text)
+            if len(batch) >= self.batch_size:
+                self._write(batch, writer, tok)
+                batch = []
+                if writer.num_bytes >= self.max_shard_bytes:
+                    self._finish(writer, entries)
+                    shard += 1
+                    writer = self._open(rank, shard, tok)
+        self._write(batch, writer, tok)
+        self._finish(writer, entries)
+        part = {"rank": rank, "tokenizer": tok.name, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id}
+        part |= {"dtype": str(token_dtype(tok.vocab_size)), "files": entries}
+        write_json(self.parts_dir / f"{rank:05d}.json", part)
+        return
+        yield  # a generator that yields nothing: the last step of the pipeline
+
+    def _write(self, texts: list[str], writer: IndexedWriter, tok: Any) -> None:
+        if not texts:
+            return
+        with self.track_time(unit="batch"):
+            ids = tok.encode_batch(texts)
+            eos = [tok.eos_id]
+            writer.add_documents([doc + eos for doc in ids])
+        self.stat_update("total", value=len(texts))
+        self.stat_update("tokens", value=sum(len(d) for d in ids) + len(ids))
+
+
+def _readers(files: list[Path], list_dir: Path) -> list[PipelineStep]:
+    """One datatrove reader per format over exactly `files` (a paths file), sharded across tasks by file."""
+    from datatrove.pipeline.readers import JsonlReader, ParquetReader
+
+    root = Path(os.path.commonpath([str(f.parent.resolve()) for f in files]))
+    groups = {
+        "parquet": [f for f in files if f.suffix == ".parquet"],
+        "jsonl": [f for f in files if f.suffix != ".parquet"],
+    }
+    readers: list[PipelineStep] = []
+    list_dir.mkdir(parents=True, exist_ok=True)
+    for fmt, group in groups.items():
+        if not group:
+            continue
+        paths_file = list_dir / f"inputs_{fmt}.txt"
+        paths_file.write_text("".join(f"{f.resolve().relative_to(root)}\n" for f in group))
+        if fmt == "parquet":  # read_metadata=False: only the id and text columns are read
+            readers.append(ParquetReader(str(root), paths_file=str(paths_file), read_metadata=False))
+        else:
+            readers.append(JsonlReader(str(root), paths_file=str(paths_file)))
+    return readers
+
+
+def build_shards(
+    inputs: list[str | Path],
+    out_dir: str | Path,
+    tokenizer: str,
+    executor: Any = None,
+    eos_token: str | None = None,
+    batch_size: int = 1000,
+    max_shard_bytes: int = 1 << 30,
+    name: str | None = None,
+) -> dict[str, Any]:
+    """Tokenize `inputs` into OUT/*.bin/.idx with OUT/manifest.json and OUT/summary.json; return the summary.
+
+    `executor` is a `pipelines.executors.ExecutorConfig` (default: local, 2 tasks). Reruns skip finished tasks.
+    """
+    from curate.summary import read_step_stats, summarize_logs, write_summary
+    from pipelines.executors import ExecutorConfig
+
+    start = time.time()
+    out = Path(out_dir)
+    logs = out / "logs"
+    files = corpus_files(inputs)
+    if not files:
+        raise FileNotFoundError(f"no Parquet/JSONL files in {[str(i) for i in inputs]}")
+    executor = executor or ExecutorConfig()
+    step = MegatronShardWriter(out, tokenizer, eos_token, batch_size, max_shard_bytes, logs)
+    tasks = min(executor.tasks, len(files))
+    job = executor.build([*_readers(files, logs), step], logs, job_name=f"shards-{out.name}", tasks=tasks)
+    executor.run(job)
+    parts = [json.loads(p.read_text()) for p in sorted((logs / PARTS).glob("*.json"))]
+    if len(parts) < tasks:
+        raise RuntimeError(f"{out}: only {len(parts)} of {tasks} tokenization tasks finished (see {logs})")
+    info = {k: parts[0][k] for k in ("tokenizer", "vocab_size", "eos_id", "dtype")}
+    manifest = write_manifest(out, [f for p in parts for f in p["files"]], name=name or out.name, **info)
+    summary = summarize_logs(logs, seconds=time.time() - start)
+    # one reader per input format: docs_in is what all of them read, not only the first
+    steps = read_step_stats(logs)
+    summary["docs_in"] = int(sum(stats.get("documents", 0) for _, stats in steps[:-1]))
+    summary.pop("unaccounted", None)
+    missing = summary["docs_in"] - summary["docs_out"] - sum(summary["dropped"].values())
+    if missing:
+        summary["unaccounted"] = missing
+    summary |= {
+        "tokens": manifest["tokens"],
+        "documents": manifest["documents"],
+        "files": len(manifest["files"]),
+    }
+    summary |= {"input_files": len(files), **info}
+    write_summary(out, summary)
+    return summary

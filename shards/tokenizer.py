@@ -1,0 +1,139 @@
+"""Tokenizers for sharding: load any Hugging Face tokenizer, or train a small byte-level BPE one.
+
+Sharding runs the Rust `tokenizers.Tokenizer` behind a Hugging Face fast tokenizer directly (batch encoding without
+offsets), since the Python wrapper costs throughput and adds nothing here; the EOS id comes from the HF config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EOS, BOS, PAD = "<|endoftext|>", "<|begin_of_text|>", "<|pad|>"
+
+
+@dataclass
+class LoadedTokenizer:
+    """A Rust tokenizer plus what sharding needs to know about it."""
+
+    name: str
+    backend: Any  # tokenizers.Tokenizer
+    eos_id: int
+    vocab_size: int
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each text, without special tokens (the EOS is appended by the shard writer)."""
+        return [e.ids for e in self.backend.encode_batch_fast(texts, add_special_tokens=False)]
+
+
+def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> LoadedTokenizer:
+    """Load a Hugging Face tokenizer from a local folder or a hub name (honours HF_HUB_OFFLINE).
+
+    Args:
+        name_or_path: folder with tokenizer.json / tokenizer_config.json, or a hub name.
+        eos_token: the token closing each document (default: the tokenizer's eos_token).
+
+    Raises:
+        ValueError: no fast (Rust) tokenizer, or no EOS token.
+    """
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(name_or_path))
+    backend = getattr(hf, "backend_tokenizer", None)
+    if backend is None:
+        raise ValueError(f"{name_or_path}: no fast tokenizer (tokenizer.json) to shard with")
+    eos = eos_token or hf.eos_token
+    eos_id = backend.token_to_id(eos) if eos else None
+    if eos_id is None:
+        raise ValueError(f"{name_or_path}: no EOS token (got {eos!r}); pass --eos-token")
+    vocab_size = max(backend.get_vocab_size(with_added_tokens=True), len(hf))
+    return LoadedTokenizer(str(name_or_path), backend, int(eos_id), int(vocab_size))
+
+
+def train_tokenizer(
+    texts: Iterable[str], out_dir: str | Path, vocab_size: int = 2048, min_frequency: int = 2
+) -> Path:
+    """Train a byte-level BPE tokenizer and save it as a Hugging Face tokenizer folder.
+
+    Digits are split one by one (numbers tokenize consistently, which matters for math). The folder loads with
+    `transformers.AutoTokenizer` and has eos/bos/pad tokens.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=[EOS, BOS, PAD],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, bos_token=BOS, pad_token=PAD)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hf.save_pretrained(str(out))
+    return out
+
+
+def iter_texts(
+    paths: Iterable[str | Path], limit: int | None = None, text_key: str = "text"
+) -> Iterator[str]:
+    """Texts from Parquet/JSONL files or folders of them (for tokenizer training and benchmarks)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    n = 0
+    for path in corpus_files(paths):
+        if path.suffix == ".parquet":
+            for batch in pq.ParquetFile(path).iter_batches(columns=[text_key], batch_size=1024):
+                texts = batch.column(0).to_pylist()
+                for text in texts:
+                    if text:
+                        yield text
+                        n += 1
+                        if limit and n >= limit:
+                            return
+            continue
+        opener = _open_text(path)
+        with opener as f:
+            for line in f:
+                text = json.loads(line).get(text_key) if line.strip() else None
+                if text:
+                    yield text
+                    n += 1
+                    if limit and n >= limit:
+                        return
+
+
+CORPUS_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json.gz", ".jsonl.zst")
+
+
+def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Parquet/JSONL files named by `paths` (files, or folders searched recursively), sorted per folder."""
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            files.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(CORPUS_SUFFIXES)))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such corpus file or folder")
+    return files
+
+
+def _open_text(path: Path):
+    if path.name.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")

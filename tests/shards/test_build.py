@@ -1,0 +1,104 @@
+"""`shards build` and `shards train-tokenizer`: tokens match the tokenizer exactly, manifests add up, reruns."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.executors import ExecutorConfig
+from shards.build import build_shards
+from shards.indexed import IndexedDataset
+from shards.manifest import read_manifest, resolve_prefixes, sha256_file
+from shards.tokenizer import load_tokenizer, train_tokenizer
+
+TEXTS = [
+    f"Problem {i}. Let $x^2 + {i}x = {i * i}$. Solve for x. The answer is \\boxed{{{i % 7}}}."
+    for i in range(300)
+] + ["A plain sentence about the weather, with no mathematics in it at all."] * 20
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory):
+    return train_tokenizer(TEXTS, tmp_path_factory.mktemp("tok") / "bpe", vocab_size=400)
+
+
+def _corpus(tmp_path):
+    src = tmp_path / "corpus"
+    src.mkdir()
+    pq.write_table(pa.table({"id": [str(i) for i in range(150)], "text": TEXTS[:150]}), src / "a.parquet")
+    pq.write_table(pa.table({"id": ["e1", "e2"], "text": ["", "   "]}), src / "empty.parquet")
+    with open(src / "b.jsonl", "w") as f:
+        for i, text in enumerate(TEXTS[150:]):
+            f.write(json.dumps({"id": f"j{i}", "text": text}) + "\n")
+    return src
+
+
+def test_trained_tokenizer_loads_with_transformers(tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    assert hf.eos_token == "<|endoftext|>" and hf.bos_token and hf.pad_token
+    assert hf.decode(hf("x = 12")["input_ids"], skip_special_tokens=True) == "x = 12"
+    # digits are split one by one
+    assert [hf.decode([t]) for t in hf("2024", add_special_tokens=False)["input_ids"]] == ["2", "0", "2", "4"]
+    tok = load_tokenizer(tokenizer_dir)
+    assert tok.eos_id == hf.eos_token_id and tok.vocab_size == len(hf)
+
+
+def test_build_tokens_match_the_tokenizer(tmp_path, tokenizer_dir):
+    out = tmp_path / "shards"
+    summary = build_shards(
+        [_corpus(tmp_path)], out, str(tokenizer_dir), ExecutorConfig(tasks=2), batch_size=16
+    )
+    # "" is skipped by the datatrove reader itself; whitespace-only text is counted as dropped here
+    assert summary["docs_in"] == 321 and summary["docs_out"] == 320
+    assert summary["dropped"] == {"empty_text": 1}
+    manifest = read_manifest(out)
+    assert manifest["documents"] == 320 and manifest["dtype"] == "uint16"
+    tok = load_tokenizer(tokenizer_dir)
+    expected = {tuple(ids + [tok.eos_id]) for ids in tok.encode_batch(TEXTS)}
+    seen, total = [], 0
+    for entry in manifest["files"]:
+        ds = IndexedDataset(out / entry["prefix"])
+        assert len(ds) == entry["documents"] and ds.num_tokens == entry["tokens"]
+        assert sha256_file(out / entry["bin"]["path"]) == entry["bin"]["sha256"]
+        seen += [tuple(ds[i].tolist()) for i in range(len(ds))]
+        total += ds.num_tokens
+    assert set(seen) == expected and len(seen) == 320
+    assert total == manifest["tokens"] == summary["tokens"]
+    assert all(doc[-1] == tok.eos_id and tok.eos_id not in doc[:-1] for doc in seen)
+
+
+def test_shards_cut_by_size_and_rerun_is_identical(tmp_path, tokenizer_dir):
+    out = tmp_path / "shards"
+    corpus = _corpus(tmp_path)
+    build_shards(
+        [corpus], out, str(tokenizer_dir), ExecutorConfig(tasks=1), batch_size=8, max_shard_bytes=2000
+    )
+    manifest = read_manifest(out)
+    assert len(manifest["files"]) > 3
+    assert all(f["bin"]["bytes"] < 2000 + 8 * 200 for f in manifest["files"])
+    assert len(resolve_prefixes(out)) == len(manifest["files"])
+    (out / "summary.json").unlink()
+    build_shards(
+        [corpus], out, str(tokenizer_dir), ExecutorConfig(tasks=1), batch_size=8, max_shard_bytes=2000
+    )
+    assert read_manifest(out) == manifest  # completed task skipped, same files and checksums
+
+
+def test_megatron_core_reads_built_shards(tmp_path, tokenizer_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mcore = pytest.importorskip("megatron.core.datasets.indexed_dataset")
+    out = tmp_path / "shards"
+    build_shards([_corpus(tmp_path)], out, str(tokenizer_dir), ExecutorConfig(tasks=1))
+    prefix = resolve_prefixes(out)[0]
+    theirs, ours = mcore.IndexedDataset(prefix), IndexedDataset(prefix)
+    assert len(theirs) == len(ours) == 320
+    for i in (0, 1, 150, 319):
+        assert np.array_equal(theirs[i], ours[i])
