@@ -1,0 +1,172 @@
+"""Corpus audit: DuckDB in memory over one run folder, read-only by construction.
+
+`AuditSession(run_dir)` creates the relations (`curate.audit_views`), then closes the connection around them:
+`allowed_directories` = the run folder, `enable_external_access` off (so no file outside the run folder can be
+read or written, no extension installed or loaded), `lock_configuration` on (so no SET undoes it). Every query,
+the user's and the report's alike, then passes `curate.audit_guard.check_read_only` before it runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from curate.audit_guard import AuditRefused, check_read_only
+from curate.audit_views import create_all
+
+__all__ = ["AuditRefused", "AuditSession", "write_result"]
+
+OUTPUT_FORMATS = ("table", "csv", "json", "parquet")
+
+
+@dataclass
+class Column:
+    """One column of one relation, as `schema` lists it."""
+
+    relation: str
+    name: str
+    type: str
+
+
+class AuditSession:
+    """An in-memory DuckDB connection with the run's relations, locked read-only."""
+
+    def __init__(self, run_dir: str | Path, threads: int | None = None):
+        self.run_dir = Path(run_dir).resolve()
+        if not self.run_dir.is_dir():
+            raise FileNotFoundError(f"{run_dir}: run folder not found")
+        config: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+        if threads:
+            config["threads"] = threads
+        self.con = duckdb.connect(":memory:", config=config)
+        self.relations = create_all(self.con, self.run_dir)
+        self._lock()
+
+    def _lock(self) -> None:
+        # Order matters: the views are bound while access is open; then access is narrowed and the config locked.
+        allowed = [str(self.run_dir) + "/"]
+        self.con.execute("SET allowed_directories = ?", [allowed])
+        self.con.execute("SET allow_community_extensions = false")
+        self.con.execute("SET enable_external_access = false")
+        self.con.execute("SET lock_configuration = true")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> AuditSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def query(self, sql: str) -> pa.Table:
+        """Run one read-only statement; AuditRefused if it is not one (or reads outside the run folder)."""
+        statement = check_read_only(sql)
+        try:
+            return self.con.sql(statement).to_arrow_table()
+        except duckdb.PermissionException as err:
+            raise AuditRefused(
+                f"refused by DuckDB (only files under {self.run_dir} can be read): {err}"
+            ) from None
+
+    def rows(self, sql: str) -> list[dict[str, Any]]:
+        """The result of `query` as a list of dicts."""
+        return self.query(sql).to_pylist()
+
+    def scalar(self, sql: str) -> Any:
+        """The first value of the first row (None for an empty result)."""
+        table = self.query(sql)
+        return table.column(0)[0].as_py() if table.num_rows and table.num_columns else None
+
+    def has(self, relation: str) -> bool:
+        return relation in self.relations
+
+    def columns(self, relation: str) -> list[str]:
+        """Column names of a relation ([] where it does not exist)."""
+        if relation not in self.relations:
+            return []
+        return [c.name for c in self.schema() if c.relation == relation]
+
+    def schema(self) -> list[Column]:
+        """Every relation's columns, from DuckDB's catalog."""
+        if not hasattr(self, "_schema"):
+            rows = self.con.execute(
+                "SELECT table_name, column_name, data_type FROM information_schema.columns "
+                "WHERE table_schema = 'main' ORDER BY table_name, ordinal_position"
+            ).fetchall()
+            self._schema = [Column(*row) for row in rows if row[0] in self.relations]
+        return self._schema
+
+
+def write_result(table: pa.Table, fmt: str, path: Path | None, max_width: int = 80) -> str | None:
+    """Write a result as csv/json/parquet to `path` (or return it as text for stdout); `table` returns text."""
+    if fmt not in OUTPUT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(OUTPUT_FORMATS)}, got {fmt!r}")
+    if fmt == "parquet":
+        if path is None:
+            raise ValueError("--format parquet needs -o FILE")
+        import pyarrow.parquet as pq
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, path)
+        return None
+    if fmt == "csv":
+        import io
+
+        import pyarrow.csv as pcsv
+
+        buffer = io.BytesIO()
+        pcsv.write_csv(table, buffer)
+        text = buffer.getvalue().decode()
+    elif fmt == "json":
+        text = json.dumps(table.to_pylist(), indent=1, default=str, ensure_ascii=False) + "\n"
+    else:
+        text = format_table(table, max_width)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return None
+    return text
+
+
+def format_table(table: pa.Table, max_width: int = 80) -> str:
+    """A plain-text table (long cells cut to max_width characters, newlines shown as spaces)."""
+    names = table.column_names
+    cells = [[_cell(v, max_width) for v in row.values()] for row in table.to_pylist()]
+    widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
+    line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))
+    rule = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return (
+        "\n".join([line, rule, *body, f"({table.num_rows} row{'s' if table.num_rows != 1 else ''})"]) + "\n"
+    )
+
+
+def _cell(value: Any, max_width: int) -> str:
+    if value is None:
+        text = "NULL"
+    elif isinstance(value, float):
+        text = f"{value:.6g}"
+    else:
+        text = str(value)
+    text = text.replace("\n", " ").replace("\r", " ")
+    return text if len(text) <= max_width else text[: max_width - 1] + "…"
+
+
+def sample_documents(
+    session: AuditSession, view: str, where: str | None = None, n: int = 20, seed: int = 0
+) -> list[dict[str, Any]]:
+    """A reproducible random sample of up to n rows of `view` matching `where` (which passes the same check)."""
+    if view not in session.relations:
+        raise AuditRefused(f"no view {view!r} in this run; views: {', '.join(session.relations) or 'none'}")
+    condition = f"WHERE {where}" if where else ""
+    sql = (
+        f'SELECT * FROM (SELECT * FROM "{view}" {condition}) '
+        f"USING SAMPLE reservoir({int(n)} ROWS) REPEATABLE ({int(seed)})"
+    )
+    return session.rows(sql)

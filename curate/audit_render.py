@@ -1,0 +1,175 @@
+"""The report as one self-contained HTML file (plots inline as base64 PNG) and a Markdown twin.
+
+The Markdown links its plots as PNG files in a folder next to it (`<stem>_plots/`), because most Markdown
+viewers drop `data:` images; the HTML needs nothing beside it. Each table carries the SQL that made it, so any
+number can be re-run with `mathmix audit sql`.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from curate.audit_report import ReportFigure, ReportTable, Section
+
+MAX_ROWS_SHOWN = 50
+CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}th,td{border:1px solid #ccc;padding:3px 8px}
+th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}
+details{margin:.2em 0 1em;font-size:.8em;color:#555}pre{white-space:pre-wrap}.note{color:#8a5a00}
+img{max-width:100%;border:1px solid #eee}h2{border-bottom:2px solid #ddd;padding-bottom:.2em}"""
+
+
+def render_png(figure: ReportFigure, table: ReportTable) -> bytes:
+    """Draw one figure from its table (matplotlib, Agg backend) and return PNG bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = table.records()
+    series: dict[str, list[tuple[Any, float]]] = defaultdict(list)
+    for row in records:
+        if row.get(figure.y) is None:
+            continue
+        series[str(row[figure.series]) if figure.series else figure.y].append(
+            (row[figure.x], float(row[figure.y]))
+        )
+    fig, ax = plt.subplots(figsize=(8, 3.6 if figure.kind != "barh" else max(3.0, 0.28 * len(records) + 1)))
+    try:
+        _draw(ax, figure, series)
+        ax.set_title(figure.title)
+        ax.set_xlabel(figure.xlabel or (figure.y if figure.kind == "barh" else figure.x))
+        if figure.logy:
+            ax.set_yscale("log")
+        if figure.vline is not None:
+            ax.axvline(figure.vline, color="red", linestyle="--", label=f"threshold {figure.vline:g}")
+        if (len(series) > 1 and figure.kind != "barh") or figure.vline is not None:
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=90)
+        return buffer.getvalue()
+    finally:
+        plt.close(fig)
+
+
+def _draw(ax: Any, figure: ReportFigure, series: dict[str, list[tuple[Any, float]]]) -> None:
+    xs = sorted({x for points in series.values() for x, _ in points}, key=str)
+    numeric_x = all(isinstance(x, int | float) for x in xs)
+    if figure.kind == "line":
+        for name, points in series.items():
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=name)
+    elif figure.kind == "barh":
+        labels = [
+            f"{name}: {x}" if len(series) > 1 else str(x) for name, pts in series.items() for x, _ in pts
+        ]
+        values = [v for pts in series.values() for _, v in pts]
+        ax.barh(range(len(values)), values)
+        ax.set_yticks(range(len(values)), labels, fontsize=8)
+        ax.invert_yaxis()
+    elif numeric_x:  # a histogram: bins on a numeric axis, series stacked
+        xs = sorted(xs)
+        width = min((b - a for a, b in zip(xs, xs[1:], strict=False)), default=1.0)
+        bottom = dict.fromkeys(xs, 0.0)
+        align = "center" if all(isinstance(x, int) for x in xs) else "edge"  # counts vs. bin lower edges
+        for name, points in series.items():
+            ax.bar([p[0] for p in points], [p[1] for p in points], width=width * 0.95, align=align,
+                   bottom=[bottom[p[0]] for p in points], label=name)  # fmt: skip
+            for x, value in points:
+                bottom[x] += value
+    else:
+        for name, points in series.items():
+            ax.bar([str(p[0]) for p in points], [p[1] for p in points], label=name)
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _figures(section: Section) -> list[tuple[ReportFigure, bytes]]:
+    out = []
+    for figure in section.figures:
+        table = section.table(figure.table)
+        if table is not None and table.rows:
+            out.append((figure, render_png(figure, table)))
+    return out
+
+
+def render(sections: list[Section], title: str, html_path: Path, md_path: Path | None) -> list[Path]:
+    """Write the HTML report (and the Markdown twin with its PNGs); return the files written."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    body = [f"<h1>{html.escape(title)}</h1><p>generated {stamp} by <code>mathmix audit report</code></p>"]
+    markdown = [f"# {title}", "", f"generated {stamp} by `mathmix audit report`", ""]
+    written = []
+    plot_dir = md_path.with_name(md_path.stem + "_plots") if md_path else None
+    for section in sections:
+        body.append(f"<h2 id='{section.key}'>{html.escape(section.title)}</h2>")
+        markdown += [f"## {section.title}", ""]
+        for note in section.notes:
+            body.append(f"<p class='note'>{html.escape(note)}</p>")
+            markdown += [f"> {note}", ""]
+        for figure, png in _figures(section):
+            data = base64.b64encode(png).decode()
+            body.append(f"<img alt='{html.escape(figure.title)}' src='data:image/png;base64,{data}'>")
+            if plot_dir is not None:
+                plot_dir.mkdir(parents=True, exist_ok=True)
+                path = plot_dir / f"{section.key}_{figure.key}.png"
+                path.write_bytes(png)
+                written.append(path)
+                markdown += [f"![{figure.title}]({plot_dir.name}/{path.name})", ""]
+        for table in section.tables:
+            body.append(_html_table(table))
+            markdown += _md_table(table)
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    html_path.write_text(page + f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n")
+    written.insert(0, html_path)
+    if md_path is not None:
+        md_path.write_text("\n".join(markdown) + "\n")
+        written.insert(1, md_path)
+    return written
+
+
+def _html_table(table: ReportTable) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+    rows = []
+    for row in table.rows[:MAX_ROWS_SHOWN]:
+        cells = "".join(
+            f"<td class='n'>{_fmt(v)}</td>"
+            if isinstance(v, int | float)
+            else f"<td>{html.escape(_fmt(v))}</td>"
+            for v in row
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    more = (
+        f"<p>({len(table.rows) - MAX_ROWS_SHOWN} more rows)</p>" if len(table.rows) > MAX_ROWS_SHOWN else ""
+    )
+    sql = f"<details><summary>SQL</summary><pre>{html.escape(table.sql)}</pre></details>"
+    return f"<h3>{html.escape(table.title)}</h3><table><tr>{head}</tr>{''.join(rows)}</table>{more}{sql}"
+
+
+def _md_table(table: ReportTable) -> list[str]:
+    lines = [f"### {table.title}", ""]
+    if not table.rows:
+        return lines + ["(no rows)", ""]
+    lines.append("| " + " | ".join(table.columns) + " |")
+    lines.append("|" + "|".join("---:" if isinstance(v, int | float) else "---" for v in table.rows[0]) + "|")
+    for row in table.rows[:MAX_ROWS_SHOWN]:
+        lines.append("| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |")
+    if len(table.rows) > MAX_ROWS_SHOWN:
+        lines.append(f"\n({len(table.rows) - MAX_ROWS_SHOWN} more rows)")
+    return lines + ["", "<details><summary>SQL</summary>", "", f"```sql\n{table.sql}\n```", "</details>", ""]

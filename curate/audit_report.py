@@ -1,0 +1,244 @@
+"""The canned audit report: sections of tables and plots, every number a SQL query through the audit views.
+
+A section builds its SQL from the columns the run actually has (token counts, scores, lengths, URLs are found by
+name, see `find_column`); what a run lacks becomes a note in the section ("not available: ...") instead of an
+error, so the same report works on a web-only run, a full run, and the synthetic run of the tests and bench.
+Figures are drawn from the section's own tables, so a plot never shows a number the tables do not.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from curate.audit import AuditSession
+
+TOKEN_COLUMNS = ("token_count", "n_tokens", "num_tokens", "tokens")
+LENGTH_COLUMNS = ("n_chars", "length", "num_chars", "char_count")
+SCORE_COLUMNS = ("math_score", "score")
+THRESHOLD_KEYS = ("math_threshold", "threshold", "math_score_threshold")
+DOCUMENT_VIEWS = ("web", "dedup", "decont")
+
+
+@dataclass
+class ReportTable:
+    """One table of the report: the SQL that made it and its rows."""
+
+    key: str
+    title: str
+    sql: str
+    columns: list[str]
+    rows: list[list[Any]]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+@dataclass
+class ReportFigure:
+    """A plot of one of the section's tables: x column, y column, optional series column."""
+
+    key: str
+    title: str
+    table: str
+    x: str
+    y: str
+    kind: str = "bar"  # bar | barh | line
+    series: str | None = None
+    vline: float | None = None
+    logy: bool = False
+    xlabel: str = ""
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    tables: list[ReportTable] = field(default_factory=list)
+    figures: list[ReportFigure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def table(self, key: str) -> ReportTable | None:
+        return next((t for t in self.tables if t.key == key), None)
+
+
+class ReportBuilder:
+    """Runs a section's queries through the session and records them."""
+
+    def __init__(self, session: AuditSession, math_threshold: float | None = None, top_n: int = 20):
+        self.session = session
+        self.math_threshold = math_threshold
+        self.top_n = top_n
+
+    def add(self, section: Section, key: str, title: str, sql: str) -> ReportTable:
+        table = self.session.query(sql)
+        rows = [list(r.values()) for r in table.to_pylist()]
+        result = ReportTable(key, title, " ".join(sql.split()), table.column_names, rows)
+        section.tables.append(result)
+        return result
+
+    def find_column(
+        self, relation: str, candidates: tuple[str, ...], contains: str | None = None
+    ) -> str | None:
+        """The first of `candidates` the relation has (else one whose name contains `contains`)."""
+        columns = self.session.columns(relation)
+        for name in candidates:
+            if name in columns:
+                return name
+        if contains:
+            return next((c for c in columns if contains in c.lower()), None)
+        return None
+
+    def tokens(self, relation: str) -> tuple[str, str]:
+        """SQL for a document's tokens in `relation` and its label (a real count, else chars / 4)."""
+        column = self.find_column(relation, TOKEN_COLUMNS)
+        if column:
+            return f'"{column}"', "tokens"
+        return f"({self.length(relation)}) / 4", "est. tokens (chars/4)"
+
+    def length(self, relation: str) -> str:
+        column = self.find_column(relation, LENGTH_COLUMNS)
+        return f'"{column}"' if column else "length(text)"
+
+    def threshold(self) -> float | None:
+        """The math-score threshold: the report option, else the web stage summary's threshold key."""
+        if self.math_threshold is not None:
+            return self.math_threshold
+        if not self.session.has("summaries"):
+            return None
+        extra = self.session.scalar("SELECT extra FROM summaries WHERE stage = 'web'")
+        values = json.loads(extra) if extra else {}
+        for key in THRESHOLD_KEYS:
+            if isinstance(values.get(key), int | float):
+                return float(values[key])
+        return None
+
+
+def funnel_section(b: ReportBuilder) -> Section:
+    """Docs and tokens in/out per stage, drops by reason."""
+    s = Section("funnel", "Funnel: documents and tokens per stage")
+    if not b.session.has("summaries"):
+        s.notes.append("not available: no stage wrote a summary.json")
+    else:
+        b.add(s, "stages", "Documents in/out per stage (summary.json)",
+              "SELECT stage, docs_in, docs_out, dropped_total, round(docs_out / nullif(docs_in, 0), 4) AS kept_frac, "
+              "seconds FROM summaries ORDER BY position, stage")  # fmt: skip
+        s.figures.append(ReportFigure("funnel", "Documents out per stage", "stages", "stage", "docs_out"))
+        b.add(s, "drops", "Drops by reason", "SELECT stage, reason, dropped FROM stats WHERE reason IS NOT NULL "
+              "ORDER BY position, stage, dropped DESC, reason")  # fmt: skip
+        s.figures.append(ReportFigure("drops", "Drops by reason", "drops", "reason", "dropped", kind="barh",
+                                      series="stage"))  # fmt: skip
+    parts = []
+    for pos, view in enumerate(DOCUMENT_VIEWS):
+        if b.session.has(view):
+            expr, label = b.tokens(view)
+            parts.append(f"SELECT {pos} AS pos, '{view}' AS stage, count(*) AS docs_out, sum({expr})::BIGINT AS tokens_out, "
+                         f"'{label}' AS token_source FROM \"{view}\"")  # fmt: skip
+    if parts:
+        b.add(s, "tokens", "Documents and tokens in each stage's output (tokens_in = previous stage's tokens_out)",
+              "SELECT stage, docs_out, lag(tokens_out) OVER (ORDER BY pos) AS tokens_in, tokens_out, token_source "
+              "FROM (" + " UNION ALL ".join(parts) + ") ORDER BY pos")  # fmt: skip
+    if b.session.has("rejects"):
+        expr, label = b.tokens("rejects")
+        b.add(s, "reject_tokens", f"Rejected documents written to rejects/ ({label})",
+              f"SELECT stage, reason, count(*) AS docs, sum({expr})::BIGINT AS tokens FROM rejects "
+              "GROUP BY ALL ORDER BY stage, docs DESC")  # fmt: skip
+    return s
+
+
+def domains_section(b: ReportBuilder) -> Section:
+    """Top domains of the corpus by documents and by tokens."""
+    s = Section("domains", "Top domains (corpus)")
+    if "url" not in b.session.columns("corpus"):
+        s.notes.append("not available: the corpus has no `url` column")
+        return s
+    expr, label = b.tokens("corpus")
+    domain = r"regexp_extract(lower(url), '^[a-z0-9+.-]+://(www\.)?([^/:?#]+)', 2)"
+    inner = (
+        f"SELECT {domain} AS domain, count(*) AS docs, sum({expr})::BIGINT AS tokens FROM corpus GROUP BY 1"
+    )
+    b.add(s, "by_docs", "Top domains by documents",
+          f"SELECT domain, docs, tokens, round(docs / sum(docs) OVER (), 4) AS doc_share FROM ({inner}) "
+          f"ORDER BY docs DESC, domain LIMIT {b.top_n}")  # fmt: skip
+    b.add(s, "by_tokens", f"Top domains by {label}",
+          f"SELECT domain, tokens, docs, round(tokens / sum(tokens) OVER (), 4) AS token_share FROM ({inner}) "
+          f"ORDER BY tokens DESC, domain LIMIT {b.top_n}")  # fmt: skip
+    s.figures.append(
+        ReportFigure("by_docs", "Top domains by documents", "by_docs", "domain", "docs", kind="barh")
+    )
+    return s
+
+
+def score_section(b: ReportBuilder) -> Section:
+    """math_score histogram (kept and rejected pages of the web stage) with the threshold."""
+    s = Section("math_score", "math_score histogram")
+    column = b.find_column("web", SCORE_COLUMNS) if b.session.has("web") else None
+    if not column:
+        s.notes.append("not available: the web stage output has no math_score column")
+        return s
+    bins = 20
+    hist = f'least(floor("{column}" * {bins}), {bins - 1}) / {bins}'
+    sql = f"SELECT {hist} AS bin, 'kept' AS pages, count(*) AS docs FROM web WHERE \"{column}\" IS NOT NULL GROUP BY 1"
+    if column in b.session.columns("rejects"):
+        sql += (f" UNION ALL SELECT {hist}, 'rejected', count(*) FROM rejects WHERE stage = 'web' "
+                f"AND \"{column}\" IS NOT NULL GROUP BY 1")  # fmt: skip
+    b.add(
+        s,
+        "hist",
+        f"{column}: documents per bin of width 1/{bins}",
+        f"SELECT * FROM ({sql}) ORDER BY pages, bin",
+    )
+    threshold = b.threshold()
+    s.notes.append(
+        f"threshold: {threshold}" if threshold is not None else "threshold: unknown (not in web summary)"
+    )
+    s.figures.append(ReportFigure("hist", f"{column} (web stage)", "hist", "bin", "docs", series="pages",
+                                  vline=threshold, xlabel=column))  # fmt: skip
+    b.add(s, "quantiles", f"{column} quantiles of kept pages",
+          f"SELECT count(*) AS docs, round(avg(\"{column}\"), 4) AS mean, "
+          f"round(quantile_cont(\"{column}\", 0.1), 4) AS p10, round(quantile_cont(\"{column}\", 0.5), 4) AS p50, "
+          f"round(quantile_cont(\"{column}\", 0.9), 4) AS p90 FROM web")  # fmt: skip
+    return s
+
+
+def length_section(b: ReportBuilder) -> Section:
+    """Document length (characters) per stage: quantiles and a log-scale histogram."""
+    s = Section("lengths", "Length distributions (characters)")
+    views = [v for v in (*DOCUMENT_VIEWS, "branches") if b.session.has(v)]
+    if not views:
+        s.notes.append("not available: no document stage output")
+        return s
+    stats, hists = [], []
+    for view in views:
+        length = b.length(view)
+        label = "'branches/' || task" if view == "branches" else f"'{view}'"
+        group = "GROUP BY task" if view == "branches" else ""
+        stats.append(f"SELECT {label} AS stage, count(*) AS docs, round(avg({length}), 1) AS mean, "
+                     f"quantile_cont({length}, 0.1) AS p10, quantile_cont({length}, 0.5) AS p50, "
+                     f"quantile_cont({length}, 0.9) AS p90, max({length}) AS max FROM \"{view}\" {group}")  # fmt: skip
+        hists.append(f"SELECT {label} AS stage, floor(log10(greatest({length}, 1)) * 5) / 5 AS log10_chars, "
+                     f"count(*) AS docs FROM \"{view}\" GROUP BY ALL")  # fmt: skip
+    b.add(s, "quantiles", "Characters per document", " UNION ALL ".join(stats) + " ORDER BY stage")
+    b.add(s, "hist", "Documents per log10(characters) bin of width 0.2",
+          "SELECT * FROM (" + " UNION ALL ".join(hists) + ") ORDER BY stage, log10_chars")  # fmt: skip
+    s.figures.append(ReportFigure("hist", "Length distribution", "hist", "log10_chars", "docs", kind="line",
+                                  series="stage", xlabel="log10(characters)"))  # fmt: skip
+    return s
+
+
+def language_section(b: ReportBuilder) -> Section:
+    """Languages of the pages the web stage read (kept and, where written, rejected)."""
+    s = Section("language", "Language")
+    if "lang" not in b.session.columns("web"):
+        s.notes.append("not available: the web stage output has no `lang` column")
+        return s
+    sql = "SELECT lang, 'kept' AS pages FROM web"
+    if "lang" in b.session.columns("rejects"):
+        sql += " UNION ALL SELECT lang, 'rejected' FROM rejects WHERE stage = 'web'"
+    b.add(s, "langs", "Documents per language (web stage)",
+          f"SELECT coalesce(lang, '?') AS lang, count(*) FILTER (WHERE pages = 'kept') AS kept, "
+          f"count(*) FILTER (WHERE pages = 'rejected') AS rejected, count(*) AS total FROM ({sql}) "
+          f"GROUP BY 1 ORDER BY total DESC, lang LIMIT {b.top_n}")  # fmt: skip
+    s.figures.append(ReportFigure("langs", "Documents per language (kept)", "langs", "lang", "kept"))
+    return s

@@ -1,0 +1,191 @@
+"""Report sections on the later stages (dedup clusters, contamination, rewriter, mixture) and `build_report`.
+
+The reports these stages write are owned by their engineers, so each section looks for the relation that has the
+columns it needs (e.g. any `decont_*` relation with a `benchmark` column) and otherwise falls back to the stage's
+drop reasons in `stats`, saying so in a note.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from curate.audit import AuditSession
+from curate.audit_render import render
+from curate.audit_report import (
+    ReportBuilder,
+    ReportFigure,
+    Section,
+    domains_section,
+    funnel_section,
+    language_section,
+    length_section,
+    score_section,
+)
+
+CLUSTER_COLUMNS = ("minhash_cluster_size", "cluster_size", "dup_count", "duplicates")
+BENCHMARK_COLUMNS = ("benchmark", "bench", "dataset", "benchmark_name")
+NAME_COLUMNS = ("name", "source", "branch", "task")
+SHARD_TOKEN_COLUMNS = ("tokens", "num_tokens", "n_tokens", "token_count", "total_tokens")
+SHARD_DOC_COLUMNS = ("documents", "docs", "num_docs", "n_docs", "num_documents", "sequences")
+
+
+def _stage_relations(b: ReportBuilder, prefix: str) -> list[str]:
+    return [r for r in b.session.relations if r == prefix or r.startswith(prefix + "_")]
+
+
+def _drops_fallback(b: ReportBuilder, s: Section, stage: str, what: str) -> None:
+    if b.session.has("stats"):
+        b.add(s, "drops", f"{stage} drops by reason (summary.json)",
+              f"SELECT reason, dropped FROM stats WHERE stage = '{stage}' AND reason IS NOT NULL ORDER BY dropped DESC")  # fmt: skip
+    s.notes.append(
+        f"not available: no {stage} relation has {what}; showing the stage's drops by reason instead"
+    )
+
+
+def dedup_section(b: ReportBuilder) -> Section:
+    """Duplicate-cluster sizes (from a cluster-size column of the dedup output or a dedup report)."""
+    s = Section("dedup", "Dedup cluster sizes")
+    for relation in _stage_relations(b, "dedup"):
+        column = b.find_column(relation, CLUSTER_COLUMNS, contains="cluster_size")
+        if column:
+            b.add(s, "clusters", f"Documents per cluster size ({relation}.{column}; 1 = no duplicate)",
+                  f'SELECT "{column}" AS cluster_size, count(*) AS docs FROM "{relation}" GROUP BY 1 ORDER BY 1')  # fmt: skip
+            s.figures.append(ReportFigure("clusters", "Cluster sizes", "clusters", "cluster_size", "docs",
+                                          logy=True, xlabel="cluster size"))  # fmt: skip
+            break
+    else:
+        _drops_fallback(b, s, "dedup", "a cluster-size column")
+    return s
+
+
+def contamination_section(b: ReportBuilder) -> Section:
+    """Benchmark contamination: hits and documents per benchmark."""
+    s = Section("contamination", "Contamination hits per benchmark")
+    for relation in _stage_relations(b, "decont"):
+        column = b.find_column(relation, BENCHMARK_COLUMNS)
+        if not column:
+            continue
+        cols = b.session.columns(relation)
+        hits = next((c for c in cols if "hit" in c.lower() or "match" in c.lower()), None)
+        doc = "count(DISTINCT id)" if "id" in cols else "count(*)"
+        hit_sum = f', sum("{hits}")::BIGINT AS ngram_hits' if hits else ""
+        b.add(s, "benchmarks", f"Contaminated documents per benchmark ({relation})",
+              f'SELECT "{column}" AS benchmark, {doc} AS docs, count(*) AS rows{hit_sum} FROM "{relation}" '
+              "GROUP BY 1 ORDER BY docs DESC, benchmark")  # fmt: skip
+        s.figures.append(ReportFigure("benchmarks", "Contaminated documents per benchmark", "benchmarks",
+                                      "benchmark", "docs"))  # fmt: skip
+        return s
+    for relation in _stage_relations(b, "decont"):
+        if "name" in b.session.columns(relation) and relation != "decont":
+            b.add(s, "benchmarks", f"Decontamination report ({relation})", f'SELECT * FROM "{relation}"')
+            return s
+    _drops_fallback(b, s, "decont", "a benchmark column")
+    return s
+
+
+def rewriter_section(b: ReportBuilder) -> Section:
+    """Rewriter acceptance by task (docs out / docs in) and rejections by reason."""
+    s = Section("rewriter", "Rewriter acceptance by task")
+    has_tasks = b.session.has("summaries") and b.session.scalar(
+        "SELECT count(*) FROM summaries WHERE stage LIKE 'branches/%'"
+    )
+    if has_tasks:
+        b.add(s, "acceptance", "Acceptance per task (summary.json)",
+              "SELECT substr(stage, 10) AS task, docs_in, docs_out, round(docs_out / nullif(docs_in, 0), 4) "
+              "AS acceptance FROM summaries WHERE stage LIKE 'branches/%' ORDER BY task")  # fmt: skip
+        b.add(s, "reasons", "Rejections per task and reason",
+              "SELECT substr(stage, 10) AS task, reason, dropped FROM stats WHERE stage LIKE 'branches/%' "
+              "AND reason IS NOT NULL ORDER BY task, dropped DESC, reason")  # fmt: skip
+        s.figures.append(
+            ReportFigure("acceptance", "Acceptance per task", "acceptance", "task", "acceptance")
+        )
+    elif b.session.has("branches"):
+        s.notes.append("no per-task summary.json: showing documents per task only")
+    else:
+        s.notes.append("not available: no rewriter output (branches/)")
+    if b.session.has("branches"):
+        expr, label = b.tokens("branches")
+        b.add(s, "outputs", f"Documents and {label} per task (branches view)",
+              f"SELECT task, count(*) AS docs, sum({expr})::BIGINT AS tokens FROM branches GROUP BY task ORDER BY task")  # fmt: skip
+    return s
+
+
+def mixture_section(b: ReportBuilder) -> Section:
+    """Mixture token accounting per source/branch from the shards manifest(s)."""
+    s = Section("mixture", "Mixture token accounting per branch")
+    if not b.session.has("shards"):
+        s.notes.append("not available: no shards manifest")
+        return s
+    name = b.find_column("shards", NAME_COLUMNS) or "manifest"
+    tokens = b.find_column("shards", SHARD_TOKEN_COLUMNS, contains="token")
+    docs = b.find_column("shards", SHARD_DOC_COLUMNS, contains="doc")
+    if not tokens:
+        s.notes.append("not available: the shards manifest has no token count column")
+        b.add(s, "manifest", "Shards manifest", "SELECT * FROM shards")
+        return s
+    doc_sql = f', sum("{docs}")::BIGINT AS docs' if docs else ""
+    weight = b.find_column("shards", ("weight",))
+    weight_sql = f', any_value("{weight}") AS weight' if weight else ""
+    b.add(s, "sources", "Tokens per source (shards manifest)",
+          f'SELECT "{name}" AS source, sum("{tokens}")::BIGINT AS tokens{doc_sql}{weight_sql}, '
+          f'round(sum("{tokens}") / sum(sum("{tokens}")) OVER (), 4) AS token_share FROM shards '
+          "GROUP BY 1 ORDER BY tokens DESC, source")  # fmt: skip
+    s.figures.append(ReportFigure("sources", "Tokens per source", "sources", "source", "tokens"))
+    return s
+
+
+SECTIONS = [
+    funnel_section,
+    domains_section,
+    score_section,
+    length_section,
+    language_section,
+    dedup_section,
+    contamination_section,
+    rewriter_section,
+    mixture_section,
+]
+
+
+def build_report(
+    session: AuditSession, math_threshold: float | None = None, top_n: int = 20
+) -> list[Section]:
+    """Every section of the canned report, computed through `session`'s views."""
+    builder = ReportBuilder(session, math_threshold=math_threshold, top_n=top_n)
+    return [make(builder) for make in SECTIONS]
+
+
+def report_data(sections: list[Section]) -> dict[str, Any]:
+    """The report's numbers as plain data: {section: {table: [row dicts]}, ...} plus the notes."""
+    return {
+        s.key: {"title": s.title, "notes": s.notes} | {t.key: t.records() for t in s.tables} for s in sections
+    }
+
+
+def write_report(
+    run_dir: str | Path,
+    html_path: str | Path,
+    md_path: str | Path | None = None,
+    math_threshold: float | None = None,
+    top_n: int = 20,
+    threads: int | None = None,
+) -> dict[str, Any]:
+    """Build the canned report over `run_dir` and write HTML (+ Markdown); return its numbers and files."""
+    start = time.time()
+    with AuditSession(run_dir, threads=threads) as session:
+        sections = build_report(session, math_threshold=math_threshold, top_n=top_n)
+        corpus_docs = session.scalar("SELECT count(*) FROM corpus") if session.has("corpus") else 0
+        relations = dict(session.relations)
+    query_seconds = time.time() - start
+    title = f"mathmix audit: {Path(run_dir).resolve().name}"
+    files = render(sections, title, Path(html_path), Path(md_path) if md_path else None)
+    return {
+        "corpus_docs": corpus_docs,
+        "relations": relations,
+        "files": [str(f) for f in files],
+        "query_seconds": round(query_seconds, 3),
+        "seconds": round(time.time() - start, 3),
+        "sections": report_data(sections),
+    }

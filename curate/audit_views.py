@@ -1,0 +1,231 @@
+"""The audit's relations over one run folder: what exists becomes a view, what does not is simply absent.
+
+Parquet outputs stay lazy DuckDB views (a 1M-row corpus is never loaded whole; a query reads only its columns).
+Small JSON files (summaries, manifests, stage reports) are flattened in Python into in-memory tables, because
+their shapes are owned by other stages and vary; a missing stage leaves no relation, and `schema` lists what is
+there. A datatrove `metadata` struct is flattened into top-level columns so that every stage reads the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from curate.audit_json import read_json_file, rows_to_arrow
+
+DOCUMENT_STAGES = ("web", "dedup", "decont")  # in pipeline order; `corpus` is the last one present
+# Stage folders in the order `pipelines.stages.STAGES` runs them (rewrite writes `branches/`, shards `shards/`).
+STAGE_FOLDERS = ("classifier", "web", "dedup", "decont", "branches", "shards", "train", "eval", "audit")
+REPORT_SUFFIXES = (".json", ".jsonl")
+MAX_REPORT_BYTES = 256 * 1024 * 1024  # a stage report bigger than this is left to read_json() in a query
+
+
+def _sql_str(value: str | Path) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.parquet") if p.is_file()) if folder.is_dir() else []
+
+
+def _scan(files: list[Path], filename: bool = False) -> str:
+    paths = ", ".join(_sql_str(p) for p in files)
+    extra = ", filename = true" if filename else ""
+    return f"read_parquet([{paths}], union_by_name = true{extra})"
+
+
+def _flat_select(con: duckdb.DuckDBPyConnection, source: str, extra: list[str] | None = None) -> str:
+    """SELECT list that lifts the fields of a `metadata` struct to columns (top-level names win on clashes)."""
+    rel = con.sql(f"SELECT * FROM {source} LIMIT 0")
+    names, types = list(rel.columns), list(rel.types)
+    extra_names = {e.rsplit(" AS ", 1)[-1].strip('"') for e in extra or []}
+    meta = types[names.index("metadata")] if "metadata" in names else None
+    fields = dict(meta.children) if meta is not None and meta.id == "struct" else {}
+    parts = []
+    for name, kind in zip(names, types, strict=True):
+        if name in ("metadata", "filename") or name in extra_names:
+            continue
+        # Files written flat and files written with a metadata struct can meet in one union_by_name scan.
+        parts.append(
+            f'coalesce("{name}", TRY_CAST(metadata."{name}" AS {kind})) AS "{name}"'
+            if name in fields
+            else f'"{name}"'
+        )
+    if meta is not None:
+        if fields:
+            taken = set(names) | extra_names
+            parts += [f'metadata."{f}" AS "{f}"' for f in fields if f not in taken]
+        else:
+            parts.append('"metadata"')  # a JSON string or a map: kept as it is, for DuckDB's json functions
+    return ", ".join(parts + (extra or []))
+
+
+def create_document_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
+    """Views web/dedup/decont over STAGE/data, `corpus` over the last of them; returns {view: description}."""
+    made: dict[str, str] = {}
+    for stage in DOCUMENT_STAGES:
+        files = _parquet_files(run_dir / stage / "data")
+        if not files:
+            continue
+        source = _scan(files)
+        con.execute(f'CREATE VIEW "{stage}" AS SELECT {_flat_select(con, source)} FROM {source}')
+        made[stage] = f"{stage}/data: {len(files)} parquet file(s)"
+    for stage in reversed(DOCUMENT_STAGES):
+        if stage in made:
+            con.execute(f'CREATE VIEW corpus AS SELECT * FROM "{stage}"')
+            made["corpus"] = f"= {stage} (the last curation stage present)"
+            break
+    return made
+
+
+def create_branch_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
+    """`branches`: every branches/<task>/data Parquet file, with a `task` column."""
+    files = [f for task in sorted((run_dir / "branches").glob("*/data")) for f in _parquet_files(task)]
+    if not files:
+        return {}
+    source = _scan(files, filename=True)
+    task = r"regexp_extract(filename, '[/\\]branches[/\\]([^/\\]+)[/\\]data[/\\]', 1) AS task"
+    con.execute(f"CREATE VIEW branches AS SELECT {_flat_select(con, source, [task])} FROM {source}")
+    return {"branches": f"branches/*/data: {len(files)} parquet file(s)"}
+
+
+def create_reject_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
+    """`rejects`: STAGE/rejects/**/*.parquet with `stage` and `reason` (a column, else the sub-folder name)."""
+    files = [f for stage_dir in _stage_dirs(run_dir) for f in _parquet_files(stage_dir / "rejects")]
+    if not files:
+        return {}
+    source = _scan(files, filename=True)
+    rel = con.sql(f"SELECT * FROM {source} LIMIT 0")
+    names = list(rel.columns)
+    meta = rel.types[names.index("metadata")] if "metadata" in names else None
+    meta_fields = [f for f, _ in meta.children] if meta is not None and meta.id == "struct" else []
+    rel = r"regexp_replace(filename, '\\', '/', 'g')"
+    root = _sql_str(str(run_dir.resolve()).replace("\\", "/") + "/")
+    rel_path = f"substr({rel}, length({root}) + 1)"
+    stage = f"regexp_extract({rel_path}, '^(.+)/rejects/', 1) AS stage"
+    folder_reason = f"nullif(regexp_extract({rel_path}, '/rejects/([^/]+)/', 1), '')"
+    column = '"reason"' if "reason" in names else 'metadata."reason"' if "reason" in meta_fields else None
+    reason = f"coalesce(CAST({column} AS VARCHAR), {folder_reason})" if column else folder_reason
+    extra = [stage, f"{reason} AS reason"]
+    con.execute(f"CREATE VIEW rejects AS SELECT {_flat_select(con, source, extra)} FROM {source}")
+    return {"rejects": f"*/rejects: {len(files)} parquet file(s)"}
+
+
+def _stage_dirs(run_dir: Path) -> list[Path]:
+    """Stage folders: RUN/<stage>/ and RUN/branches/<task>/ (the rewriter writes one folder per task)."""
+    # The audit's own folder is output, not a stage to audit (a rerun would otherwise read its last report).
+    top = [p for p in sorted(run_dir.iterdir()) if p.is_dir() and p.name[0] not in "._" and p.name != "audit"]
+    branches = run_dir / "branches"
+    nested = sorted(p for p in branches.iterdir() if p.is_dir()) if branches.is_dir() else []
+    return top + nested
+
+
+def _stage_name(run_dir: Path, folder: Path) -> str:
+    return folder.relative_to(run_dir).as_posix()
+
+
+def stats_rows(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows of `stats` (one per stage and drop reason) and `summaries` (one per stage) from every summary.json."""
+    stats, summaries = [], []
+    for folder in _stage_dirs(run_dir):
+        path = folder / "summary.json"
+        if not path.is_file():
+            continue
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue  # a half-written summary is not a finished stage
+        if not isinstance(summary, dict):
+            continue
+        stage = _stage_name(run_dir, folder)
+        dropped = summary.get("dropped") if isinstance(summary.get("dropped"), dict) else {}
+        base = {
+            "stage": stage,
+            "position": _position(stage),
+            "docs_in": _int(summary.get("docs_in")),
+            "docs_out": _int(summary.get("docs_out")),
+            "seconds": _float(summary.get("seconds")),
+        }
+        extra = {k: v for k, v in summary.items() if k not in ("docs_in", "docs_out", "dropped", "seconds")}
+        summaries.append(
+            base | {"dropped_total": sum(_int(v) or 0 for v in dropped.values()), "extra": json.dumps(extra)}
+        )
+        for reason, count in sorted(dropped.items()) or [(None, 0)]:
+            stats.append(base | {"reason": reason, "dropped": _int(count)})
+    order = lambda row: (row["position"], row["stage"])  # noqa: E731 - pipeline order, not folder order
+    return sorted(stats, key=order), sorted(summaries, key=order)
+
+
+def _position(stage: str) -> int:
+    """Pipeline order of a stage folder (branches/<task> share the rewrite stage's place)."""
+    head = stage.split("/", 1)[0]
+    return STAGE_FOLDERS.index(head) if head in STAGE_FOLDERS else len(STAGE_FOLDERS)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _table_name(*parts: str) -> str:
+    return re.sub(r"\W+", "_", "_".join(parts)).strip("_").lower()
+
+
+def _create_table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]) -> None:
+    table = rows_to_arrow(rows)
+    con.register("_audit_rows", table)
+    try:
+        con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _audit_rows')
+    finally:
+        con.unregister("_audit_rows")
+
+
+def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
+    """`stats`, `summaries`, `shards` (manifest rows) and one `<stage>_<file>` table per stage report file."""
+    made: dict[str, str] = {}
+    stats, summaries = stats_rows(run_dir)
+    if stats:
+        _create_table(con, "stats", stats)
+        _create_table(con, "summaries", summaries)
+        made["stats"] = "every summary.json: one row per stage and drop reason"
+        made["summaries"] = "every summary.json: one row per stage"
+    manifests = sorted((run_dir / "shards").rglob("manifest.json")) if (run_dir / "shards").is_dir() else []
+    rows = [
+        {"manifest": m.relative_to(run_dir).as_posix()} | row for m in manifests for row in read_json_file(m)
+    ]
+    if rows:
+        _create_table(con, "shards", rows)
+        made["shards"] = f"shards manifest(s): {len(manifests)} file(s), one row per entry"
+    for folder in _stage_dirs(run_dir):
+        for path in sorted(folder.iterdir()):
+            if path.suffix not in REPORT_SUFFIXES or path.name in ("summary.json", "manifest.json"):
+                continue
+            if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
+                continue
+            name = _table_name(_stage_name(run_dir, folder), path.stem)
+            rows = read_json_file(path)
+            if rows and name not in made:
+                _create_table(con, name, rows)
+                made[name] = f"report {path.relative_to(run_dir).as_posix()}"
+    return made
+
+
+def create_all(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
+    """Every relation the run folder allows, {name: what it is over}; views of absent stages are absent."""
+    made: dict[str, str] = {}
+    for build in (create_document_views, create_branch_views, create_reject_views, create_json_tables):
+        made.update(build(con, run_dir))
+    return made

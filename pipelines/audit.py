@@ -1,0 +1,59 @@
+"""Recipe stage `audit`: the canned audit report over the whole run folder (DuckDB, read-only).
+
+Writes RUN/audit/report.html (self-contained), report.md (+ report_plots/*.png) and summary.json, whose
+`sections` hold every number of the report. It reads the run folder, not the previous stage's data, so it runs
+last and audits whatever stages the recipe ran.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from curate.summary import write_summary
+from pipelines.stages import StageContext
+
+FOLDER = "audit"
+PRODUCES_DOCUMENTS = False
+
+
+class Config(BaseModel):
+    """Settings of the audit stage (all optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    math_threshold: float | None = Field(
+        None, description="threshold line on the math_score plot (default: web)"
+    )
+    top_n: int = Field(20, ge=1, description="rows in top-N tables (domains, languages)")
+    markdown: bool = Field(True, description="also write report.md and report_plots/")
+    threads: int | None = Field(None, ge=1, description="DuckDB threads (default: all cores)")
+
+
+def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
+    """Write the report into ctx.out_dir and return the summary (docs_in = docs_out = corpus documents)."""
+    from curate.audit_sections import write_report
+
+    start = time.time()
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    result = write_report(
+        ctx.run_dir,
+        ctx.out_dir / "report.html",
+        ctx.out_dir / "report.md" if config.markdown else None,
+        math_threshold=config.math_threshold,
+        top_n=config.top_n,
+        threads=config.threads,
+    )
+    summary = {
+        "docs_in": result["corpus_docs"],
+        "docs_out": result["corpus_docs"],
+        "dropped": {},
+        "seconds": round(time.time() - start, 2),
+        "report": "report.html",
+        "relations": sorted(result["relations"]),
+        "sections": result["sections"],
+    }
+    write_summary(ctx.out_dir, summary)
+    return summary
