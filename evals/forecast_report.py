@@ -1,0 +1,95 @@
+"""Forecast outputs: the PNG of points, fit and band; ranking bases by forecast A; the LR / batch-size sweep fit."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evals.curves import Curve
+from evals.forecast import SigmoidFit
+
+
+def plot_forecasts(items: list[tuple[Curve, SigmoidFit, int]], path: Path, target: float | None = None) -> Path:
+    """One panel per curve: observed points (fitted ones filled), posterior-mean fit and 5-95% band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(3, len(items))
+    rows = math.ceil(len(items) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax, (curve, fit, k) in zip(axes.flat, items, strict=False):
+        end = max(float(curve.x[-1]), target or 0.0)
+        grid = np.linspace(max(float(curve.x[0]), 1e-9), end, 200)
+        lo, hi = fit.band(grid)
+        ax.fill_between(grid, lo, hi, alpha=0.25, label="5-95% band")
+        ax.plot(grid, fit.predict(grid), label="forecast")
+        ax.scatter(curve.x[:k], curve.y[:k], s=10, label="fitted points")
+        if k < len(curve.x):
+            ax.scatter(curve.x[k:], curve.y[k:], s=10, facecolors="none", edgecolors="gray", label="held out")
+        params = fit.params()
+        ax.set_title(f"{_short(curve.name)}\nA={params['A']:.3f} B={params['B']:.2f} Cmid={params['Cmid']:.3g}", fontsize=8)
+        ax.set_xlabel("compute")
+        ax.set_ylabel("accuracy")
+    for ax in list(axes.flat)[len(items) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else "..." + name[-width:]
+
+
+def rank_by_asymptote(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Bases sorted by forecast A (highest first), with the A interval where the bootstrap ran."""
+    ranked = sorted(records, key=lambda r: -r["A"])
+    return [{"rank": i + 1, **r} for i, r in enumerate(ranked)]
+
+
+_HPARAM = re.compile(r"(?:^|[_\-/.])(lr|bs|batch|batch_size)[=_\-]?([0-9.]+(?:e-?[0-9]+)?)", re.IGNORECASE)
+
+
+def parse_hparams(name: str) -> dict[str, float]:
+    """Learning rate and batch size from a run name like `probe_lr1e-6_bs64` (empty where absent)."""
+    found: dict[str, float] = {}
+    for key, value in _HPARAM.findall(name):
+        try:
+            found["lr" if key.lower() == "lr" else "batch_size"] = float(value.rstrip("."))
+        except ValueError:
+            continue
+    return found
+
+
+def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """How forecast A and log Cmid move with log LR and log batch size (least squares over the sweep's runs).
+
+    Each record needs `A`, `Cmid` and at least one of `lr`, `batch_size`. Returns per target the intercept and
+    the slope per hyperparameter, the R^2, and the best run by A.
+    """
+    keys = [k for k in ("lr", "batch_size") if all(k in r for r in records)]
+    if not keys or len(records) < len(keys) + 1:
+        raise ValueError("a sweep fit needs runs with lr and/or batch_size, more runs than hyperparameters")
+    design = np.column_stack([np.ones(len(records))] + [np.log([r[k] for r in records]) for k in keys])
+    out: dict[str, Any] = {"hyperparameters": keys, "runs": len(records)}
+    for target, values in (("A", [r["A"] for r in records]), ("log_Cmid", np.log([r["Cmid"] for r in records]))):
+        values = np.asarray(values, dtype=float)
+        coef, *_ = np.linalg.lstsq(design, values, rcond=None)
+        resid = values - design @ coef
+        total = float(((values - values.mean()) ** 2).sum())
+        out[target] = {
+            "intercept": float(coef[0]),
+            **{f"slope_log_{k}": float(c) for k, c in zip(keys, coef[1:], strict=True)},
+            "r2": 1 - float((resid**2).sum()) / total if total > 0 else 1.0,
+        }
+    out["best_by_A"] = max(records, key=lambda r: r["A"])
+    return out
