@@ -1,0 +1,159 @@
+"""`mathmix shards build|train-tokenizer|inspect|validate|mix`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from mathmix.cli_util import console, fail, print_summary, write_json
+
+shards_app = typer.Typer(
+    help="Tokenized shards: Parquet/JSONL -> Megatron .bin/.idx, tokenizer training, mixtures, checks.",
+    no_args_is_help=True,
+)
+
+
+@shards_app.command("build")
+def build_cmd(
+    corpus: list[Path] = typer.Argument(..., help="Parquet/JSONL files or folders of them (a `text` field)"),
+    output: Path = typer.Option(..., "-o", "--output", help="output shard folder"),
+    tokenizer: str = typer.Option(..., "--tokenizer", help="Hugging Face tokenizer folder or hub name"),
+    eos_token: str | None = typer.Option(
+        None, "--eos-token", help="token after each document (default: EOS)"
+    ),
+    tasks: int = typer.Option(2, "--tasks", help="datatrove tasks (input files are split between them)"),
+    workers: int = typer.Option(-1, "--workers", help="tasks run at once (-1: all)"),
+    batch_size: int = typer.Option(1000, "--batch-size", help="documents per encode_batch call"),
+    max_shard_mb: float = typer.Option(1024, "--max-shard-mb", help="start a new shard past this .bin size"),
+    name: str | None = typer.Option(None, "--name", help="source name in the manifest (default: folder)"),
+) -> None:
+    """Tokenize CORPUS into Megatron indexed-dataset shards (EOS after each document; uint16 when the vocab fits).
+
+    Reads Parquet/JSONL `text`; writes OUT/RANK_SHARD.bin + .idx (megatron-core layout), OUT/manifest.json
+    (tokenizer, dtype, document and token counts, bytes and sha256 per file), OUT/summary.json and OUT/logs/
+    (datatrove stats and completion markers: a rerun skips finished tasks).
+    """
+    from pipelines.executors import ExecutorConfig
+    from shards.build import build_shards
+
+    try:
+        summary = build_shards(
+            [str(c) for c in corpus],
+            output,
+            tokenizer,
+            ExecutorConfig(tasks=tasks, workers=workers),
+            eos_token=eos_token,
+            batch_size=batch_size,
+            max_shard_bytes=int(max_shard_mb * 2**20),
+            name=name,
+        )
+    except (FileNotFoundError, ValueError) as err:
+        fail(str(err))
+    print_summary(summary, title=f"shards build: {output}")
+
+
+@shards_app.command("train-tokenizer")
+def train_tokenizer_cmd(
+    corpus: list[Path] = typer.Argument(..., help="Parquet/JSONL files or folders of them (a `text` field)"),
+    output: Path = typer.Option(..., "-o", "--output", help="output tokenizer folder"),
+    vocab_size: int = typer.Option(2048, "--vocab-size", help="vocabulary size, special tokens included"),
+    max_docs: int = typer.Option(100_000, "--max-docs", help="train on at most this many documents"),
+    min_frequency: int = typer.Option(2, "--min-frequency", help="minimum pair frequency for a merge"),
+) -> None:
+    """Train a byte-level BPE tokenizer on CORPUS texts (digits split one by one).
+
+    Writes a Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json) that
+    transformers.AutoTokenizer loads, with eos <|endoftext|>, bos <|begin_of_text|> and pad <|pad|>.
+    """
+    from shards.tokenizer import iter_texts, train_tokenizer
+
+    try:
+        texts = iter_texts([str(c) for c in corpus], limit=max_docs)
+        out = train_tokenizer(texts, output, vocab_size=vocab_size, min_frequency=min_frequency)
+    except FileNotFoundError as err:
+        fail(str(err))
+    console.print(f"tokenizer saved to {out}")
+
+
+@shards_app.command("inspect")
+def inspect_cmd(
+    path: Path = typer.Argument(..., help="shard folder (with manifest.json) or a PREFIX"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="report folder (default: PATH/inspect)"),
+    tokenizer: str | None = typer.Option(
+        None, "--tokenizer", help="decode samples (default: the manifest's)"
+    ),
+    samples: int = typer.Option(3, "--samples", help="documents to decode"),
+) -> None:
+    """Counts, document-length statistics, a length histogram and decoded samples of shards.
+
+    Reads PATH's .bin/.idx (and manifest.json); writes OUT/inspect.json and OUT/length_hist.png.
+    """
+    from shards.inspection import inspect_shards
+
+    try:
+        report = inspect_shards(path, output, tokenizer, samples)
+    except (FileNotFoundError, ValueError) as err:
+        fail(str(err))
+    for row in report.pop("samples"):
+        console.rule(f"{row['file']} #{row['document']} ({row['tokens']} tokens)")
+        console.print(row.get("text", row["ids"]), markup=False, highlight=False)
+    print(json.dumps(report, indent=2))
+
+
+@shards_app.command("validate")
+def validate_cmd(
+    paths: list[Path] = typer.Argument(..., help="shard folders or PREFIXes"),
+) -> None:
+    """Check shards: .idx header and size, dtype, monotone pointers, .bin size vs index, manifest checksums.
+
+    Reads PATH's .bin/.idx and manifest.json; writes nothing. Exits 1 naming every bad file.
+    """
+    from shards.validate import validate_path
+
+    bad = 0
+    for path in paths:
+        report = validate_path(path)
+        for error in report["errors"]:
+            typer.echo(f"invalid: {error}", err=True)  # one unwrapped line per problem, easy to grep
+        bad += len(report["errors"])
+        status = "ok" if report["ok"] else "FAILED"
+        typer.echo(f"{status} {path}: {report['files']} shard file(s) checked", err=True)
+    if bad:
+        raise typer.Exit(1)
+
+
+@shards_app.command("mix")
+def mix_cmd(
+    mixture: Path = typer.Argument(..., help="mixture YAML (sources with weight or tokens)"),
+    run_dir: Path | None = typer.Option(None, "--run-dir", help="replaces {run_dir} in source paths"),
+    total_tokens: int | None = typer.Option(None, "--total-tokens", help="override the mixture's total"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="write the blend report JSON here"),
+) -> None:
+    """Build a mixture's blended document index and report per-source tokens, shares and epochs.
+
+    Reads the mixture YAML and its shard folders; writes the report JSON (with -o) and warns for any source
+    that must be repeated to meet its share.
+    """
+    from pydantic import ValidationError
+
+    from shards.mixture import BlendedDocuments, MixtureConfig
+
+    try:
+        blend = BlendedDocuments(MixtureConfig.from_yaml(mixture, run_dir), total_tokens)
+    except (FileNotFoundError, ValueError, ValidationError) as err:
+        fail(f"{mixture}: {err}")
+    report = blend.report()
+    for row in report["sources"]:
+        flag = f"  [yellow]repeated x{row['epochs']:.2f}[/]" if row["repeated"] else ""
+        console.print(
+            f"{row['name']:>12}: {row['tokens']:>14,} tokens ({row['share']:.4f}) "
+            f"target {row['target_tokens']:,}, {row['documents']:,} docs{flag}"
+        )
+    if output:
+        write_json(output, report)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(shards_app, name="shards")

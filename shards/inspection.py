@@ -1,0 +1,107 @@
+"""`shards inspect`: counts, a document-length histogram (PNG) and decoded samples of a shard folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mathmix.cli_util import write_json
+from shards.indexed import IndexedDataset
+from shards.manifest import MANIFEST, read_manifest, resolve_prefixes
+
+
+def length_stats(sizes: np.ndarray) -> dict[str, float]:
+    """min / mean / percentiles / max of document lengths in tokens."""
+    if not len(sizes):
+        return {}
+    q = np.percentile(sizes, [50, 90, 99])
+    return {
+        "min": int(sizes.min()),
+        "mean": round(float(sizes.mean()), 2),
+        "p50": float(q[0]),
+        "p90": float(q[1]),
+        "p99": float(q[2]),
+        "max": int(sizes.max()),
+    }
+
+
+def plot_lengths(sizes: np.ndarray, path: Path, title: str) -> Path:
+    """Histogram of document lengths, log-spaced bins (lengths span orders of magnitude)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    top = max(int(sizes.max()) if len(sizes) else 1, 2)
+    ax.hist(sizes, bins=np.unique(np.geomspace(1, top, 50).astype(int)), color="#4477aa")
+    ax.set_xscale("log")
+    ax.set_xlabel("document length (tokens, incl. EOS)")
+    ax.set_ylabel("documents")
+    ax.set_title(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def inspect_shards(
+    path: str | Path,
+    out_dir: str | Path | None = None,
+    tokenizer: str | None = None,
+    samples: int = 3,
+    sample_tokens: int = 200,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Write OUT/inspect.json and OUT/length_hist.png for the shards at `path`; return the report.
+
+    Samples are decoded with `tokenizer` (default: the manifest's tokenizer, when it is a local folder).
+    """
+    p = Path(path)
+    datasets = [IndexedDataset(prefix) for prefix in resolve_prefixes(p)]
+    sizes = np.concatenate([d.sizes for d in datasets]) if datasets else np.zeros(0, np.int64)
+    manifest = read_manifest(p) if p.is_dir() and (p / MANIFEST).is_file() else {}
+    out = Path(out_dir) if out_dir else (p / "inspect" if p.is_dir() else p.parent / "inspect")
+    report: dict[str, Any] = {
+        "path": str(p),
+        "files": len(datasets),
+        "documents": int(len(sizes)),
+        "tokens": int(sizes.sum()),
+        "dtype": str(datasets[0].dtype) if datasets else None,
+        "length": length_stats(sizes),
+        "histogram": str(plot_lengths(sizes, out / "length_hist.png", f"{p.name}: {len(sizes):,} documents")),
+    }
+    report["samples"] = _samples(
+        datasets, tokenizer or manifest.get("tokenizer"), samples, sample_tokens, seed
+    )
+    write_json(out / "inspect.json", report)
+    return report
+
+
+def _samples(datasets: list[IndexedDataset], tokenizer: str | None, n: int, limit: int, seed: int) -> list:
+    flat = [(k, i) for k, d in enumerate(datasets) for i in range(len(d))]
+    if not flat or n <= 0:
+        return []
+    rng = np.random.default_rng(seed)
+    picks = [flat[j] for j in sorted(rng.choice(len(flat), size=min(n, len(flat)), replace=False))]
+    decode = None
+    if tokenizer and (Path(tokenizer).exists() or not Path(tokenizer).is_absolute()):
+        try:
+            from transformers import AutoTokenizer
+
+            hf = AutoTokenizer.from_pretrained(str(tokenizer))
+            decode = hf.decode
+        except (OSError, ValueError):  # tokenizer not available offline: show ids only
+            decode = None
+    out = []
+    for k, i in picks:
+        ids = datasets[k][i][:limit].tolist()
+        row: dict[str, Any] = {"file": Path(datasets[k].path_prefix).name, "document": i}
+        row |= {"tokens": int(datasets[k].sizes[i]), "ids": ids[:32]}
+        if decode:
+            row["text"] = decode(ids)
+        out.append(row)
+    return out

@@ -1,0 +1,120 @@
+"""`shards validate` catches truncation and corruption naming the file; `shards inspect`; the CLI end to end."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from typer.testing import CliRunner
+
+from mathmix.cli import app
+from shards.indexed import write_indexed
+from shards.inspection import inspect_shards
+from shards.manifest import file_entry, write_manifest
+from shards.validate import validate_path
+
+DOCS = [[5, 6, 7, 0], [8, 9, 0], [10, 11, 12, 13, 14, 0], [15, 16, 0]]
+runner = CliRunner()
+
+
+def _folder(tmp_path):
+    out = tmp_path / "shards"
+    no_tokenizer = str(tmp_path / "absent-tokenizer")  # samples then show ids only
+    entries = []
+    for k in range(2):
+        info = write_indexed(out / f"0000{k}_00000", DOCS, vocab_size=32)
+        entries.append(file_entry(out, f"0000{k}_00000", info["documents"], info["tokens"]))
+    write_manifest(out, entries, name="toy", tokenizer=no_tokenizer, vocab_size=32, eos_id=0, dtype="uint16")
+    return out
+
+
+def test_valid_folder_passes(tmp_path):
+    report = validate_path(_folder(tmp_path))
+    assert report["ok"] and report["files"] == 2 and report["errors"] == []
+
+
+def test_truncated_bin_fails_naming_it(tmp_path):
+    out = _folder(tmp_path)
+    target = out / "00001_00000.bin"
+    target.write_bytes(target.read_bytes()[:-2])
+    errors = validate_path(out)["errors"]
+    assert any("00001_00000.bin" in e and "truncated" in e for e in errors), errors
+    assert not any("00000_00000" in e for e in errors)
+
+
+def test_flipped_byte_fails_the_checksum(tmp_path):
+    out = _folder(tmp_path)
+    target = out / "00000_00000.bin"
+    data = bytearray(target.read_bytes())
+    data[3] ^= 0xFF
+    target.write_bytes(bytes(data))
+    errors = validate_path(out)["errors"]
+    assert errors == [f"{target}: sha256 differs from the manifest (corrupted)"]
+
+
+def test_corrupted_pointers_and_header(tmp_path):
+    out = _folder(tmp_path)
+    idx = out / "00000_00000.idx"
+    raw = bytearray(idx.read_bytes())
+    raw[50 + 8 : 50 + 16] = struct.pack("<q", 999)  # second sequence pointer
+    idx.write_bytes(bytes(raw))
+    errors = validate_path(out / "00000_00000")["errors"]  # a bare prefix: no manifest to compare against
+    assert any("00000_00000.idx: sequence pointer 1 is 999" in e for e in errors), errors
+    raw[:3] = b"XXX"
+    idx.write_bytes(bytes(raw))
+    assert "bad magic" in validate_path(out / "00000_00000")["errors"][0]
+
+
+def test_token_ids_beyond_vocab_and_unlisted_files(tmp_path):
+    out = _folder(tmp_path)
+    write_indexed(out / "stray", [[1, 0]], vocab_size=32)
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["vocab_size"] = 10
+    for entry in manifest["files"]:  # checksums still right: only the vocab check can fail
+        entry.pop("bin")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    errors = validate_path(out)["errors"]
+    assert any("token id 16 outside the vocabulary" in e for e in errors)
+    assert any("stray.idx: not listed" in e for e in errors)
+
+
+def test_cli_validate_exit_codes(tmp_path):
+    out = _folder(tmp_path)
+    ok = runner.invoke(app, ["shards", "validate", str(out)])
+    assert ok.exit_code == 0, ok.output
+    (out / "00000_00000.idx").write_bytes((out / "00000_00000.idx").read_bytes()[:40])
+    bad = runner.invoke(app, ["shards", "validate", str(out)])
+    assert bad.exit_code == 1
+    assert "00000_00000.idx" in bad.output and "truncated" in bad.output
+
+
+def test_inspect_counts_and_histogram(tmp_path):
+    out = _folder(tmp_path)
+    report = inspect_shards(out, samples=2)
+    assert report["documents"] == 8 and report["tokens"] == 32 and report["files"] == 2
+    assert report["length"]["min"] == 3 and report["length"]["max"] == 6 and report["length"]["mean"] == 4.0
+    png = out / "inspect" / "length_hist.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(report["samples"]) == 2 and all(s["ids"][-1] == 0 for s in report["samples"])
+
+
+def test_cli_train_tokenizer_build_inspect(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [f"Let $n = {i}$; then $n^2 = {i * i}$ and the sum is \\boxed{{{2 * i}}}." for i in range(200)]
+    pq.write_table(pa.table({"id": [str(i) for i in range(200)], "text": texts}), corpus / "part.parquet")
+    tok = tmp_path / "tok"
+    result = runner.invoke(
+        app, ["shards", "train-tokenizer", str(corpus), "-o", str(tok), "--vocab-size", "300"]
+    )
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "shards"
+    args = ["shards", "build", str(corpus), "-o", str(out), "--tokenizer", str(tok), "--tasks", "1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "summary.json").read_text())["docs_out"] == 200
+    result = runner.invoke(app, ["shards", "inspect", str(out), "--samples", "1"])
+    assert result.exit_code == 0, result.output
+    assert "the sum is" in result.output  # a decoded sample, through the manifest's tokenizer
