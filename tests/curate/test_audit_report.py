@@ -1,0 +1,153 @@
+"""The canned audit report: its numbers equal independent counts over the same run; HTML is self-contained."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate.audit import AuditSession
+from curate.audit_sections import write_report
+from curate.audit_synth import build_synthetic_run
+from pipelines.executors import ExecutorConfig
+from pipelines.stages import StageContext, parse_stage_config
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return build_synthetic_run(tmp_path_factory.mktemp("audit_report") / "run", 1200)
+
+
+@pytest.fixture(scope="module")
+def report(run_dir, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("report_out")
+    return write_report(run_dir, out / "report.html", out / "report.md")
+
+
+def _rows(folder: Path) -> list[dict]:
+    return [row for f in sorted(folder.rglob("*.parquet")) for row in pq.read_table(f).to_pylist()]
+
+
+def _flat(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k != "metadata"} | (row.get("metadata") or {})
+
+
+def test_funnel_equals_the_summaries(report, run_dir):
+    stages = {r["stage"]: r for r in report["sections"]["funnel"]["stages"]}
+    for folder in ("web", "dedup", "decont", "branches/qa", "branches/refined"):
+        summary = json.loads((run_dir / folder / "summary.json").read_text())
+        assert (stages[folder]["docs_in"], stages[folder]["docs_out"]) == (
+            summary["docs_in"],
+            summary["docs_out"],
+        )
+        assert stages[folder]["dropped_total"] == sum(summary["dropped"].values())
+    assert list(stages)[:3] == ["web", "dedup", "decont"]  # pipeline order
+    tokens = {r["stage"]: r for r in report["sections"]["funnel"]["tokens"]}
+    for stage in ("web", "dedup", "decont"):
+        rows = [_flat(r) for r in _rows(run_dir / stage / "data")]
+        assert tokens[stage]["docs_out"] == len(rows)
+        assert tokens[stage]["tokens_out"] == sum(r["token_count"] for r in rows)
+    assert tokens["dedup"]["tokens_in"] == tokens["web"]["tokens_out"]
+
+
+def test_domains_scores_lengths_languages(report, run_dir):
+    corpus = _rows(run_dir / "decont" / "data")
+    domains = Counter(re.sub(r"^www\.", "", r["url"].split("/")[2]) for r in corpus)
+    got = {r["domain"]: r["docs"] for r in report["sections"]["domains"]["by_docs"]}
+    assert got == dict(domains.most_common(20))
+    web, rejected = _rows(run_dir / "web" / "data"), _rows(run_dir / "web" / "rejects")
+    hist = report["sections"]["math_score"]["hist"]
+    assert sum(r["docs"] for r in hist if r["pages"] == "kept") == len(web)
+    assert sum(r["docs"] for r in hist if r["pages"] == "rejected") == len(rejected)
+    high = sum(1 for r in web if r["math_score"] >= 0.95)
+    assert next(r["docs"] for r in hist if r["pages"] == "kept" and r["bin"] == 0.95) == high
+    assert "threshold: 0.5" in report["sections"]["math_score"]["notes"]
+    lengths = {r["stage"]: r for r in report["sections"]["lengths"]["quantiles"]}
+    assert lengths["web"]["max"] == max(r["n_chars"] for r in web)
+    assert lengths["branches/qa"]["docs"] == len(_rows(run_dir / "branches" / "qa" / "data"))
+    langs = {r["lang"]: (r["kept"], r["rejected"]) for r in report["sections"]["language"]["langs"]}
+    kept, dropped = Counter(r["lang"] for r in web), Counter(r["lang"] for r in rejected)
+    assert langs == {lang: (kept[lang], dropped[lang]) for lang in kept | dropped}
+
+
+def test_dedup_contamination_rewriter_mixture(report, run_dir):
+    clusters = Counter(r["metadata"]["minhash_cluster_size"] for r in _rows(run_dir / "dedup" / "data"))
+    assert {r["cluster_size"]: r["docs"] for r in report["sections"]["dedup"]["clusters"]} == dict(clusters)
+    hits = [
+        json.loads(line) for line in (run_dir / "decont" / "contamination.jsonl").read_text().splitlines()
+    ]
+    per_bench = {r["benchmark"]: r["docs"] for r in report["sections"]["contamination"]["benchmarks"]}
+    assert per_bench == dict(Counter(h["benchmark"] for h in hits))
+    accept = {r["task"]: r["acceptance"] for r in report["sections"]["rewriter"]["acceptance"]}
+    for task in ("qa", "refined"):
+        summary = json.loads((run_dir / "branches" / task / "summary.json").read_text())
+        assert accept[task] == round(summary["docs_out"] / summary["docs_in"], 4)
+    reasons = {(r["task"], r["reason"]): r["dropped"] for r in report["sections"]["rewriter"]["reasons"]}
+    assert (
+        reasons[("qa", "no_answer")]
+        == json.loads((run_dir / "branches/qa/summary.json").read_text())["dropped"]["no_answer"]
+    )
+    manifest = json.loads((run_dir / "shards" / "manifest.json").read_text())["sources"]
+    got = {r["source"]: r["tokens"] for r in report["sections"]["mixture"]["sources"]}
+    assert got == {s["name"]: s["tokens"] for s in manifest}
+
+
+def test_report_numbers_equal_sql_through_the_views(report, run_dir):
+    with AuditSession(run_dir) as session:
+        for section in report["sections"].values():
+            assert all(isinstance(v, list | str) for v in section.values())
+        assert report["corpus_docs"] == session.scalar("SELECT count(*) FROM corpus")
+        by_tokens = report["sections"]["domains"]["by_tokens"]
+        assert by_tokens[0]["tokens"] == session.scalar(
+            "SELECT sum(token_count) FROM corpus GROUP BY regexp_extract(url, '://([^/]+)', 1) ORDER BY 1 DESC LIMIT 1"
+        )
+
+
+def test_html_is_self_contained_and_markdown_twin(report):
+    html_path, md_path = (Path(f) for f in report["files"][:2])
+    html = html_path.read_text()
+    assert html.count("src='data:image/png;base64,") >= 8
+    assert not re.search(r"src=['\"](?!data:)", html) and "<link" not in html
+    funnel_web = next(r for r in report["sections"]["funnel"]["stages"] if r["stage"] == "web")
+    assert f"{funnel_web['docs_in']:,}" in html
+    md = md_path.read_text()
+    assert "## Funnel" in md and "| stage | docs_in |" in md
+    for link in re.findall(r"!\[[^]]*\]\(([^)]+)\)", md):
+        assert (md_path.parent / link).is_file()
+
+
+def test_report_on_a_web_only_run_says_what_is_missing(tmp_path):
+    full = build_synthetic_run(tmp_path / "full", 150)
+    run = tmp_path / "web_only"
+    (run / "web").mkdir(parents=True)
+    for name in ("data", "summary.json"):
+        (full / "web" / name).rename(run / "web" / name)
+    result = write_report(run, tmp_path / "r.html", None)
+    notes = {k: " ".join(s["notes"]) for k, s in result["sections"].items()}
+    for key in ("rewriter", "mixture"):
+        assert "not available" in notes[key], key
+    assert result["sections"]["domains"]["by_docs"]  # the corpus is the web output here
+    assert (tmp_path / "r.html").is_file() and not (tmp_path / "r.md").exists()
+
+
+def test_audit_stage_writes_report_and_summary(run_dir, tmp_path):
+    config = parse_stage_config("audit", {"top_n": 5})
+    out = run_dir / "audit"
+    ctx = StageContext(run_dir=run_dir, out_dir=out, inputs=[], executor=ExecutorConfig())
+    from pipelines.audit import run_stage
+
+    summary = run_stage(config, ctx)
+    assert json.loads((out / "summary.json").read_text())["docs_out"] == summary["docs_out"]
+    assert summary["docs_in"] == summary["docs_out"] == len(_rows(run_dir / "decont" / "data"))
+    assert (out / "report.html").is_file() and (out / "report.md").is_file()
+    assert len(summary["sections"]["domains"]["by_docs"]) == 5
+    with pytest.raises(ValueError):
+        parse_stage_config("audit", {"top": 5})
+    # a second audit does not audit its own folder
+    with AuditSession(run_dir) as session:
+        assert not any(r.startswith("audit") for r in session.relations)
+        assert session.scalar("SELECT count(*) FROM summaries WHERE stage = 'audit'") == 0

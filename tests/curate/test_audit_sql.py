@@ -1,0 +1,218 @@
+"""Audit views and the read-only guard, on a synthetic run folder in the documented layout."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from curate.audit import AuditRefused, AuditSession, sample_documents
+from curate.audit_cli import register
+from curate.audit_synth import build_synthetic_run
+
+N_DOCS = 1500
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return build_synthetic_run(tmp_path_factory.mktemp("audit") / "run", N_DOCS)
+
+
+@pytest.fixture(scope="module")
+def session(run_dir):
+    with AuditSession(run_dir) as s:
+        yield s
+
+
+def _parquet_rows(folder: Path) -> list[dict]:
+    return [row for f in sorted(folder.rglob("*.parquet")) for row in pq.read_table(f).to_pylist()]
+
+
+def test_every_view_is_there_and_queryable(session):
+    expected = {"web", "dedup", "decont", "corpus", "branches", "rejects", "stats", "summaries", "shards",
+                "decont_report", "decont_contamination"}  # fmt: skip
+    assert set(session.relations) == expected
+    for name in expected:
+        assert session.scalar(f'SELECT count(*) FROM "{name}"') > 0, name
+
+
+def test_document_views_match_the_parquet_files(session, run_dir):
+    for stage in ("web", "dedup", "decont"):
+        rows = _parquet_rows(run_dir / stage / "data")
+        assert session.scalar(f"SELECT count(*) FROM {stage}") == len(rows)
+    assert session.rows("SELECT * FROM corpus ORDER BY id") == session.rows(
+        "SELECT * FROM decont ORDER BY id"
+    )
+    # dedup was written datatrove-style: its metadata struct is flattened into columns
+    dedup = {r["id"]: r["metadata"] for r in _parquet_rows(run_dir / "dedup" / "data")}
+    got = session.rows("SELECT id, url, math_score, minhash_cluster_size FROM dedup")
+    assert all(dedup[r["id"]]["url"] == r["url"] for r in got)
+    assert all(dedup[r["id"]]["minhash_cluster_size"] == r["minhash_cluster_size"] for r in got)
+
+
+def test_branches_rejects_stats_shards(session, run_dir):
+    tasks = {
+        r["task"]: r["n"] for r in session.rows("SELECT task, count(*) AS n FROM branches GROUP BY task")
+    }
+    assert tasks == {t: len(_parquet_rows(run_dir / "branches" / t / "data")) for t in ("qa", "refined")}
+    rejects = Counter((r["stage"], r["reason"]) for r in session.rows("SELECT stage, reason FROM rejects"))
+    web_rejects = Counter(r["reason"] for r in _parquet_rows(run_dir / "web" / "rejects"))
+    assert {k[1]: v for k, v in rejects.items() if k[0] == "web"} == dict(web_rejects)
+    # dedup rejects carry no reason column: the reason is the rejects/<reason>/ folder name
+    assert rejects[("dedup", "minhash")] == len(_parquet_rows(run_dir / "dedup" / "rejects"))
+    for folder in ("web", "dedup", "decont", "branches/qa"):
+        summary = json.loads((run_dir / folder / "summary.json").read_text())
+        rows = session.rows(f"SELECT * FROM stats WHERE stage = '{folder}'")
+        assert {r["reason"]: r["dropped"] for r in rows} == summary["dropped"]
+        assert {(r["docs_in"], r["docs_out"]) for r in rows} == {(summary["docs_in"], summary["docs_out"])}
+    manifest = json.loads((run_dir / "shards" / "manifest.json").read_text())
+    assert session.rows("SELECT name, tokens FROM shards ORDER BY name") == sorted(
+        ({"name": s["name"], "tokens": s["tokens"]} for s in manifest["sources"]), key=lambda r: r["name"]
+    )
+
+
+def test_missing_stages_leave_no_view(tmp_path):
+    run = build_synthetic_run(tmp_path / "full", 200)
+    web_only = tmp_path / "web_only"
+    (web_only / "web").mkdir(parents=True)
+    for name in ("data", "summary.json"):
+        (run / "web" / name).rename(web_only / "web" / name)
+    with AuditSession(web_only) as s:
+        assert set(s.relations) == {"web", "corpus", "stats", "summaries"}
+        assert s.scalar("SELECT count(*) FROM corpus") == s.scalar("SELECT count(*) FROM web")
+        with pytest.raises(duckdb.CatalogException):
+            s.query("SELECT * FROM decont")
+    (tmp_path / "empty").mkdir()
+    with AuditSession(tmp_path / "empty") as s:
+        assert s.relations == {}
+
+
+def test_connection_is_locked(session):
+    assert session.scalar("SELECT current_setting('enable_external_access')") is False
+    assert session.scalar("SELECT current_setting('lock_configuration')") is True
+
+
+REFUSED = [
+    "COPY (SELECT 1) TO '{run}/out.csv'",
+    "COPY web TO '{outside}/out.parquet' (FORMAT parquet)",
+    "EXPORT DATABASE '{run}/export'",
+    "ATTACH '{run}/db.duckdb' AS db",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "CREATE TABLE t AS SELECT 1 AS a",
+    "CREATE VIEW v AS SELECT 1 AS a",
+    "CREATE MACRO m(x) AS x + 1",
+    "INSERT INTO stats (stage) VALUES ('x')",
+    "UPDATE stats SET dropped = 0",
+    "DELETE FROM stats",
+    "DROP VIEW web",
+    "ALTER VIEW web RENAME TO w",
+    "SET threads = 1",
+    "SET enable_external_access = true",
+    "RESET lock_configuration",
+    "SET VARIABLE x = 1",
+    "PRAGMA threads = 1",
+    "PRAGMA enable_profiling",
+    "CALL pragma_version()",
+    "CHECKPOINT",
+    "VACUUM",
+    "BEGIN TRANSACTION",
+    "USE memory",
+    "DETACH memory",
+    "PREPARE p AS SELECT 1",
+    "SELECT 1; COPY (SELECT 1) TO '{run}/two.csv'",
+    "EXPLAIN ANALYZE COPY (SELECT 1) TO '{run}/explained.csv'",
+    "WITH x AS (DELETE FROM stats RETURNING *) SELECT * FROM x",
+    "SELECT * FROM query('SELECT 1')",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_text('/etc/hostname')",
+    "SELECT * FROM read_parquet('{outside}/secret.parquet')",
+    "SELECT * FROM read_parquet('{run}/../secret.parquet')",
+    "SELECT * FROM glob('/etc/*')",
+    "SELECT * FROM 'https://example.com/x.parquet'",
+    "PIVOT web ON lang",  # a dynamic PIVOT runs several statements (MULTI)
+]
+
+
+def _snapshot(*folders: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for f in folders for p in f.rglob("*")}
+
+
+@pytest.mark.parametrize("template", REFUSED)
+def test_refused_statements_write_nothing(session, run_dir, tmp_path, template):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    duckdb.sql(f"COPY (SELECT 42 AS secret) TO '{outside}/secret.parquet'")
+    (run_dir.parent / "secret.parquet").write_bytes((outside / "secret.parquet").read_bytes())
+    before = _snapshot(run_dir, outside)
+    with pytest.raises(AuditRefused):
+        session.query(template.format(run=run_dir, outside=outside))
+    assert _snapshot(run_dir, outside) == before
+    assert session.scalar("SELECT count(*) FROM stats") > 0  # nothing was dropped or emptied
+    assert session.scalar("SELECT current_setting('enable_external_access')") is False
+
+
+ALLOWED = [
+    "SELECT count(*) FROM corpus",
+    "WITH s AS (SELECT stage FROM stats) SELECT count(*) FROM s",
+    "FROM web SELECT id LIMIT 1",
+    "DESCRIBE web",
+    "SUMMARIZE SELECT math_score FROM web",
+    "SHOW TABLES",
+    "EXPLAIN SELECT * FROM web",
+    "EXPLAIN ANALYZE SELECT count(*) FROM web",
+    "PRAGMA table_info('web')",
+    "PIVOT (SELECT lang FROM web) ON lang IN ('en') USING count(*)",
+    "SELECT count(*) FROM read_parquet('{run}/web/data/*.parquet')",
+]
+
+
+@pytest.mark.parametrize("template", ALLOWED)
+def test_read_only_statements_run(session, run_dir, template):
+    assert session.query(template.format(run=run_dir)).num_rows >= 1
+
+
+def test_sample_is_reproducible_and_filtered(session):
+    first = sample_documents(session, "corpus", where="math_score > 0.9", n=5, seed=3)
+    assert len(first) == 5 and all(d["math_score"] > 0.9 for d in first)
+    assert first == sample_documents(session, "corpus", where="math_score > 0.9", n=5, seed=3)
+    with pytest.raises(AuditRefused):
+        sample_documents(session, "corpus", where="1=1) TO '/tmp/x.csv' --", n=5)
+    with pytest.raises(AuditRefused, match="no view"):
+        sample_documents(session, "nope")
+
+
+def _cli() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+    return app
+
+
+def test_cli_sql_formats_and_refusal(run_dir, tmp_path):
+    runner = CliRunner()
+    query = "SELECT lang, count(*) AS n FROM web GROUP BY lang ORDER BY lang"
+    expected = Counter(r["lang"] for r in _parquet_rows(run_dir / "web" / "data"))
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert {r["lang"]: r["n"] for r in json.loads(out.stdout)} == dict(expected)
+    parquet = tmp_path / "langs.parquet"
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "parquet", "-o", str(parquet)])
+    assert out.exit_code == 0 and pq.read_table(parquet).to_pylist() == json.loads(
+        runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "json"]).stdout
+    )
+    csv = tmp_path / "langs.csv"
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "csv", "-o", str(csv)])
+    assert out.exit_code == 0 and csv.read_text().splitlines()[0] == '"lang","n"'
+    target = tmp_path / "copied.csv"
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), f"COPY web TO '{target}'"])
+    assert out.exit_code == 2 and "refused" in out.output and not target.exists()
+    out = runner.invoke(_cli(), ["audit", "schema", str(run_dir), "--format", "json"])
+    assert out.exit_code == 0 and "math_score" in json.loads(out.stdout)["web"]["columns"]
+    out = runner.invoke(_cli(), ["audit", "sample", str(run_dir), "--where", "lang = 'en'", "-n", "3"])
+    assert out.exit_code == 0 and out.stdout.count("--- [") == 3
