@@ -31,6 +31,9 @@ class LoadedTokenizer:
 def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> LoadedTokenizer:
     """Load a Hugging Face tokenizer from a local folder or a hub name (honours HF_HUB_OFFLINE).
 
+    A local folder with tokenizer.json is read with `tokenizers` alone (importing transformers costs seconds in
+    every datatrove worker); anything else goes through `transformers.AutoTokenizer`.
+
     Args:
         name_or_path: folder with tokenizer.json / tokenizer_config.json, or a hub name.
         eos_token: the token closing each document (default: the tokenizer's eos_token).
@@ -38,18 +41,41 @@ def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> Lo
     Raises:
         ValueError: no fast (Rust) tokenizer, or no EOS token.
     """
-    from transformers import AutoTokenizer
+    folder = Path(name_or_path)
+    if (folder / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
 
-    hf = AutoTokenizer.from_pretrained(str(name_or_path))
-    backend = getattr(hf, "backend_tokenizer", None)
-    if backend is None:
-        raise ValueError(f"{name_or_path}: no fast tokenizer (tokenizer.json) to shard with")
-    eos = eos_token or hf.eos_token
+        backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        eos = eos_token or _config_eos(folder)
+        size = backend.get_vocab_size(with_added_tokens=True)
+    else:
+        from transformers import AutoTokenizer
+
+        hf = AutoTokenizer.from_pretrained(str(name_or_path))
+        backend = getattr(hf, "backend_tokenizer", None)
+        if backend is None:
+            raise ValueError(f"{name_or_path}: no fast tokenizer (tokenizer.json) to shard with")
+        eos = eos_token or hf.eos_token
+        size = max(backend.get_vocab_size(with_added_tokens=True), len(hf))
     eos_id = backend.token_to_id(eos) if eos else None
     if eos_id is None:
         raise ValueError(f"{name_or_path}: no EOS token (got {eos!r}); pass --eos-token")
-    vocab_size = max(backend.get_vocab_size(with_added_tokens=True), len(hf))
-    return LoadedTokenizer(str(name_or_path), backend, int(eos_id), int(vocab_size))
+    return LoadedTokenizer(str(name_or_path), backend, int(eos_id), int(size))
+
+
+def _config_eos(folder: Path) -> str | None:
+    """eos_token from tokenizer_config.json or special_tokens_map.json (a string or {"content": ...})."""
+    import json
+
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        path = folder / name
+        if path.is_file():
+            eos = json.loads(path.read_text()).get("eos_token")
+            if isinstance(eos, dict):
+                eos = eos.get("content")
+            if eos:
+                return eos
+    return None
 
 
 def train_tokenizer(

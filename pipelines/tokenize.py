@@ -1,0 +1,129 @@
+"""Recipe stage `shards`: tokenize the curated corpus and each rewriter branch into Megatron shards.
+
+Sources: the corpus (default RUN/decont/data, or the stage's `inputs`) becomes RUN/shards/corpus/, and every
+RUN/branches/<task>/data with Parquet files becomes RUN/shards/<task>/, each a `shards build` output (shards,
+manifest.json, summary.json, logs/). With `tokenizer: train` a byte-level BPE tokenizer is first trained on the
+sources' texts into RUN/shards/tokenizer/ (the quickstart has no tokenizer to download). RUN/shards/manifest.json
+lists the sources; RUN/shards/summary.json sums them (written last: it marks the stage complete).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipelines.stages import StageContext
+
+FOLDER = "shards"
+PRODUCES_DOCUMENTS = False  # shards are not Parquet documents for a later document stage
+
+
+class Config(BaseModel):
+    """Settings of the `shards` stage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[str] = Field(default_factory=list, description="corpus folders (default: RUN/decont/data)")
+    tokenizer: str = Field(
+        "train", description="'train' (BPE on the inputs), or a HF tokenizer folder/hub name"
+    )
+    vocab_size: int = Field(2048, ge=300, description="vocabulary size when tokenizer is 'train'")
+    tokenizer_max_docs: int = Field(20_000, ge=1, description="documents to train the tokenizer on")
+    branches: bool = Field(True, description="also shard RUN/branches/<task>/data (rewriter outputs)")
+    corpus_name: str = "corpus"
+    eos_token: str | None = None
+    batch_size: int = Field(1000, ge=1)
+    max_shard_mb: float = Field(1024, gt=0)
+
+
+def sources(config: Config, ctx: StageContext) -> dict[str, list[str]]:
+    """Source name -> input folders: the corpus, then each rewriter branch with data."""
+    from shards.tokenizer import corpus_files
+
+    if config.inputs:
+        corpus = list(ctx.inputs)
+    else:
+        decont = ctx.previous.get("decont", ctx.run_dir / "decont") / "data"
+        corpus = [str(decont)] if decont.is_dir() else list(ctx.inputs)
+    found = {config.corpus_name: corpus} if corpus else {}
+    branches = ctx.previous.get("rewrite", ctx.run_dir / "branches")
+    if config.branches and branches.is_dir():
+        for task_dir in sorted(p for p in branches.iterdir() if (p / "data").is_dir()):
+            if corpus_files([task_dir / "data"]):
+                found[task_dir.name] = [str(task_dir / "data")]
+    return found
+
+
+def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
+    """Train or load the tokenizer, shard every source, write RUN/shards/manifest.json and summary.json."""
+    from curate.summary import write_summary
+    from mathmix.cli_util import write_json
+    from shards.build import build_shards
+    from shards.tokenizer import iter_texts, train_tokenizer
+
+    start = time.time()
+    found = sources(config, ctx)
+    if not found:
+        raise FileNotFoundError(
+            f"shards: no input (looked for {ctx.run_dir / 'decont' / 'data'} and branches)"
+        )
+    tokenizer = config.tokenizer
+    if tokenizer == "train":
+        tok_dir = ctx.out_dir / "tokenizer"
+        if not (
+            tok_dir / "tokenizer.json"
+        ).is_file():  # a rerun keeps the tokenizer the shards were made with
+            texts = iter_texts(
+                [p for paths in found.values() for p in paths], limit=config.tokenizer_max_docs
+            )
+            train_tokenizer(texts, tok_dir, vocab_size=config.vocab_size)
+        tokenizer = str(tok_dir)
+    per_source: dict[str, dict[str, Any]] = {}
+    for name, paths in found.items():
+        summary = build_shards(
+            paths,
+            ctx.out_dir / name,
+            tokenizer,
+            ctx.executor,
+            eos_token=config.eos_token,
+            batch_size=config.batch_size,
+            max_shard_bytes=int(config.max_shard_mb * 2**20),
+            name=name,
+        )
+        per_source[name] = summary
+    return _finish(config, ctx, tokenizer, per_source, time.time() - start, write_json, write_summary)
+
+
+def _finish(config, ctx, tokenizer, per_source, seconds, write_json, write_summary) -> dict[str, Any]:
+    dropped: Counter = Counter()
+    for summary in per_source.values():
+        dropped.update(summary["dropped"])
+    first = next(iter(per_source.values()))
+    info = {k: first[k] for k in ("vocab_size", "eos_id", "dtype")}
+    manifest = {
+        "tokenizer": tokenizer,
+        **info,
+        "sources": {
+            name: {"path": str(ctx.out_dir / name), "documents": s["documents"], "tokens": s["tokens"]}
+            for name, s in per_source.items()
+        },
+    }
+    write_json(ctx.out_dir / "manifest.json", manifest)
+    summary = {
+        "docs_in": sum(s["docs_in"] for s in per_source.values()),
+        "docs_out": sum(s["docs_out"] for s in per_source.values()),
+        "dropped": dict(sorted(dropped.items())),
+        "seconds": round(seconds, 2),
+        "tokens_out": sum(s["tokens"] for s in per_source.values()),
+        "tokenizer": tokenizer,
+        **info,
+        "sources": {
+            name: {k: s[k] for k in ("docs_in", "docs_out", "tokens", "files", "input_files")}
+            for name, s in per_source.items()
+        },
+    }
+    write_summary(ctx.out_dir, summary)
+    return summary

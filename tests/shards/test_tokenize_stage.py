@@ -1,0 +1,68 @@
+"""The `shards` recipe stage: trains a tokenizer, shards the corpus and every rewriter branch, sums them up."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pydantic import ValidationError
+
+from curate.summary import is_balanced
+from pipelines.executors import ExecutorConfig
+from pipelines.stages import StageContext, parse_stage_config
+from pipelines.tokenize import Config, run_stage
+from shards.indexed import IndexedDataset
+from shards.manifest import resolve_prefixes
+from shards.mixture import BlendedDocuments, MixtureConfig, MixtureSource
+from shards.validate import validate_path
+
+
+def _parquet(folder, texts):
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        pa.table({"id": [str(i) for i in range(len(texts))], "text": texts}), folder / "p0.parquet"
+    )
+
+
+def test_stage_shards_corpus_and_branches(tmp_path):
+    run = tmp_path / "run"
+    corpus = [f"Theorem {i}: for all $n > {i}$, $n^2 > {i}n$. Proof by induction on n." for i in range(120)]
+    _parquet(run / "decont" / "data", corpus + [" "])
+    _parquet(
+        run / "branches" / "qa" / "data", [f"Q: what is {i}+{i}? A: \\boxed{{{2 * i}}}" for i in range(40)]
+    )
+    (run / "branches" / "longcot" / "data").mkdir(parents=True)  # a branch without output is skipped
+    config = Config(vocab_size=300)
+    ctx = StageContext(run_dir=run, out_dir=run / "shards", inputs=[], executor=ExecutorConfig(tasks=1))
+    summary = run_stage(config, ctx)
+    assert set(summary["sources"]) == {"corpus", "qa"}
+    assert (
+        summary["docs_in"] == 161 and summary["docs_out"] == 160 and summary["dropped"] == {"empty_text": 1}
+    )
+    assert is_balanced(summary)
+    assert json.loads((run / "shards" / "summary.json").read_text()) == summary
+    manifest = json.loads((run / "shards" / "manifest.json").read_text())
+    assert manifest["tokenizer"] == str(run / "shards" / "tokenizer") and manifest["dtype"] == "uint16"
+    assert manifest["sources"]["qa"]["documents"] == 40
+    for name in ("corpus", "qa"):
+        assert validate_path(run / "shards" / name)["ok"]
+    ds = IndexedDataset(resolve_prefixes(run / "shards" / "qa")[0])
+    assert summary["tokens_out"] == manifest["sources"]["corpus"]["tokens"] + ds.num_tokens
+    assert all(ds[i][-1] == manifest["eos_id"] for i in range(len(ds)))
+    # the trainer's view: a mixture over the stage's output folders
+    mix = MixtureConfig(
+        sources=[
+            MixtureSource(name="corpus", paths=[str(run / "shards" / "corpus")], weight=0.7),
+            MixtureSource(name="qa", paths=[str(run / "shards" / "qa")], weight=0.3),
+        ]
+    )
+    blend = BlendedDocuments(mix, total_tokens=5000)
+    assert {blend.source_of(i) for i in range(len(blend))} == {"corpus", "qa"}
+
+
+def test_stage_config_validates():
+    assert parse_stage_config("shards", {"tokenizer": "train", "vocab_size": 2048}).vocab_size == 2048
+    with pytest.raises(ValidationError, match="vocab_sise"):
+        Config.model_validate({"vocab_sise": 10})
