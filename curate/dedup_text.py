@@ -49,15 +49,14 @@ def _hash_token(token: str) -> int:
 def token_hashes(tokens: list[str]) -> np.ndarray:
     """Stable 64-bit hashes of tokens (uint64 array), cached per process."""
     cache = _TOKEN_CACHE
-    if len(cache) > _CACHE_MAX:
-        cache.clear()
-    out = np.empty(len(tokens), dtype=np.uint64)
-    for i, tok in enumerate(tokens):
-        h = cache.get(tok)
-        if h is None:
-            h = cache[tok] = _hash_token(tok)
-        out[i] = h
-    return out
+    try:
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    except KeyError:
+        if len(cache) > _CACHE_MAX:
+            cache.clear()
+        for tok in set(tokens).difference(cache):
+            cache[tok] = _hash_token(tok)
+        return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
 
 
 def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:

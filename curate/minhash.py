@@ -1,0 +1,194 @@
+"""MinHash signatures, fast: numpy-vectorised hashing over batches of documents, no spaCy.
+
+`MinhashSigner` turns texts into signatures: word/number tokens (`curate.dedup_text`, numbers kept), 5-gram
+shingles hashed by a rolling 64-bit hash, then K = bands x rows permutations `a*h + b mod 2^64` (odd `a`: a
+bijection; its high bits are well mixed) evaluated as one (shingles x K) array per chunk and min-reduced per
+document with `np.minimum.reduceat`. The top 32 bits of each minimum are the signature value.
+
+`FastMinhashSignature` is the datatrove step: it writes datatrove's own signature files
+(`bucket_XXX/RANK.minhash.sig`: per document `rows` uint32 hashes then the uint32 document index, sorted), so
+datatrove's `MinhashDedupBuckets` reads them unchanged; it also writes `meta/RANK.npy` (per document index: score
+and length) for the cluster stage's keep rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from datatrove.pipeline.base import PipelineStep
+
+from curate.dedup_text import ngram_hashes
+from curate.minhash_tokens import batch_token_hashes
+
+META_DTYPE = np.dtype([("score", "<f4"), ("length", "<u4"), ("has_sig", "u1")])
+_CHUNK = 8192  # shingles per (chunk x K) block: 8192 x 110 x 8 B = 7 MB, stays in cache-friendly sizes
+
+
+@dataclass(frozen=True)
+class MinhashSettings:
+    """MinHash LSH parameters (MegaMath defaults: 5-gram shingles, 11 bands x 10 rows, threshold ~0.75)."""
+
+    n_grams: int = 5
+    num_buckets: int = 11
+    hashes_per_bucket: int = 10
+    seed: int = 1
+
+    @property
+    def num_hashes(self) -> int:
+        return self.num_buckets * self.hashes_per_bucket
+
+    def datatrove_config(self):
+        """The equivalent datatrove MinhashConfig (32-bit hashes), for its bucket stage."""
+        from datatrove.pipeline.dedup.minhash import MinhashConfig
+        from datatrove.utils.hashing import HashConfig
+
+        return MinhashConfig(
+            n_grams=self.n_grams,
+            num_buckets=self.num_buckets,
+            hashes_per_bucket=self.hashes_per_bucket,
+            seed=self.seed,
+            hash_config=HashConfig(precision=32),
+        )
+
+
+class MinhashSigner:
+    """Computes MinHash signatures (uint32, one row of `num_hashes` per document) for batches of texts."""
+
+    def __init__(self, settings: MinhashSettings | None = None):
+        self.settings = settings or MinhashSettings()
+        gen = np.random.RandomState(self.settings.seed)
+        k = self.settings.num_hashes
+        self.a = gen.randint(0, 2**31, size=k, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+        self.b = gen.randint(0, 2**32, size=k, dtype=np.uint32)
+        self._buf = np.empty((_CHUNK, k), dtype=np.uint32)
+
+    def shingles(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(concatenated shingle hashes, shingles per text) for a batch of texts."""
+        n = self.settings.n_grams
+        hashes, counts = batch_token_hashes(texts)
+        all_grams = ngram_hashes(hashes, n)  # n-grams across document borders are dropped below
+        per_doc = np.maximum(counts - n + 1, 0)
+        total = int(per_doc.sum())
+        starts = np.cumsum(counts) - counts
+        offsets = np.cumsum(per_doc) - per_doc
+        index = np.repeat(starts - offsets, per_doc) + np.arange(total)
+        return all_grams[index], per_doc
+
+    def signatures(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(signatures uint32 (len(texts), num_hashes), has_signature bool) for a batch of texts.
+
+        A text with fewer tokens than one shingle has no signature (its row is all 0xFFFFFFFF).
+        """
+        grams, per_doc = self.shingles(texts)
+        k = self.settings.num_hashes
+        mins = np.full((len(texts), k), np.iinfo(np.uint32).max, dtype=np.uint32)
+        doc_of = np.repeat(np.arange(len(texts)), per_doc)
+        bounds = np.cumsum(per_doc) - per_doc
+        for c0 in range(0, len(grams), _CHUNK):
+            chunk = (grams[c0 : c0 + _CHUNK] >> np.uint64(32)).astype(np.uint32)
+            buf = self._buf[: len(chunk)]
+            with np.errstate(over="ignore"):
+                np.multiply(chunk[:, None], self.a[None, :], out=buf)
+                buf += self.b
+            # pieces of the chunk that belong to one document each
+            inner = bounds[(bounds > c0) & (bounds < c0 + len(chunk))] - c0
+            cuts = np.unique(np.concatenate([[0], inner]))
+            piece_min = np.minimum.reduceat(buf, cuts, axis=0)
+            docs = doc_of[c0 + cuts]
+            mins[docs] = np.minimum(mins[docs], piece_min)
+        return mins, per_doc > 0
+
+
+def _sig_dtype(rows: int) -> np.dtype:
+    return np.dtype([(f"h{i}", "<u4") for i in range(rows)] + [("doc", "<u4")])
+
+
+class FastMinhashSignature(PipelineStep):
+    """MinHash stage 1: signatures in datatrove's file format, plus per-document score/length for the keep rule."""
+
+    type = "🫂 - DEDUP"
+    name = "🎯 MinHash signatures (numpy)"
+
+    def __init__(
+        self,
+        output_folder: str | Path,
+        settings: MinhashSettings | None = None,
+        score_key: str = "math_score",
+        batch_size: int = 256,
+    ):
+        super().__init__()
+        self.output_folder = Path(output_folder)
+        self.settings = settings or MinhashSettings()
+        self.score_key = score_key
+        self.batch_size = batch_size
+
+    def _bucket_path(self, bucket: int, rank: int) -> Path:
+        return self.output_folder / f"bucket_{bucket:03d}" / f"{rank:05d}.minhash.sig"
+
+    def run(self, data, rank: int = 0, world_size: int = 1):
+        signer = MinhashSigner(self.settings)
+        rows, nb = self.settings.hashes_per_bucket, self.settings.num_buckets
+        dtype = _sig_dtype(rows)
+        for b in range(nb):
+            self._bucket_path(b, rank).parent.mkdir(parents=True, exist_ok=True)
+        files = [open(self._bucket_path(b, rank), "wb") for b in range(nb)]  # noqa: SIM115 (closed below)
+        meta: list[np.ndarray] = []
+        batch: list = []
+        try:
+            for doc in data:
+                batch.append(doc)
+                if len(batch) >= self.batch_size:
+                    meta.append(self._write_batch(signer, batch, sum(len(m) for m in meta), files, dtype))
+                    batch = []
+            if batch:
+                meta.append(self._write_batch(signer, batch, sum(len(m) for m in meta), files, dtype))
+        finally:
+            for f in files:
+                f.close()
+        all_meta = np.concatenate(meta) if meta else np.empty(0, dtype=META_DTYPE)
+        (self.output_folder / "meta").mkdir(parents=True, exist_ok=True)
+        np.save(self.output_folder / "meta" / f"{rank:05d}.npy", all_meta)
+        with self.track_time():
+            for b in range(nb):
+                _sort_sig_file(self._bucket_path(b, rank), dtype)
+
+    def _write_batch(
+        self, signer: MinhashSigner, batch: list, first_idx: int, files: list, dtype
+    ) -> np.ndarray:
+        with self.track_time():
+            sigs, has_sig = signer.signatures([d.text for d in batch])
+            meta = np.zeros(len(batch), dtype=META_DTYPE)
+            meta["score"] = [_score(d.metadata.get(self.score_key)) for d in batch]
+            meta["length"] = [len(d.text or "") for d in batch]
+            meta["has_sig"] = has_sig
+            idx = np.nonzero(has_sig)[0]
+            rows = self.settings.hashes_per_bucket
+            for b, f in enumerate(files):
+                rec = np.empty(len(idx), dtype=dtype)
+                for i in range(rows):
+                    rec[f"h{i}"] = sigs[idx, b * rows + i]
+                rec["doc"] = idx + first_idx
+                f.write(rec.tobytes())
+            self.stat_update("docs_signed", value=len(idx))
+            if len(idx) < len(batch):
+                self.stat_update("docs_too_short_for_minhash", value=len(batch) - len(idx))
+        return meta
+
+
+def _score(value) -> float:
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        return float("-inf")
+    return score if score == score else float("-inf")  # NaN -> no score
+
+
+def _sort_sig_file(path: Path, dtype: np.dtype) -> None:
+    """Sort a bucket file by (hashes..., doc) as datatrove's bucket stage requires."""
+    records = np.fromfile(path, dtype=dtype)
+    if not len(records):
+        return
+    order = np.lexsort([records[name] for name in reversed(dtype.names)])
+    records[order].tofile(path)
