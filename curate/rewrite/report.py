@@ -1,0 +1,75 @@
+"""Throughput and cost report of a rewrite run: tokens in/out per second and GPU-hours for a corpus.
+
+The estimate scales what was measured (tokens per document, documents per second) to `corpus_docs`. On a GPU
+server (vllm, sglang) the GPU-hours are measured hours x GPUs; on the CPU server or an endpoint, where no GPU
+was timed, they use `gpu_output_tokens_per_s`, an assumed per-GPU decode throughput, and say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from curate.summary import read_step_stats
+
+
+def inference_stats(logging_dir: str) -> dict[str, float]:
+    """Token and request counts of the InferenceRunner step (summed over tasks), plus its inference time."""
+    for name, labels in read_step_stats(logging_dir):
+        if "Inference" in name:
+            return labels
+    return {}
+
+
+def throughput_report(
+    stats: dict[str, float],
+    wall_seconds: float,
+    docs: int,
+    server: str,
+    gpus: int,
+    corpus_docs: int | None,
+    gpu_output_tokens_per_s: float,
+) -> dict[str, Any]:
+    """Measured throughput of this run and the cost of rewriting `corpus_docs` documents."""
+    tokens_in = int(stats.get("prompt_tokens", 0))
+    tokens_out = int(stats.get("completion_tokens", 0))
+    requests = int(stats.get("successful_requests", 0))
+    seconds = float(stats.get("inference_time", 0.0)) or wall_seconds
+    seconds = max(seconds, 1e-9)
+    report: dict[str, Any] = {
+        "server": server,
+        "requests": requests,
+        "failed_requests": int(stats.get("failed_requests", 0)),
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "inference_seconds": round(seconds, 2),
+        "tokens_in_per_s": round(tokens_in / seconds, 2),
+        "tokens_out_per_s": round(tokens_out / seconds, 2),
+        "requests_per_s": round(requests / seconds, 4),
+    }
+    if not requests:
+        report["note"] = "no request was sent in this run (all answers came from the resume cache)"
+        return report
+    corpus = corpus_docs or docs
+    out_per_req = tokens_out / requests
+    in_per_req = tokens_in / requests
+    per_doc_requests = requests / max(docs, 1)
+    corpus_out = out_per_req * per_doc_requests * corpus
+    report.update(
+        {
+            "tokens_in_per_request": round(in_per_req, 1),
+            "tokens_out_per_request": round(out_per_req, 1),
+            "corpus_docs": corpus,
+            "corpus_tokens_in": int(in_per_req * per_doc_requests * corpus),
+            "corpus_tokens_out": int(corpus_out),
+            "corpus_hours_this_setup": round(corpus / max(docs, 1) * seconds / 3600, 3),
+        }
+    )
+    if server in ("vllm", "sglang"):
+        report["gpu_hours_estimate"] = round(report["corpus_hours_this_setup"] * gpus, 3)
+        report["gpu_hours_basis"] = f"measured on {gpus} GPU(s)"
+    else:
+        report["gpu_hours_estimate"] = round(corpus_out / gpu_output_tokens_per_s / 3600, 3)
+        report["gpu_hours_basis"] = (
+            f"assumed {gpu_output_tokens_per_s:,.0f} output tokens/s per GPU (not measured: server={server})"
+        )
+    return report

@@ -1,0 +1,151 @@
+"""datatrove steps after generation: validate the samples of each document, exact-dedup the outputs.
+
+`RewriteValidator` turns a document carrying its rollouts (written by the InferenceRunner) into one output
+document with provenance, or drops it with `dropped_<reason>` (and writes it to `rejects/` when asked).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from datatrove.data import Document, DocumentsPipeline
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.filters.base_filter import BaseFilter
+
+from curate.rewrite import validate as v
+from curate.rewrite.tasks import ValidationSettings, decide, source_text, validate_rollout
+
+ROLLOUTS_KEY = "rollout_results"
+
+
+def output_schema(task: str):
+    """The Parquet schema of a task's branch data (explicit, so that no column changes type between files)."""
+    import pyarrow as pa
+
+    fields = [
+        ("id", pa.string()), ("text", pa.string()), ("source_id", pa.string()), ("source_url", pa.string()),
+        ("task", pa.string()), ("prompt_version", pa.string()), ("model", pa.string()), ("sampling", pa.string()),
+        ("finish_reason", pa.string()), ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+        ("rollouts", pa.int64()), ("agreement", pa.float64()),
+    ]  # fmt: skip
+    if task in ("qa", "longcot"):
+        fields += [("question", pa.string()), ("answer", pa.string()), ("answer_check", pa.string())]
+    if task == "score":
+        fields += [("math_score_llm", pa.int64()), ("score_justification", pa.string())]
+    return pa.schema(fields)
+
+
+def rejects_schema():
+    import pyarrow as pa
+
+    names = ["id", "text", "reason", "source_id", "task", "prompt_version", "model", "finish_reason"]
+    return pa.schema([(name, pa.string()) for name in names])
+
+
+def flat_adapter(writer: Any, document: Document) -> dict:
+    """id, text and every metadata key as its own column; unlike datatrove's default, keeps 0 and ''."""
+    return {"id": document.id, "text": document.text, **document.metadata}
+
+
+class RewriteValidator(PipelineStep):
+    """Validate each document's rollouts; yield the kept output with provenance, drop the rest by reason."""
+
+    name = "✅ Rewrite validator"
+    type = "🔻 - FILTER"
+
+    def __init__(
+        self,
+        task: str,
+        prompt_version: str,
+        model: str,
+        sampling: str,
+        settings: ValidationSettings | None = None,
+        rejects_writer: Any = None,
+    ):
+        super().__init__()
+        self.task, self.prompt_version, self.model, self.sampling = task, prompt_version, model, sampling
+        self.settings = settings or ValidationSettings()
+        self.rejects_writer = rejects_writer
+        self.lang = v.LanguageCheck(self.settings.languages, self.settings.language_threshold)
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        rejects = self.rejects_writer
+        if rejects is not None:
+            rejects.__enter__()
+        try:
+            for doc in data:
+                self.stat_update("docs_in")
+                out = self.process(doc, rank)
+                if out is not None:
+                    self.stat_update("kept")
+                    yield out
+        finally:
+            if rejects is not None:
+                rejects.__exit__(None, None, None)
+
+    def process(self, doc: Document, rank: int = 0) -> Document | None:
+        """The output document for `doc`, or None (counted under its reason) when no sample passes."""
+        rollouts = doc.metadata.pop(ROLLOUTS_KEY, None) or [{"error": "request_failed"}]
+        source = source_text(self.task, doc.text, doc.metadata)
+        verdicts = []
+        for rollout in rollouts:
+            verdict = validate_rollout(self.task, rollout, source, doc.metadata, self.settings, self.lang)
+            if not verdict.ok:
+                self.stat_update(f"rejected_sample_{verdict.reason}")
+            verdicts.append(verdict)
+        verdict, agreement = decide(self.task, verdicts, self.settings)
+        if not verdict.ok:
+            self.stat_update(f"dropped_{verdict.reason}")
+            if self.rejects_writer is not None:
+                self.rejects_writer.write(self._reject_doc(doc, rollouts[0], verdict.reason), rank=rank)
+            return None
+        kept = rollouts[verdicts.index(verdict)]
+        usage = kept.get("usage") or {}
+        metadata = {
+            "source_id": str(doc.id),
+            "source_url": str(doc.metadata.get("url") or ""),
+            "task": self.task,
+            "prompt_version": f"{self.task}.{self.prompt_version}",
+            "model": self.model,
+            "sampling": self.sampling,
+            "finish_reason": str(kept.get("finish_reason") or ""),
+            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+            "rollouts": len(rollouts),
+            "agreement": round(agreement, 4),
+            **{k: val for k, val in verdict.fields.items() if k != "text"},
+        }
+        return Document(text=verdict.fields["text"], id=f"{doc.id}/{self.task}", metadata=metadata)
+
+    def _reject_doc(self, doc: Document, rollout: dict, reason: str) -> Document:
+        text = rollout.get("text") or rollout.get("message") or ""
+        metadata = {
+            "reason": reason,
+            "source_id": str(doc.id),
+            "task": self.task,
+            "prompt_version": f"{self.task}.{self.prompt_version}",
+            "model": self.model,
+            "finish_reason": str(rollout.get("finish_reason") or ""),
+        }
+        return Document(text=text, id=f"{doc.id}/{self.task}", metadata=metadata)
+
+
+class ExactDedupFilter(BaseFilter):
+    """Drop outputs whose normalized text was already seen in this task (reason `duplicate`).
+
+    Exact, in-memory: the stage runs it in a single task, which holds one 20-byte hash per output.
+    """
+
+    name = "🫂 Exact dedup (outputs)"
+
+    def __init__(self):
+        super().__init__()
+        self._seen: set[bytes] = set()
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        digest = hashlib.sha1(v.normalized(doc.text).encode()).digest()
+        if digest in self._seen:
+            return False, "duplicate"
+        self._seen.add(digest)
+        return True

@@ -1,0 +1,205 @@
+"""Rewriter tasks: a versioned prompt template each, and the validation that turns a generation into a row.
+
+`refine` (MegaMath-Web-Pro style rewrite), `qa` (question + short solution ending in \\boxed{}), `longcot`
+(long reasoning trace ending in \\boxed{}), `score` (FineMath-style 0-5 math score with a justification).
+Checks run in a fixed order, cheapest and most general first, and the first failed check names the reason,
+so that a truncated output is counted as truncated and not also as missing its boxed answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from curate.rewrite import validate as v
+
+PROMPTS_DIR = Path(__file__).parent / "prompts"
+TASKS = ("refine", "qa", "longcot", "score")
+TASKS_WITH_ANSWER = ("qa", "longcot")
+REASONS = (
+    "request_failed", "bad_request", "empty", "truncated", "degenerate_repetition", "unparseable_score",
+    "wrong_format", "no_boxed_answer", "copy_of_input", "length_out_of_bounds", "wrong_language",
+    "answer_mismatch", "self_consistency",
+)  # fmt: skip
+
+
+@lru_cache(maxsize=16)
+def prompt_template(task: str, version: str = "v1") -> str:
+    """The prompt template text for `task` (`{text}` marks where the document goes)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
+    path = PROMPTS_DIR / f"{task}.{version}.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no prompt version {version!r} for task {task!r}")
+    return path.read_text()
+
+
+def source_text(task: str, text: str, metadata: dict[str, Any]) -> str:
+    """What the prompt is about: the question for longcot (when the input carries one), else the text."""
+    if task == "longcot":
+        for key in ("question", "problem", "prompt"):
+            if isinstance(metadata.get(key), str) and metadata[key].strip():
+                return metadata[key]
+    return text
+
+
+def build_messages(task: str, text: str, version: str = "v1", max_input_chars: int = 12_000) -> list[dict]:
+    """Chat messages for one document; the input is cut at `max_input_chars` so the prompt fits the context."""
+    # str.replace, not str.format: documents are full of LaTeX braces.
+    prompt = prompt_template(task, version).replace("{text}", text[:max_input_chars].strip())
+    return [{"role": "user", "content": prompt}]
+
+
+@dataclass
+class ValidationSettings:
+    """Bounds and switches of the checks (defaults suit 7B-class rewriters on web math)."""
+
+    languages: tuple[str, ...] = ("en",)
+    language_threshold: float = 0.5
+    refine_length_ratio: tuple[float, float] = (0.3, 2.0)  # refined chars / source chars
+    qa_solution_chars: tuple[int, int] = (20, 6_000)
+    longcot_chars: tuple[int, int] = (200, 200_000)
+    score_justification_chars: tuple[int, int] = (0, 2_000)
+    copy_threshold: float = 0.9
+    max_dup_fraction: float = 0.5
+    check_answers: bool = True
+    min_agreement: float = 0.5  # self-consistency: share of the k samples that must give the majority answer
+
+
+@dataclass
+class Verdict:
+    """The outcome of validating one generation: ok with its output fields, or a rejection reason."""
+
+    ok: bool
+    reason: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    answer: str | None = None  # what self-consistency compares (boxed answer or score)
+
+
+def _reject(reason: str) -> Verdict:
+    return Verdict(False, reason)
+
+
+def validate_rollout(
+    task: str, rollout: dict, source: str, metadata: dict, settings: ValidationSettings, lang: v.LanguageCheck
+) -> Verdict:
+    """Validate one generation of `task` for a source text; the first failed check names the reason."""
+    if rollout.get("error"):
+        return _reject("bad_request" if rollout["error"] == "bad_request" else "request_failed")
+    text = (rollout.get("text") or "").strip()
+    reasoning = (rollout.get("reasoning") or "").strip()
+    if not text and not reasoning:
+        return _reject("empty")
+    if rollout.get("finish_reason") == "length":
+        return _reject("truncated")
+    if v.is_degenerate(reasoning + "\n" + text, settings.max_dup_fraction):
+        return _reject("degenerate_repetition")
+    check = {"refine": _refine, "qa": _qa, "longcot": _longcot, "score": _score}[task]
+    verdict = check(text, reasoning, source, settings)
+    if not verdict.ok:
+        return verdict
+    if task != "score" and not lang.ok(verdict.fields["text"]):
+        return _reject("wrong_language")
+    if task in TASKS_WITH_ANSWER:
+        reference = v.reference_answer(metadata)
+        verdict.fields["answer_check"] = "no_reference"
+        if reference and settings.check_answers:
+            if not v.answers_match(verdict.answer or "", reference):
+                return _reject("answer_mismatch")
+            verdict.fields["answer_check"] = "match"
+    return verdict
+
+
+def _in(value: float, bounds: tuple[float, float]) -> bool:
+    return bounds[0] <= value <= bounds[1]
+
+
+def _refine(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdict:
+    if v.is_copy(text, source, s.copy_threshold):
+        return _reject("copy_of_input")
+    if not _in(len(text) / max(len(source), 1), s.refine_length_ratio):
+        return _reject("length_out_of_bounds")
+    return Verdict(True, fields={"text": text})
+
+
+def _qa(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdict:
+    parsed = v.parse_qa(text)
+    if parsed is None:
+        return _reject("wrong_format")
+    question, solution = parsed
+    answer = v.last_boxed(solution)
+    if answer is None:
+        return _reject("no_boxed_answer")
+    if v.is_copy(text, source, s.copy_threshold):
+        return _reject("copy_of_input")
+    if not _in(len(solution), s.qa_solution_chars):
+        return _reject("length_out_of_bounds")
+    out = f"Question: {question}\nSolution: {solution}"
+    return Verdict(True, fields={"text": out, "question": question, "answer": answer}, answer=answer)
+
+
+def _longcot(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdict:
+    # Reasoning models may return the trace separately (reasoning_content); keep it, marked as thinking.
+    trace = f"<think>\n{reasoning}\n</think>\n\n{text}" if reasoning else text
+    answer = v.last_boxed(text) or v.last_boxed(reasoning)
+    if answer is None:
+        return _reject("no_boxed_answer")
+    if v.is_copy(trace, source, s.copy_threshold):
+        return _reject("copy_of_input")
+    if not _in(len(trace), s.longcot_chars):
+        return _reject("length_out_of_bounds")
+    out = f"Question: {source.strip()}\nSolution: {trace}"
+    return Verdict(True, fields={"text": out, "question": source.strip(), "answer": answer}, answer=answer)
+
+
+def _score(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdict:
+    score = v.parse_score(text)
+    if score is None:
+        return _reject("unparseable_score")
+    justification = text[: text.lower().rfind("final score")].strip()
+    if not _in(len(justification), s.score_justification_chars):
+        return _reject("length_out_of_bounds")
+    # The row's text is the scored page itself: the classifier trains on (text, math_score_llm) pairs.
+    fields = {"text": source, "math_score_llm": score, "score_justification": justification}
+    return Verdict(True, fields=fields, answer=str(score))
+
+
+def decide(task: str, verdicts: list[Verdict], settings: ValidationSettings) -> tuple[Verdict, float]:
+    """One outcome per document from its k rollouts: the majority answer among valid ones (self-consistency).
+
+    Returns (verdict, agreement), agreement being the share of all k samples that gave the kept answer.
+    """
+    valid = [x for x in verdicts if x.ok]
+    if not valid:
+        # The most common reason among the samples (ties: the first sample's) names the document's drop.
+        return _reject(Counter(x.reason for x in verdicts).most_common(1)[0][0]), 0.0
+    if len(verdicts) == 1 or task == "refine":
+        return valid[0], len(valid) / len(verdicts) if task != "refine" else 1.0
+    groups: list[list[Verdict]] = []
+    for verdict in valid:
+        for group in groups:
+            if _same_answer(task, group[0].answer, verdict.answer):
+                group.append(verdict)
+                break
+        else:
+            groups.append([verdict])
+    best = max(groups, key=len)  # max keeps the first of equal-sized groups
+    agreement = len(best) / len(verdicts)
+    if agreement < settings.min_agreement:
+        return _reject("self_consistency"), agreement
+    return best[0], agreement
+
+
+def _same_answer(task: str, a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return False
+    return a == b if task == "score" else v.answers_match(a, b)
+
+
+def sampling_json(params: dict[str, Any]) -> str:
+    """Sampling parameters as a stable JSON string (provenance column)."""
+    return json.dumps(params, sort_keys=True)

@@ -1,0 +1,158 @@
+"""Checks on LLM outputs: pure functions, each answering one question about a text.
+
+The task specs (`curate.rewrite.tasks`) chain them and name the rejection reason; keeping them free of any
+pipeline machinery lets the tests feed them hand-written outputs directly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SPACES = re.compile(r"\s+")
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+# "Final score: 4", "**Final score:** 4/5", "Final Score = 3"; the last one in the text wins.
+_SCORE = re.compile(r"final\s+score\s*\**\s*[:=]?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*5|out of 5)?", re.I)
+_QA = re.compile(
+    r"^\s*\**question\**\s*[:.]\s*(?P<q>.+?)\n\s*\**(?:solution|answer)\**\s*[:.]\s*(?P<s>.+)$", re.I | re.S
+)
+_GSM8K_ANSWER = re.compile(r"####\s*(.+?)\s*$")
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last `\\boxed{...}` (braces balanced), or None when there is none or it never closes."""
+    starts = [m.end() for m in _BOXED.finditer(text)]
+    for start in reversed(starts):
+        depth, i = 1, start
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        if depth == 0:
+            content = text[start : i - 1].strip()
+            if content:
+                return content
+    return None
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def duplicate_ngram_fraction(text: str, n: int = 4) -> float:
+    """Fraction of word n-grams that repeat an earlier one (0: all distinct, near 1: one phrase looped)."""
+    toks = words(text)
+    grams = [tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)]
+    if not grams:
+        return 0.0
+    counts = Counter(grams)
+    return sum(c - 1 for c in counts.values()) / len(grams)
+
+
+def is_degenerate(text: str, max_dup_fraction: float = 0.5, min_words: int = 30) -> bool:
+    """True for looping output: most word 4-grams repeat, or one line makes up over half of the lines."""
+    if len(words(text)) >= min_words and duplicate_ngram_fraction(text) > max_dup_fraction:
+        return True
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) >= 8:
+        top = Counter(lines).most_common(1)[0][1]
+        return top / len(lines) > 0.5
+    return False
+
+
+def normalized(text: str) -> str:
+    return _SPACES.sub(" ", text).strip().lower()
+
+
+def is_copy(output: str, source: str, threshold: float = 0.9) -> bool:
+    """True when the output is (nearly) the input: same normalized text, or Jaccard of word 3-grams >= threshold."""
+    if normalized(output) == normalized(source):
+        return True
+    a, b = words(output), words(source)
+    ga = {tuple(a[i : i + 3]) for i in range(len(a) - 2)}
+    gb = {tuple(b[i : i + 3]) for i in range(len(b) - 2)}
+    if not ga or not gb:
+        return False
+    return len(ga & gb) / len(ga | gb) >= threshold
+
+
+def parse_score(text: str) -> int | None:
+    """The 0-5 score after the last 'Final score:' (integers only; None when absent or out of range)."""
+    matches = _SCORE.findall(text)
+    if not matches:
+        return None
+    value = float(matches[-1])
+    if not value.is_integer() or not 0 <= value <= 5:
+        return None
+    return int(value)
+
+
+def parse_qa(text: str) -> tuple[str, str] | None:
+    """(question, solution) from 'Question: ...\\nSolution: ...', or None when the format is not there."""
+    m = _QA.match(text.strip())
+    if not m:
+        return None
+    question, solution = m.group("q").strip(), m.group("s").strip()
+    return (question, solution) if question and solution else None
+
+
+def reference_answer(metadata: dict) -> str | None:
+    """A reference answer carried by the input document (MATH `answer`, GSM8K `#### N`, OlympiadBench), if any."""
+    for key in ("answer", "final_answer", "reference_answer"):
+        value = metadata.get(key)
+        if isinstance(value, list):
+            value = value[0] if value else None
+        if value is None or str(value).strip() == "":
+            continue
+        value = str(value)
+        gsm = _GSM8K_ANSWER.search(value)
+        if gsm:
+            return gsm.group(1).replace(",", "")
+        return last_boxed(value) or value.strip()
+    solution = metadata.get("solution")
+    if isinstance(solution, str):
+        return last_boxed(solution)
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _parsed(answer: str):
+    from math_verify import parse
+
+    wrapped = answer if "\\boxed" in answer or "$" in answer else f"${answer}$"
+    return parse(wrapped)
+
+
+def answers_match(predicted: str, reference: str) -> bool:
+    """math-verify equivalence of two final answers (falls back to normalized string equality)."""
+    if normalized(predicted) == normalized(reference):
+        return True
+    try:
+        from math_verify import verify
+
+        gold, pred = _parsed(reference), _parsed(predicted)
+        return bool(gold and pred and verify(gold, pred))
+    except Exception:  # math-verify raises on some malformed LaTeX: treat as no match, never crash
+        return False
+
+
+class LanguageCheck:
+    """Is a text's prose in one of `languages`? (lid.176 on the text with formulas removed, loaded lazily)."""
+
+    def __init__(self, languages: tuple[str, ...] = ("en",), threshold: float = 0.5):
+        self.languages = tuple(languages)
+        self.threshold = threshold
+        self._lid = None
+
+    def ok(self, text: str) -> bool:
+        if not self.languages:
+            return True
+        if self._lid is None:
+            from curate.lid import LidModel
+
+            self._lid = LidModel()
+        lang, score = self._lid.predict(text)
+        if lang == "und":  # nothing but formulas: no prose to judge
+            return True
+        return lang in self.languages and score >= self.threshold

@@ -1,0 +1,80 @@
+"""Recipe stage `rewrite`: LLM branches from the curated corpus, one folder per task under RUN/branches/.
+
+Writes RUN/branches/<task>/{data,rejects,raw,logs}/, <task>/summary.json and throughput.json per task, and
+RUN/branches/summary.json last (all tasks together; docs_in counts each input document once per task).
+`model: auto` builds a tiny random Llama in RUN/branches/_model: a plumbing-only model whose outputs are all
+rejected by validation; set `model` to a real rewriter (local folder or hub name) for real branches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from curate.rewrite.job import RewriteSettings, run_task
+from curate.summary import write_summary
+from pipelines.stages import StageContext
+
+FOLDER = "branches"
+Task = Literal["refine", "qa", "longcot", "score"]
+
+
+class Config(RewriteSettings):
+    """Stage settings: the rewriter's settings plus which tasks to run and on what."""
+
+    tasks: list[Task] = Field(default_factory=lambda: ["qa"], min_length=1)
+    inputs: list[str] | None = Field(
+        None, description="input folders/files (default: the previous stage's data)"
+    )
+    task_inputs: dict[Task, list[str]] = Field(
+        default_factory=dict, description="per-task inputs, e.g. longcot: ['{run_dir}/branches/qa']"
+    )
+
+
+def _resolve(paths: list[str], run_dir: Path) -> list[str]:
+    return [p.replace("{run_dir}", str(run_dir)) for p in paths]
+
+
+def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
+    """Run each configured task in turn; return the combined summary."""
+    start = time.time()
+    settings = RewriteSettings(
+        **config.model_dump(exclude={"tasks", "inputs", "task_inputs"}),
+    ).model_copy(update={"decont_benchmarks": _resolve(config.decont_benchmarks, ctx.run_dir)})
+    per_task: dict[str, Any] = {}
+    for task in config.tasks:
+        inputs = _resolve(config.task_inputs.get(task) or ctx.inputs, ctx.run_dir)
+        if not inputs:
+            raise ValueError(f"stages.rewrite: no inputs for task {task!r} (set inputs or task_inputs)")
+        task_dir = ctx.out_dir / task
+        summary_path = task_dir / "summary.json"
+        if summary_path.is_file():  # finished on an earlier run: keep it
+            import json
+
+            per_task[task] = json.loads(summary_path.read_text())
+            continue
+        per_task[task] = run_task(
+            inputs, task_dir, task, settings, ctx.executor, model_dir=ctx.out_dir / "_model"
+        )
+    dropped: Counter = Counter()
+    for summary in per_task.values():
+        dropped.update(summary["dropped"])
+    overall = {
+        "docs_in": sum(s["docs_in"] for s in per_task.values()),
+        "docs_out": sum(s["docs_out"] for s in per_task.values()),
+        "dropped": dict(sorted(dropped.items())),
+        "seconds": round(time.time() - start, 2),
+        "model": next(iter(per_task.values()))["model"],
+        "tasks": {
+            task: {k: s[k] for k in ("docs_in", "docs_out", "dropped")} for task, s in per_task.items()
+        },
+    }
+    unaccounted = sum(s.get("unaccounted", 0) for s in per_task.values())
+    if unaccounted:
+        overall["unaccounted"] = unaccounted
+    write_summary(ctx.out_dir, overall)
+    return overall

@@ -1,0 +1,98 @@
+"""`mathmix rewrite INPUT... -o OUT --task ...` (LLM branches) and `mathmix rewrite serve` (the CPU server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from mathmix.cli_util import DefaultCommandGroup, fail, print_summary
+
+rewrite_app = typer.Typer(
+    cls=DefaultCommandGroup,
+    help="LLM rewriter: refine | qa | longcot | score over documents, validated, decontaminated, deduplicated.",
+    no_args_is_help=False,
+)
+TASKS = ("refine", "qa", "longcot", "score")
+SERVERS = ("transformers", "vllm", "sglang", "endpoint")
+
+
+@rewrite_app.command("run")
+def run_rewrite(
+    inputs: list[Path] = typer.Argument(
+        ..., help="stage folders (their data/), folders of Parquet/JSONL, or files"
+    ),
+    output: Path = typer.Option(..., "-o", "--output", help="output folder for this task"),
+    task: str = typer.Option(..., "--task", help="refine | qa | longcot | score"),
+    model: str = typer.Option(
+        ..., "--model", help="HF model folder or name; 'auto' = tiny random plumbing model"
+    ),
+    server: str = typer.Option(
+        "transformers", "--server", help="transformers (CPU) | vllm | sglang | endpoint"
+    ),
+    endpoint: str | None = typer.Option(
+        None, "--endpoint", help="OpenAI-compatible base URL (--server endpoint)"
+    ),
+    max_tokens: int = typer.Option(1024, "--max-tokens", help="completion tokens per request"),
+    temperature: float = typer.Option(0.7, "--temperature"),
+    samples: int = typer.Option(1, "--samples", help="samples per document; >1 = self-consistency"),
+    max_docs: int = typer.Option(-1, "--max-docs", help="read at most N documents per input (-1: all)"),
+    text_key: str = typer.Option("text", "--text-key", help="input field holding the text (e.g. problem)"),
+    decont: list[str] | None = typer.Option(
+        None, "--decont", help="benchmark file/folder to decontaminate against"
+    ),
+    corpus_docs: int | None = typer.Option(
+        None, "--corpus-docs", help="corpus size for the GPU-hours estimate"
+    ),
+    tp: int = typer.Option(1, "--tp", help="tensor parallel GPUs (vllm, sglang)"),
+) -> None:
+    """Rewrite documents with an LLM and keep only outputs that pass validation.
+
+    Reads Parquet/JSONL documents; writes OUT/data/*.parquet (outputs with provenance: source_id, task,
+    prompt_version, model, sampling; `math_score_llm` for --task score), OUT/rejects/*.parquet (with `reason`),
+    OUT/raw/ (raw generations), OUT/throughput.json (tokens/s, GPU-hours estimate), OUT/summary.json, OUT/logs/.
+    A killed run resumes from OUT/checkpoints without redoing finished requests.
+    """
+    from curate.rewrite.job import RewriteSettings, run_task
+    from pipelines.executors import ExecutorConfig
+
+    if task not in TASKS:
+        fail(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+    if server not in SERVERS:
+        fail(f"--server must be one of {', '.join(SERVERS)}, got {server!r}")
+    if server == "endpoint" and not endpoint:
+        fail("--server endpoint needs --endpoint URL")
+    for path in inputs:
+        if not path.exists():
+            fail(f"{path}: no such input")
+    settings = RewriteSettings(
+        model=model, server=server, endpoint=endpoint, max_tokens=max_tokens, temperature=temperature,
+        samples=samples, max_docs=max_docs, text_key=text_key, decont_benchmarks=decont or [],
+        corpus_docs=corpus_docs, tp=tp,
+    )  # fmt: skip
+    try:
+        summary = run_task([str(p) for p in inputs], output, task, settings, ExecutorConfig(tasks=1))
+    except Exception as err:  # the server died or never started: say so; a rerun resumes from checkpoints
+        fail(f"rewrite failed: {type(err).__name__}: {err} (rerun the same command to resume)")
+        return
+    print_summary(summary, title=f"rewrite {task}")
+
+
+@rewrite_app.command("serve")
+def serve(
+    model: str = typer.Option(..., "--model", help="local Hugging Face model folder"),
+    port: int = typer.Option(8000, "--port"),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    threads: int = typer.Option(0, "--threads", help="torch threads (0: default)"),
+) -> None:
+    """Serve a transformers model on CPU as an OpenAI-compatible API (/v1/chat/completions, /v1/completions).
+
+    Reads the model folder; writes nothing. Use with `--server endpoint --endpoint http://HOST:PORT/`.
+    """
+    from curate.cpu_server import serve as serve_model
+
+    serve_model(model, port, host=host, threads=threads)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(rewrite_app, name="rewrite")

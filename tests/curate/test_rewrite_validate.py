@@ -1,0 +1,172 @@
+"""Rewriter validation on realistic hand-written outputs: every task, every rejection reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from curate.rewrite import validate as v
+from curate.rewrite.tasks import (
+    REASONS,
+    TASKS,
+    ValidationSettings,
+    Verdict,
+    build_messages,
+    decide,
+    prompt_template,
+    validate_rollout,
+)
+
+SOURCE = (
+    "Home | Forum | Login\n\nHow do I solve 2x + 3 = 11? Posted by mathfan 3 years ago.\n"
+    "Reply: subtract 3 from both sides to get 2x = 8, then divide by 2, so x = 4. "
+    "You can check it: 2*4 + 3 = 11. Hope this helps! Share on Facebook. Cookie policy."
+)
+REFINED = (
+    "## Solving a linear equation\n\nWe want to solve $2x + 3 = 11$.\n\n"
+    "1. Subtract 3 from both sides: $2x = 8$.\n2. Divide both sides by 2: $x = 4$.\n\n"
+    "Check: substituting gives $2 \\cdot 4 + 3 = 11$, so $x = 4$ is the solution."
+)
+QA = (
+    "Question: Solve the equation $2x + 3 = 11$ for $x$.\n"
+    "Solution: Subtract 3 from both sides to get $2x = 8$. Dividing both sides by 2 gives $x = 4$. "
+    "Checking: $2 \\cdot 4 + 3 = 11$. The answer is \\boxed{4}."
+)
+LONGCOT = (
+    "We need $x$ with $2x + 3 = 11$. Let me first try guessing: if $x = 3$ then $2 \\cdot 3 + 3 = 9$, too small. "
+    "If $x = 5$ then $13$, too big. So $x$ is between 3 and 5; let me solve it properly instead. "
+    "Subtracting 3 from both sides gives $2x = 8$, and dividing by 2 gives $x = 4$. "
+    "Wait, let me double-check the subtraction: $11 - 3 = 8$, yes. And $8 / 2 = 4$. "
+    "Verification: $2 \\cdot 4 + 3 = 8 + 3 = 11$. Correct.\n\nSo the final answer is \\boxed{4}."
+)
+SCORE = (
+    "The extract is a forum post that solves a linear equation step by step and checks the result, which is "
+    "appropriate for middle school, though it is surrounded by navigation and social media boilerplate.\n\n"
+    "Final score: 4"
+)
+QUESTION = {"question": "Solve $2x + 3 = 11$ for $x$.", "answer": "4"}
+S = ValidationSettings()
+LANG = v.LanguageCheck(("en",), 0.5)
+
+
+def check(task: str, text: str, metadata: dict | None = None, source: str = SOURCE, **rollout) -> Verdict:
+    rollout = {"text": text, "finish_reason": "stop", "usage": {}, **rollout}
+    return validate_rollout(task, rollout, source, metadata or {}, S, LANG)
+
+
+@pytest.mark.parametrize(
+    ("task", "text", "metadata", "source"),
+    [
+        ("refine", REFINED, {}, SOURCE),
+        ("qa", QA, {}, SOURCE),
+        ("longcot", LONGCOT, QUESTION, QUESTION["question"]),
+        ("score", SCORE, {}, SOURCE),
+    ],
+)
+def test_good_outputs_are_kept(task, text, metadata, source):
+    verdict = check(task, text, metadata, source)
+    assert verdict.ok, verdict.reason
+    assert verdict.fields["text"].strip()
+
+
+def test_kept_fields_per_task():
+    qa = check("qa", QA)
+    assert qa.fields["question"] == "Solve the equation $2x + 3 = 11$ for $x$."
+    assert qa.fields["answer"] == "4" and qa.fields["answer_check"] == "no_reference"
+    long = check("longcot", LONGCOT, QUESTION, QUESTION["question"])
+    assert long.fields["answer_check"] == "match"
+    assert long.fields["text"].startswith("Question: Solve $2x + 3 = 11$")
+    score = check("score", SCORE)
+    assert score.fields["math_score_llm"] == 4
+    assert score.fields["text"] == SOURCE  # the classifier trains on the page, labelled with the score
+    assert score.fields["score_justification"].startswith("The extract is a forum post")
+
+
+def test_longcot_keeps_a_separate_reasoning_trace():
+    verdict = check(
+        "longcot", "So the answer is \\boxed{4}.", QUESTION, QUESTION["question"], reasoning=LONGCOT
+    )
+    assert verdict.ok
+    assert "<think>" in verdict.fields["text"] and verdict.answer == "4"
+
+
+REJECTIONS = [
+    ("request_failed", "qa", {"error": "request_failed", "message": "timed out"}),
+    ("bad_request", "qa", {"error": "bad_request", "message": "BadRequestError: prompt too long"}),
+    ("empty", "qa", {"text": "   \n  "}),
+    ("truncated", "refine", {"text": REFINED[:80], "finish_reason": "length"}),
+    ("degenerate_repetition", "longcot", {"text": "Let me check again. " * 60 + "\\boxed{4}"}),
+    ("unparseable_score", "score", {"text": "This page is about fractions and is quite good.\nScore: high"}),
+    ("unparseable_score", "score", {"text": "Nice explanations of limits.\nFinal score: 7"}),
+    ("wrong_format", "qa", {"text": "The page asks to solve 2x + 3 = 11. The answer is \\boxed{4}."}),
+    ("no_boxed_answer", "qa", {"text": QA.replace("\\boxed{4}", "4")}),
+    ("no_boxed_answer", "longcot", {"text": LONGCOT.replace("\\boxed{4}", "4")}),
+    ("copy_of_input", "refine", {"text": SOURCE}),
+    ("length_out_of_bounds", "refine", {"text": "Solve $2x+3=11$: $x=4$."}),
+    ("length_out_of_bounds", "qa", {"text": "Question: Solve $2x+3=11$.\nSolution: \\boxed{4}"}),
+    ("wrong_language", "refine", {"text": (
+        "## Résoudre une équation linéaire\n\nNous voulons résoudre $2x + 3 = 11$. On soustrait 3 des deux "
+        "côtés, ce qui donne $2x = 8$, puis on divise par 2 : $x = 4$. On vérifie que le résultat est juste "
+        "en remplaçant dans l'équation de départ, et on obtient bien onze.")}),
+    ("answer_mismatch", "longcot", {"text": LONGCOT.replace("\\boxed{4}", "\\boxed{5}")}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("reason", "task", "rollout"), REJECTIONS, ids=[f"{r}-{t}" for r, t, _ in REJECTIONS]
+)
+def test_each_rejection_reason(reason, task, rollout):
+    metadata = QUESTION if task == "longcot" else {}
+    source = QUESTION["question"] if task == "longcot" else SOURCE
+    rollout = {"finish_reason": "stop", **rollout}
+    verdict = validate_rollout(task, rollout, source, metadata, S, LANG)
+    assert not verdict.ok
+    assert verdict.reason == reason
+
+
+def test_every_reason_is_covered_by_a_test():
+    covered = {r for r, _, _ in REJECTIONS} | {"self_consistency"}  # self-consistency: test below
+    assert covered == set(REASONS)
+
+
+def test_self_consistency_majority_and_disagreement():
+    a = Verdict(True, fields={"text": "a"}, answer="4")
+    b = Verdict(True, fields={"text": "b"}, answer="\\frac{8}{2}")  # math-verify: the same answer as 4
+    c = Verdict(True, fields={"text": "c"}, answer="5")
+    bad = Verdict(False, "truncated")
+    kept, agreement = decide("qa", [c, a, b, bad], S)
+    assert kept is a and agreement == 0.5
+    dropped, agreement = decide("qa", [a, c, Verdict(True, answer="7"), bad], S)
+    assert not dropped.ok and dropped.reason == "self_consistency" and agreement == 0.25
+    none_ok, _ = decide("qa", [bad, Verdict(False, "empty"), Verdict(False, "truncated")], S)
+    assert none_ok.reason == "truncated"
+
+
+def test_last_boxed_handles_nesting_and_unclosed():
+    assert v.last_boxed("first \\boxed{1} then \\boxed{\\frac{1}{2}}") == "\\frac{1}{2}"
+    assert v.last_boxed("answer \\boxed{3} and a broken \\boxed{4") == "3"
+    assert v.last_boxed("no box here") is None
+
+
+def test_parse_score_formats():
+    assert v.parse_score("Good.\n**Final score:** 3") == 3
+    assert v.parse_score("Final Score: 5/5") == 5
+    assert v.parse_score("Final score: 0") == 0
+    assert v.parse_score("Final score: 2.5") is None
+
+
+def test_reference_answer_sources():
+    assert v.reference_answer({"answer": "She pays 3 * 4 = 12 dollars.\n#### 1,200"}) == "1200"
+    assert v.reference_answer({"solution": "so it is $\\boxed{\\frac{1}{3}}$."}) == "\\frac{1}{3}"
+    assert v.reference_answer({"text": "no answer"}) is None
+    assert v.answers_match("0.5", "\\frac{1}{2}")
+    assert not v.answers_match("2", "3")
+
+
+def test_prompts_are_versioned_files_with_a_slot():
+    for task in TASKS:
+        assert "{text}" in prompt_template(task, "v1")
+    messages = build_messages("qa", "x" * 50_000, max_input_chars=1000)
+    assert messages[0]["role"] == "user" and "x" * 1000 in messages[0]["content"]
+    assert "x" * 1001 not in messages[0]["content"]
+    with pytest.raises(FileNotFoundError):
+        prompt_template("qa", "v999")
