@@ -116,7 +116,8 @@ class StageConfig(BaseModel):
     name: str
     kind: Literal["stable", "decay"]
     tokens: int = Field(gt=0)
-    mixture: dict[str, Any]  # shards.mixture.MixtureConfig: sources (name, paths, weight|tokens), seed
+    # shards.mixture.MixtureConfig (sources: name, paths, weight|tokens; seed), inline or a mixture YAML path
+    mixture: dict[str, Any] | str
     start_from: str | None = None  # a stage name of this recipe, or a checkpoint folder
     warmup_tokens: int = Field(0, ge=0)
     decay_shape: DecayShape = "cosine"
@@ -130,19 +131,30 @@ class StageConfig(BaseModel):
 
     @field_validator("mixture")
     @classmethod
-    def _check_mixture(cls, raw: dict[str, Any]) -> dict[str, Any]:
-        from shards.mixture import MixtureConfig
-
-        MixtureConfig.model_validate(raw)  # raises with the bad key named
+    def _check_mixture(cls, raw: dict[str, Any] | str) -> dict[str, Any] | str:
+        _load_mixture(raw, run_dir=None)  # raises with the bad key (or missing file) named
         return raw
 
     def decay_tokens(self) -> int:
         return self.tokens if self.kind == "decay" else 0
 
-    def build_mixture(self):
-        from shards.mixture import MixtureConfig
+    def build_mixture(self, run_dir: str | Path | None):
+        """The stage's shards.mixture.MixtureConfig, `{run_dir}` in its paths replaced."""
+        return _load_mixture(self.mixture, run_dir)
 
-        return MixtureConfig.model_validate(self.mixture)
+
+def _load_mixture(raw: dict[str, Any] | str, run_dir: str | Path | None):
+    from shards.mixture import MixtureConfig
+
+    if isinstance(raw, str):
+        if not Path(raw).is_file():
+            raise ValueError(f"mixture file {raw} not found")
+        return MixtureConfig.from_yaml(raw, run_dir=run_dir)
+    config = MixtureConfig.model_validate(raw)
+    if run_dir is not None:
+        for source in config.sources:
+            source.paths = [p.replace("{run_dir}", str(run_dir)) for p in source.paths]
+    return config
 
 
 class TrainRecipe(BaseModel):
@@ -152,12 +164,18 @@ class TrainRecipe(BaseModel):
 
     name: str
     output_dir: Path = Path("runs/train")
+    run_dir: str | None = None  # replaces `{run_dir}` in mixture paths (the pipeline run folder)
     model: ModelConfig
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     stages: list[StageConfig]
 
     @model_validator(mode="after")
     def _check_stages(self) -> TrainRecipe:
+        if self.run_dir is not None:
+            for key in ("tokenizer", "path"):
+                value = getattr(self.model, key)
+                if value is not None:
+                    setattr(self.model, key, value.replace("{run_dir}", self.run_dir))
         names = [s.name for s in self.stages]
         if len(set(names)) != len(names):
             raise ValueError(f"stage names must be unique, got {names}")

@@ -65,10 +65,11 @@ def resolve_start(recipe: TrainRecipe, stage: StageConfig) -> Path | None:
     return path
 
 
-def build_documents(stage: StageConfig):
+def build_documents(recipe: TrainRecipe, stage: StageConfig):
+    """The stage's blended documents, sized to its token budget (the packer wraps around if it runs out)."""
     from shards.mixture import BlendedDocuments
 
-    return BlendedDocuments(stage.build_mixture(), total_tokens=stage.tokens)
+    return BlendedDocuments(stage.build_mixture(recipe.run_dir), total_tokens=stage.tokens)
 
 
 def build_optimizer(model, recipe: TrainRecipe) -> torch.optim.Optimizer:
@@ -99,7 +100,7 @@ def train_stage(
     hf_config = model.config
     optimizer = build_optimizer(model, recipe)
     packer = PackedSequences(
-        build_documents(stage) if documents is None else documents, t.seq_len, t.intra_document
+        build_documents(recipe, stage) if documents is None else documents, t.seq_len, t.intra_document
     )
 
     # restore: this stage's own latest checkpoint (resume), else the start stage's weights and optimizer

@@ -1,0 +1,121 @@
+"""`mathmix train`: run a train recipe (stable + decay stages), export checkpoints, plot curves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mathmix.cli_util import DefaultCommandGroup, console, fail, print_summary, write_json
+
+train_app = typer.Typer(
+    cls=DefaultCommandGroup,
+    help="Mid-train a causal LM on shards: warmup -> stable -> decay branches (WSD); export to Hugging Face.",
+    no_args_is_help=True,
+)
+
+
+@train_app.command("run")
+def run_cmd(
+    recipe: Annotated[Path, typer.Argument(help="train recipe YAML (model, trainer, stages)")],
+    stage: Annotated[list[str] | None, typer.Option("--stage", "-s", help="run only these stages")] = None,
+    nproc: Annotated[int, typer.Option(help="processes: >1 relaunches itself under torchrun")] = 1,
+    emit: Annotated[str | None, typer.Option(help="print an equivalent command instead: 'megatron'")] = None,
+    output_dir: Annotated[Path | None, typer.Option("-o", help="override the recipe's output_dir")] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="no progress bar")] = False,
+) -> None:
+    """Train every stage of RECIPE in order, resuming from each stage's latest checkpoint.
+
+    Reads the recipe and the shard mixtures it names. Writes OUTPUT_DIR/STAGE/{metrics.jsonl,
+    checkpoints/step_N/, done.json}. Launch with `torchrun --nproc_per_node N -m midtrain train RECIPE` (or
+    `--nproc N`) for several processes; `--emit megatron` prints the Megatron-LM pretrain_gpt.py commands.
+    """
+    from midtrain.config import TrainRecipeError, load_train_recipe
+
+    overrides = {"output_dir": str(output_dir)} if output_dir else None
+    try:
+        config = load_train_recipe(recipe, overrides)
+    except TrainRecipeError as err:
+        fail(str(err))
+    if emit is not None:
+        if emit != "megatron":
+            fail(f"--emit {emit!r}: only 'megatron' is known")
+        from midtrain.megatron import emit as emit_megatron
+
+        typer.echo(emit_megatron(config, stage or None))
+        return
+    if nproc > 1 and "WORLD_SIZE" not in os.environ:
+        args = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+        args += ["-m", "midtrain", "train", str(recipe)] + sum((["--stage", s] for s in stage or []), [])
+        args += ["-o", str(output_dir)] if output_dir else []
+        args += ["--no-progress"] if no_progress else []
+        raise typer.Exit(subprocess.call(args))
+
+    from midtrain.trainer import train_recipe
+
+    summaries = train_recipe(config, stage or None, progress=not no_progress)
+    if int(os.environ.get("RANK", "0")) == 0:
+        for name, summary in summaries.items():
+            print_summary(summary, title=f"train {name}")
+    _shutdown()
+
+
+def _shutdown() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+@train_app.command("export")
+def export_cmd(
+    checkpoint: Annotated[
+        Path, typer.Argument(help="checkpoint folder step_N/, or a stage folder (its latest)")
+    ],
+    out: Annotated[Path, typer.Option("-o", "--out", help="output Hugging Face model folder")],
+    tokenizer: Annotated[
+        str | None, typer.Option(help="tokenizer.json or HF folder (default: the run's)")
+    ] = None,
+    dtype: Annotated[str, typer.Option(help="bfloat16 | float32 | float16")] = "bfloat16",
+) -> None:
+    """Export a training checkpoint as a Hugging Face model folder.
+
+    Reads CHECKPOINT (DCP shards, config.json, trainer_state.json). Writes OUT/{config.json,
+    model.safetensors, generation_config.json, tokenizer files, export.json}.
+    """
+    from midtrain.export import export_checkpoint
+
+    if dtype not in ("bfloat16", "float32", "float16"):
+        fail(f"--dtype {dtype!r}: use bfloat16, float32 or float16")
+    try:
+        info = export_checkpoint(checkpoint, out, tokenizer=tokenizer, dtype=dtype)
+    except FileNotFoundError as err:
+        fail(str(err))
+    write_json(out / "export.json", info)
+    print_summary({k: v for k, v in info.items() if k != "files"}, title="export")
+
+
+@train_app.command("plot")
+def plot_cmd(
+    run: Annotated[Path, typer.Argument(help="a train output folder (all stages) or one stage folder")],
+    out: Annotated[Path | None, typer.Option("-o", help="PNG path (default RUN/curves.png)")] = None,
+) -> None:
+    """Plot loss and learning rate against tokens for every stage.
+
+    Reads RUN/*/metrics.jsonl (or RUN/metrics.jsonl). Writes a PNG (default RUN/curves.png).
+    """
+    from midtrain.metrics import plot_run
+
+    try:
+        path = plot_run(run, out or run / "curves.png")
+    except FileNotFoundError as err:
+        fail(str(err))
+    console.print(f"wrote {path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(train_app, name="train")
