@@ -16,7 +16,7 @@ import numpy as np
 # Columns that are never a curve of their own: W&B's min/max bands and bookkeeping.
 _SKIP_SUFFIXES = ("__MIN", "__MAX", "__step")
 # Columns that are not accuracies (the forecast fits accuracies; lengths are tracked, not forecast).
-_NOT_ACCURACY = ("length", "compute", "tokens", "seconds", "loss", "lr", "epoch")
+_NOT_ACCURACY = ("length", "compute", "tokens", "rollouts", "reward", "truncated", "seconds", "loss", "epoch")
 
 
 @dataclass

@@ -13,7 +13,9 @@ from evals.curves import Curve
 from evals.forecast import SigmoidFit
 
 
-def plot_forecasts(items: list[tuple[Curve, SigmoidFit, int]], path: Path, target: float | None = None) -> Path:
+def plot_forecasts(
+    items: list[tuple[Curve, SigmoidFit, int]], path: Path, target: float | None = None
+) -> Path:
     """One panel per curve: observed points (fitted ones filled), posterior-mean fit and 5-95% band."""
     import matplotlib
 
@@ -33,7 +35,10 @@ def plot_forecasts(items: list[tuple[Curve, SigmoidFit, int]], path: Path, targe
         if k < len(curve.x):
             ax.scatter(curve.x[k:], curve.y[k:], s=10, facecolors="none", edgecolors="gray", label="held out")
         params = fit.params()
-        ax.set_title(f"{_short(curve.name)}\nA={params['A']:.3f} B={params['B']:.2f} Cmid={params['Cmid']:.3g}", fontsize=8)
+        ax.set_title(
+            f"{_short(curve.name)}\nA={params['A']:.3f} B={params['B']:.2f} Cmid={params['Cmid']:.3g}",
+            fontsize=8,
+        )
         ax.set_xlabel("compute")
         ax.set_ylabel("accuracy")
     for ax in list(axes.flat)[len(items) :]:
@@ -81,7 +86,10 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
         raise ValueError("a sweep fit needs runs with lr and/or batch_size, more runs than hyperparameters")
     design = np.column_stack([np.ones(len(records))] + [np.log([r[k] for r in records]) for k in keys])
     out: dict[str, Any] = {"hyperparameters": keys, "runs": len(records)}
-    for target, values in (("A", [r["A"] for r in records]), ("log_Cmid", np.log([r["Cmid"] for r in records]))):
+    for target, values in (
+        ("A", [r["A"] for r in records]),
+        ("log_Cmid", np.log([r["Cmid"] for r in records])),
+    ):
         values = np.asarray(values, dtype=float)
         coef, *_ = np.linalg.lstsq(design, values, rcond=None)
         resid = values - design @ coef

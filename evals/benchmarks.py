@@ -1,0 +1,160 @@
+"""Benchmark sets, their field names, and few-shot prompts built from each benchmark's own training split.
+
+Every set is normalized to {"id", "question", "answer", "solution"}. Exemplars come from the benchmark's training
+split (GSM8K train for GSM8K; MATH train for MATH500, and for OlympiadBench and Minerva/OCW, which ship no training
+split, as in Minerva's and OctoThinker's prompts), drawn with a fixed seed, or from a user's prompt file.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.grading import gold_answer_from_solution
+
+ZERO_SHOT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+STOPS = ["\n\nProblem:", "\n\nQuestion:", "\nProblem:", "\nQuestion:", "<|endoftext|>"]
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """Where a benchmark lives under the data folder (first existing candidate wins) and its default shots."""
+
+    name: str
+    test: tuple[str, ...]
+    train: tuple[str, ...]
+    shots: int
+    style: str  # "gsm8k" (Question/Answer, "The answer is N") or "math" (Problem/Solution, \boxed{})
+
+
+_MATH_TRAIN = ("math/train.jsonl", "math_hendrycks/train.jsonl")
+BENCHMARKS: dict[str, BenchmarkSpec] = {
+    "gsm8k": BenchmarkSpec(
+        "gsm8k", ("gsm8k/test.jsonl", "qwen_eval/gsm8k/test.jsonl"), ("gsm8k/train.jsonl",), 8, "gsm8k"
+    ),
+    "math500": BenchmarkSpec("math500", ("math500/test.jsonl",), _MATH_TRAIN, 4, "math"),
+    "olympiadbench": BenchmarkSpec(
+        "olympiadbench",
+        ("qwen_eval/olympiadbench/test.jsonl", "olympiadbench/test.jsonl"),
+        _MATH_TRAIN,
+        4,
+        "math",
+    ),
+    "amc23": BenchmarkSpec("amc23", ("qwen_eval/amc23/test.jsonl", "amc23/test.jsonl"), (), 0, "math"),
+    "aime24": BenchmarkSpec("aime24", ("qwen_eval/aime24/test.jsonl", "aime24/test.jsonl"), (), 0, "math"),
+    "ocw": BenchmarkSpec(
+        "ocw", ("octothinker_eval/ocw/test.jsonl", "ocw/test.jsonl"), _MATH_TRAIN, 4, "math"
+    ),
+    "math": BenchmarkSpec("math", ("math_hendrycks/test.jsonl", "math/test.jsonl"), _MATH_TRAIN, 4, "math"),
+}
+SUITES: dict[str, list[tuple[str, int]]] = {
+    "octothinker": [
+        ("gsm8k", 8),
+        ("math500", 4),
+        ("olympiadbench", 4),
+        ("amc23", 0),
+        ("aime24", 0),
+        ("ocw", 4),
+    ],
+    "quick": [("gsm8k", 8), ("math500", 4)],
+}
+
+
+def parse_benchmarks(suite: str | None, benchmarks: str | None) -> list[tuple[str, int]]:
+    """`gsm8k:8,math500` (shots default to the benchmark's) or a named suite -> [(name, shots)]."""
+    if benchmarks:
+        out = []
+        for part in benchmarks.split(","):
+            name, _, shots = part.strip().partition(":")
+            if name not in BENCHMARKS:
+                raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+            out.append((name, int(shots) if shots else BENCHMARKS[name].shots))
+        return out
+    if (suite or "octothinker") not in SUITES:
+        raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
+    return list(SUITES[suite or "octothinker"])
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open() as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _first_existing(data_dir: Path, candidates: tuple[str, ...]) -> Path | None:
+    return next((data_dir / c for c in candidates if (data_dir / c).exists()), None)
+
+
+def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
+    """Map any benchmark's fields onto {"id", "question", "answer", "solution"}; None when it has no answer."""
+    question = record.get("problem") or record.get("question") or record.get("prompt") or ""
+    solution = record.get("solution") or ""
+    if isinstance(solution, list):
+        solution = solution[0] if solution else ""
+    answer = record.get("final_answer", record.get("answer"))
+    if isinstance(answer, list):
+        answer = ", ".join(str(a) for a in answer)
+    if isinstance(answer, float) and answer.is_integer():
+        answer = int(answer)
+    if isinstance(answer, str) and "####" in answer:  # GSM8K: reasoning then "#### N"
+        solution, answer = answer, gold_answer_from_solution(answer)
+    if answer is None or answer == "":
+        answer = gold_answer_from_solution(solution) if solution else None
+    if not question or answer is None:
+        return None
+    item_id = record.get("id", record.get("idx", record.get("unique_id", index)))
+    return {"id": str(item_id), "question": question, "answer": str(answer), "solution": solution}
+
+
+def load_benchmark(name: str, data_dir: Path, limit: int | None = None) -> list[dict[str, Any]] | None:
+    """The normalized test items of a benchmark under DATA_DIR (None where the set is absent)."""
+    path = _first_existing(data_dir, BENCHMARKS[name].test)
+    if path is None:
+        return None
+    items = [n for i, r in enumerate(_read_jsonl(path)) if (n := normalize(r, i)) is not None]
+    return items[:limit] if limit else items
+
+
+def load_exemplars(
+    name: str, data_dir: Path, shots: int, seed: int = 0, prompt_file: Path | None = None
+) -> list[dict[str, Any]]:
+    """`shots` exemplars: from a user prompt file (records with question/problem and solution) or the train split."""
+    if shots <= 0:
+        return []
+    if prompt_file is not None:
+        records = _read_jsonl(prompt_file)
+        pool = [r for r in records if r.get("benchmark") in (None, name)]
+    else:
+        path = _first_existing(data_dir, BENCHMARKS[name].train)
+        if path is None:
+            raise FileNotFoundError(f"{name}: no training split under {data_dir} for {shots}-shot exemplars")
+        pool = _read_jsonl(path)
+    items = [n for i, r in enumerate(pool) if (n := normalize(r, i)) is not None and n["solution"]]
+    if prompt_file is not None:
+        return items[:shots]
+    return random.Random(seed).sample(items, min(shots, len(items)))
+
+
+def _gsm8k_solution(solution: str, answer: str) -> str:
+    steps = solution.split("####")[0].strip()
+    # GSM8K's <<48/2=24>> calculator annotations are training scaffolding, not text a model should imitate.
+    while "<<" in steps and ">>" in steps:
+        a, b = steps.index("<<"), steps.index(">>")
+        steps = steps[:a] + steps[b + 2 :] if a < b else steps.replace(">>", "", 1)
+    return f"{steps}\nThe answer is {answer}."
+
+
+def build_prompt(item: dict[str, Any], exemplars: list[dict[str, Any]], style: str) -> str:
+    """Few-shot prompt (Minerva-style Problem/Solution or GSM8K Question/Answer) or the zero-shot instruction."""
+    if not exemplars:
+        return f"Problem:\n{item['question']}\n{ZERO_SHOT_INSTRUCTION}\n\nSolution:\n"
+    if style == "gsm8k":
+        shots = [
+            f"Question: {e['question']}\nAnswer: {_gsm8k_solution(e['solution'], e['answer'])}"
+            for e in exemplars
+        ]
+        return "\n\n".join(shots + [f"Question: {item['question']}\nAnswer:"])
+    shots = [f"Problem:\n{e['question']}\n\nSolution:\n{e['solution']}" for e in exemplars]
+    return "\n\n".join(shots + [f"Problem:\n{item['question']}\n\nSolution:\n"])

@@ -1,0 +1,110 @@
+"""Greedy generation backends: vLLM where a GPU and vLLM are present, transformers otherwise (CPU, tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from evals.grading import truncate_at_stops
+
+Progress = Callable[[int], None]
+
+
+class TransformersGenerator:
+    """Batched greedy decoding with Hugging Face transformers (left padding; prompts cut from the left to fit)."""
+
+    backend = "transformers"
+
+    def __init__(self, model_path: str | Path, batch_size: int = 8, device: str | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
+        dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
+        self.model = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype).to(self.device).eval()
+        self.batch_size = batch_size
+        self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 4096) or 4096)
+
+    def generate(
+        self, prompts: list[str], max_new_tokens: int, stops: list[str], progress: Progress | None = None
+    ) -> list[str]:
+        import torch
+
+        budget = max(8, self.max_positions - max_new_tokens)
+        outputs: list[str] = []
+        for start in range(0, len(prompts), self.batch_size):
+            batch = prompts[start : start + self.batch_size]
+            self.tokenizer.truncation_side = "left"  # keep the question, drop the oldest exemplars
+            enc = self.tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=budget)
+            enc = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+            with torch.no_grad():
+                out = self.model.generate(
+                    **enc,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+            new = out[:, enc["input_ids"].shape[1] :]
+            texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            outputs.extend(truncate_at_stops(t, stops) for t in texts)
+            if progress:
+                progress(len(batch))
+        return outputs
+
+
+class VllmGenerator:
+    """Greedy decoding through vLLM (GPU)."""
+
+    backend = "vllm"
+
+    def __init__(
+        self, model_path: str | Path, tensor_parallel_size: int = 1, max_model_len: int | None = None
+    ):
+        from vllm import LLM
+
+        self.llm = LLM(
+            model=str(model_path),
+            tensor_parallel_size=tensor_parallel_size,
+            max_model_len=max_model_len,
+            seed=0,
+            enforce_eager=False,
+        )
+
+    def generate(
+        self, prompts: list[str], max_new_tokens: int, stops: list[str], progress: Progress | None = None
+    ) -> list[str]:
+        from vllm import SamplingParams
+
+        params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, stop=stops)
+        results = self.llm.generate(prompts, params, use_tqdm=True)
+        if progress:
+            progress(len(prompts))
+        return [truncate_at_stops(r.outputs[0].text, stops) for r in results]
+
+
+def vllm_available() -> bool:
+    """A CUDA device and an importable vLLM."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return False
+        import vllm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def make_generator(model_path: str | Path, backend: str = "auto", batch_size: int = 8):
+    """`auto` picks vLLM on a GPU machine with vLLM installed, transformers otherwise."""
+    if backend == "auto":
+        backend = "vllm" if vllm_available() else "transformers"
+    if backend == "vllm":
+        return VllmGenerator(model_path)
+    if backend == "transformers":
+        return TransformersGenerator(model_path, batch_size=batch_size)
+    raise ValueError(f"unknown backend {backend!r} (auto, vllm, transformers)")
