@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 STATE_FILE = "trainer_state.json"
+# A single process without a process group is a supported DCP case (one plain model), not a mistake.
+warnings.filterwarnings("ignore", message=".*assuming the intent is to (save|load) in a single process.*")
 
 
 def _barrier() -> None:

@@ -7,7 +7,6 @@ but the checkpoint; the output is safetensors + config + tokenizer, what transfo
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +49,7 @@ def export_checkpoint(
     state = json.loads((path / STATE_FILE).read_text())
     config = AutoConfig.from_pretrained(str(path))
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*assuming the intent is to load in a single process.*")
-        load_model_weights(path, model)
+    load_model_weights(path, model)
     model = model.to(getattr(torch, dtype))
     model.config.use_cache = True  # training turns the KV cache off; generation wants it on
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,111 @@
+"""Export round trip, plots, Megatron command and shipped recipes, through the `mathmix train` CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from mathmix.cli import app
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tokenizer(path: Path) -> Path:
+    """A 64-token BPE tokenizer (EOS `<eos>` = id 0) trained here, saved as tokenizer.json."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=64, special_tokens=["<eos>", "<unk>"])
+    tok.train_from_iterator(["the sum of two odd numbers is even", "x plus y equals z"] * 20, trainer)
+    tok.save(str(path))
+    return path
+
+
+@pytest.fixture
+def trained(tiny_shards, tmp_path, mt):
+    recipe = mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=4 * 256, decay_tokens=2 * 256)
+    recipe["model"]["tokenizer"] = str(_tokenizer(tmp_path / "tokenizer.json"))
+    mt.train(recipe)
+    return tmp_path / "run", mt.write_recipe(tmp_path / "tiny.yaml", recipe)
+
+
+def test_export_loads_in_transformers_with_the_same_logits(trained, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from midtrain.checkpoint import load_model_weights
+    from midtrain.config import load_train_recipe
+    from midtrain.export import resolve_checkpoint
+
+    run, recipe_path = trained
+    out = tmp_path / "hf"
+    result = CliRunner().invoke(
+        app, ["train", "export", str(run / "decay"), "-o", str(out), "--dtype", "float32"]
+    )
+    assert result.exit_code == 0, result.output
+    assert {"config.json", "model.safetensors", "tokenizer.json", "export.json"} <= {
+        p.name for p in out.iterdir()
+    }
+    assert json.loads((out / "export.json").read_text())["stage"] == "decay"
+
+    exported = AutoModelForCausalLM.from_pretrained(str(out)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(out))
+    assert tokenizer.eos_token_id == 0
+    ids = torch.tensor([tokenizer("the sum of two odd numbers")["input_ids"]])
+    # the same weights straight from the DCP checkpoint into a model built from the recipe
+    reference = load_train_recipe(recipe_path).model.build("sdpa").eval()
+    load_model_weights(resolve_checkpoint(run / "decay"), reference)
+    with torch.no_grad():
+        assert torch.allclose(exported(ids).logits, reference(ids).logits, atol=1e-5)
+    generated = exported.generate(ids, max_new_tokens=3, do_sample=False)
+    assert generated.shape == (1, ids.shape[1] + 3)
+
+
+def test_plot_and_megatron_command(trained):
+    run, recipe_path = trained
+    result = CliRunner().invoke(app, ["train", "plot", str(run)])
+    assert result.exit_code == 0, result.output
+    assert (run / "curves.png").read_bytes()[:4] == b"\x89PNG"
+
+    result = CliRunner().invoke(app, ["train", str(recipe_path), "--emit", "megatron"])
+    assert result.exit_code == 0, result.output
+    decay = result.output.split("# stage decay")[1]
+    assert "pretrain_gpt.py" in decay and "--lr-decay-style WSD" in decay
+    assert "--lr-wsd-decay-style cosine" in decay and "--lr-wsd-decay-samples 16" in decay  # 512 tokens / 32
+    assert "--train-samples 48" in decay and "--global-batch-size 8" in decay
+    data = decay.split("--data-path ")[1].split(" \\")[0].split()
+    weights = dict(zip(data[1::2], map(float, data[0::2]), strict=True))
+    assert sum(weights.values()) == pytest.approx(1.0) and len(weights) == 2  # sources a (0.7) and b (0.3)
+
+
+@pytest.mark.parametrize("path", sorted(p.name for p in (REPO / "recipes").glob("*.yaml")
+                                        if "trainer:" in p.read_text()))  # fmt: skip
+def test_every_shipped_train_recipe_loads(path):
+    from midtrain.config import load_train_recipe
+
+    recipe = load_train_recipe(REPO / "recipes" / path)
+    assert recipe.stages[0].kind == "stable"
+    assert all(s.start_from for s in recipe.stages if s.kind == "decay")
+    recipe.trainer.accumulation_steps(world_size=1)  # the batch splits
+
+
+def test_octothinker_recipe_numbers():
+    from midtrain.config import load_train_recipe
+
+    recipe = load_train_recipe(REPO / "recipes" / "octothinker-3b.yaml")
+    assert [s.tokens for s in recipe.stages] == [200_000_000_000] + [20_000_000_000] * 3
+    assert recipe.trainer.seq_len == 8192 and recipe.trainer.lr == 3e-5 and recipe.trainer.min_lr_ratio == 0.1
+    assert abs(recipe.trainer.global_batch_tokens - 4_000_000) < 250_000
+
+
+def test_bad_recipe_key_is_named(tmp_path):
+    from midtrain.config import TrainRecipeError, load_train_recipe
+
+    text = (REPO / "recipes" / "tiny-cpu.yaml").read_text().replace("seq_len:", "seq_length:")
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(TrainRecipeError, match="seq_length"):
+        load_train_recipe(tmp_path / "bad.yaml")
