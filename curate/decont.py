@@ -104,7 +104,9 @@ def benchmark_files(paths: list[str | Path]) -> list[tuple[str, Path]]:
             if not found:
                 raise FileNotFoundError(f"benchmark folder {path} holds no .jsonl file")
             for p in found:
-                files.append((str(p.relative_to(path)).removesuffix(".jsonl"), p))
+                rel = str(p.relative_to(path)).removesuffix(".jsonl")
+                # files directly in the folder get the folder's name: gsm8k/test, not test
+                files.append((rel if "/" in rel else f"{path.resolve().name}/{rel}", p))
         else:
             raise FileNotFoundError(f"benchmark file or folder not found: {path}")
     return files
@@ -180,21 +182,27 @@ def _read_jsonl(path: Path):
 _INDEX_CACHE: dict[tuple, BenchmarkIndex] = {}
 
 
-def load_index(benchmarks: list[str | Path] | BenchmarkIndex, ngram: int = 13) -> BenchmarkIndex:
+def load_index(
+    benchmarks: list[str | Path] | BenchmarkIndex, ngram: int = 13, min_words: int = 3
+) -> BenchmarkIndex:
     """A BenchmarkIndex for these paths (built once per process and reused)."""
     if isinstance(benchmarks, BenchmarkIndex):
         return benchmarks
-    key = (tuple(str(Path(p).resolve()) for p in benchmarks), ngram)
+    key = (tuple(str(Path(p).resolve()) for p in benchmarks), ngram, min_words)
     if key not in _INDEX_CACHE:
-        _INDEX_CACHE[key] = BenchmarkIndex(list(benchmarks), ngram)
+        _INDEX_CACHE[key] = BenchmarkIndex(list(benchmarks), ngram, min_words)
     return _INDEX_CACHE[key]
 
 
 def find_overlaps(
-    texts: list[str], benchmarks: list[str | Path] | BenchmarkIndex, ngram: int = 13, max_ngrams: int = 5
+    texts: list[str],
+    benchmarks: list[str | Path] | BenchmarkIndex,
+    ngram: int = 13,
+    max_ngrams: int = 5,
+    min_words: int = 3,
 ) -> list[list[Overlap]]:
     """For each text, its overlaps with benchmark records (an empty list for a clean text)."""
-    index = load_index(benchmarks, ngram)
+    index = load_index(benchmarks, ngram, min_words)
     return [index.find(t or "", max_ngrams=max_ngrams) for t in texts]
 
 
@@ -215,6 +223,7 @@ class DecontFilter(BaseFilter):
         mode: Literal["remove", "flag"] = "remove",
         report_folder: str | Path | None = None,
         exclusion_writer=None,
+        min_words: int = 3,
     ):
         super().__init__(exclusion_writer=exclusion_writer)
         if mode not in ("remove", "flag"):
@@ -223,11 +232,12 @@ class DecontFilter(BaseFilter):
         benchmark_files(self.benchmarks)  # fail now, naming the missing file, not inside a worker
         self.ngram = ngram
         self.mode = mode
+        self.min_words = min_words
         self.report_folder = Path(report_folder) if report_folder else None
         self._report = None
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
-        overlaps = load_index(self.benchmarks, self.ngram).find(doc.text or "")
+        overlaps = load_index(self.benchmarks, self.ngram, self.min_words).find(doc.text or "")
         names = sorted({o.benchmark for o in overlaps})
         doc.metadata["contaminated"] = bool(overlaps)
         doc.metadata["decont_benchmarks"] = ",".join(names)

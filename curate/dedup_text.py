@@ -34,9 +34,15 @@ def tokenize(text: str) -> list[str]:
     return TOKEN_RE.findall(text.lower())
 
 
+_ASY_RE = re.compile(r"\[asy\].*?(\[/asy\]|$)", re.S | re.I)
+
+
 def normalize_math_text(text: str) -> str:
-    """NFKC, LaTeX spacing commands removed, a few LaTeX synonyms unified (for decontamination)."""
-    text = unicodedata.normalize("NFKC", text)
+    """NFKC, Asymptote code and LaTeX spacing commands removed, a few LaTeX synonyms unified (decontamination).
+
+    Asymptote blocks go because MATH problems share long drawing preambles (`size(150); real ticklen=3; ...`):
+    hundreds of equal 13-grams between unrelated problems."""
+    text = unicodedata.normalize("NFKC", _ASY_RE.sub(" ", text) if "[asy]" in text.lower() else text)
     for old, new in _LATEX_SYNONYMS:
         text = text.replace(old, new)
     return _LATEX_SPACING_RE.sub(" ", text)

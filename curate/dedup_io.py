@@ -1,0 +1,117 @@
+"""Readers and writer shared by the dedup and decont jobs: Parquet / JSONL documents with `id` and `text`.
+
+Documents keep their ids; every other input column travels in metadata and comes back as a column of
+OUT/data/*.parquet (schema: the inputs' Parquet schema plus the stage's own columns, so every output file has
+the same columns). Rows with empty or missing text are read as a single space, so that the stage counts them as
+dropped `empty` instead of datatrove's readers skipping them silently.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+PARQUET_SUFFIXES = (".parquet",)
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst")
+_INTERNAL = ("file_path", "reason", "filter_reason")
+
+
+def document_files(inputs: list[str | Path]) -> tuple[list[Path], list[Path]]:
+    """(Parquet files, JSONL files) given or under the folders given; error naming a missing path."""
+    parquet, jsonl = [], []
+    for raw in inputs:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file())
+        elif path.is_file():
+            found = [path]
+        else:
+            raise FileNotFoundError(f"input not found: {path}")
+        parquet += [p for p in found if p.name.endswith(PARQUET_SUFFIXES)]
+        jsonl += [p for p in found if p.name.endswith(JSONL_SUFFIXES)]
+    if not parquet and not jsonl:
+        raise FileNotFoundError(f"no .parquet or .jsonl files in {[str(p) for p in inputs]}")
+    return parquet, jsonl
+
+
+def _read_adapter(self, data: dict, path: str, id_in_file: int | str) -> dict:
+    text = data.pop("text", None)
+    doc_id = data.pop("id", None)
+    metadata = data.pop("metadata", None)
+    meta = dict(metadata) if isinstance(metadata, dict) else {}
+    meta.update(data)
+    return {
+        "text": text if isinstance(text, str) and text else " ",
+        "id": str(doc_id) if doc_id is not None else f"{Path(path).name}/{id_in_file}",
+        "metadata": meta,
+    }
+
+
+def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[Any]:
+    """datatrove readers for the Parquet and JSONL files (file lists written to WORK/inputs_*.txt)."""
+    from datatrove.pipeline.readers import JsonlReader, ParquetReader
+
+    readers = []
+    for kind, paths, cls in (("parquet", files[0], ParquetReader), ("jsonl", files[1], JsonlReader)):
+        if not paths:
+            continue
+        root = Path(_common_root(paths))
+        listing = work_dir / f"inputs_{kind}.txt"
+        listing.parent.mkdir(parents=True, exist_ok=True)
+        listing.write_text("".join(f"{p.resolve().relative_to(root)}\n" for p in paths))
+        readers.append(cls(str(root), paths_file=str(listing), adapter=_read_adapter))
+    return readers
+
+
+def _common_root(paths: list[Path]) -> str:
+    import os
+
+    return os.path.commonpath([str(p.resolve().parent) for p in paths])
+
+
+def output_schema(parquet_files: list[Path], extra: list[tuple[str, pa.DataType]]) -> pa.Schema | None:
+    """The inputs' unified Parquet schema plus `extra` columns (None for JSONL-only input: inferred)."""
+    import pyarrow.parquet as pq
+
+    if not parquet_files:
+        return None
+    schema = pa.unify_schemas([pq.read_schema(p) for p in parquet_files], promote_options="permissive")
+    fields = [f for f in schema if f.name not in _INTERNAL and f.name != "metadata"]
+    names = {f.name for f in fields}
+    fields += [pa.field(name, dtype) for name, dtype in extra if name not in names]
+    return pa.schema(fields)
+
+
+def _write_adapter(names: tuple[str, ...] | None, self, document) -> dict:
+    row = {k: v for k, v in document.metadata.items() if k not in _INTERNAL}
+    row["id"], row["text"] = document.id, document.text
+    if names is not None:
+        row = {name: row.get(name) for name in names}
+    return row
+
+
+def build_writer(out_folder: Path, schema: pa.Schema | None, filename: str = "${rank}.parquet") -> Any:
+    """A ParquetWriter with the given schema (metadata flattened into columns)."""
+    from datatrove.pipeline.writers import ParquetWriter
+
+    names = tuple(schema.names) if schema is not None else None
+    return ParquetWriter(
+        str(out_folder),
+        output_filename=filename,
+        adapter=functools.partial(_write_adapter, names),
+        schema=schema,
+    )
+
+
+def build_rejects_writer(out_folder: Path, filename: str) -> Any:
+    """A ParquetWriter for dropped documents: id, text, reason (and the stage's metadata columns)."""
+    from datatrove.pipeline.writers import ParquetWriter
+
+    return ParquetWriter(str(out_folder), output_filename=filename, adapter=_rejects_adapter)
+
+
+def _rejects_adapter(self, document) -> dict:
+    return {"id": document.id, "text": document.text, "reason": document.metadata.get("reason", "")}

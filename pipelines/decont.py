@@ -1,0 +1,148 @@
+"""The decont stage: drop (or flag) documents sharing a 13-gram with a benchmark's problems or solutions.
+
+One datatrove job: reader -> DecontFilter -> ParquetWriter (OUT/data/*.parquet). Writes OUT/contamination.jsonl
+(one line per contaminated document: id, benchmark, record line, matched n-grams), OUT/summary.json with
+`hits_per_benchmark` (documents per benchmark) and OUT/logs/. Also `check_prompts` for
+`mathmix decont --check PROMPTS --against EVALS` (RL prompt sets against eval sets).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+FOLDER = "decont"
+EXTRA_COLUMNS = [("contaminated", pa.bool_()), ("decont_benchmarks", pa.string())]
+
+
+class Config(BaseModel):
+    """Settings of the decont stage (the `decont:` block of a recipe)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[str] = Field(
+        default_factory=list, description="Parquet/JSONL with id, text (default: dedup/data)"
+    )
+    benchmarks: list[str] = Field(
+        default_factory=lambda: ["{run_dir}/sample/bench"],
+        description="benchmark JSONL files or folders of them ({run_dir} = the run folder)",
+    )
+    ngram: int = Field(13, ge=1, description="n-gram size in word/number tokens")
+    min_words: int = Field(
+        3, ge=0, description="n-grams need this many prose words (formula-only ones skipped)"
+    )
+    mode: Literal["remove", "flag"] = Field(
+        "remove", description="remove contaminated docs or only flag them"
+    )
+    tasks: int | None = Field(None, ge=1, description="datatrove tasks (default: the executor's)")
+    write_rejects: bool = Field(True, description="write removed documents to OUT/rejects/ with their reason")
+
+
+def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, benchmarks: list[str]) -> dict:
+    """Run decontamination over `inputs` into `out_dir`; returns (and writes) the summary."""
+    from curate.decont import BenchmarkIndex, DecontFilter
+    from curate.dedup_io import (
+        build_readers,
+        build_rejects_writer,
+        build_writer,
+        document_files,
+        output_schema,
+    )
+    from curate.summary import summarize_logs, write_summary
+
+    out_dir, start = Path(out_dir), time.time()
+    files = document_files(inputs)
+    index = BenchmarkIndex(
+        benchmarks, config.ngram, config.min_words
+    )  # also: a missing file fails here, named
+    work = out_dir / "work"
+    tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
+    rejects = build_rejects_writer(out_dir / "rejects", "${rank}.parquet") if config.write_rejects else None
+    step = DecontFilter(
+        benchmarks,
+        config.ngram,
+        config.mode,
+        work / "report",
+        exclusion_writer=rejects,
+        min_words=config.min_words,
+    )
+    pipeline = [
+        *build_readers(files, work),
+        step,
+        build_writer(out_dir / "data", output_schema(files[0], EXTRA_COLUMNS)),
+    ]
+    executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-decont", tasks=tasks))
+    summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
+    hits = _merge_report(work / "report", out_dir / "contamination.jsonl")
+    summary.update(
+        {
+            "mode": config.mode,
+            "ngram": config.ngram,
+            "flagged": sum(hits.values()) if config.mode == "flag" else 0,
+            "hits_per_benchmark": dict(sorted(hits.items())),
+            "benchmark_records": dict(sorted(index.benchmarks.items())),
+            "report": str(out_dir / "contamination.jsonl"),
+        }
+    )
+    write_summary(out_dir, summary)
+    return summary
+
+
+def _merge_report(report_dir: Path, out_path: Path) -> Counter:
+    """Concatenate the per-task reports; count contaminated documents per benchmark."""
+    hits: Counter = Counter()
+    tmp = out_path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        for path in sorted(report_dir.glob("*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                hits.update({o["benchmark"] for o in row["overlaps"]})
+                out.write(line + "\n")
+    tmp.replace(out_path)
+    return hits
+
+
+def check_prompts(prompt_files: list[str], evals: list[str], ngram: int = 13, min_words: int = 3) -> dict:
+    """Overlaps of RL prompt sets (JSONL; `prompt` / `problem` / `question` fields) with eval sets.
+
+    Returns {"prompts": N, "contaminated": K, "hits_per_benchmark": {...}, "rows": [{file, line, overlaps}]}.
+    """
+    from curate.decont import BenchmarkIndex, benchmark_files, record_texts
+
+    index = BenchmarkIndex(evals, ngram, min_words)
+    rows, hits, total = [], Counter(), 0
+    for _name, path in benchmark_files(prompt_files):
+        with path.open(encoding="utf-8") as f:
+            for line_no, line in enumerate(f):
+                if not line.strip():
+                    continue
+                total += 1
+                record = json.loads(line)
+                overlaps = (
+                    [o for t in record_texts(record) for o in index.find(t)]
+                    if isinstance(record, dict)
+                    else []
+                )
+                if overlaps:
+                    hits.update({o.benchmark for o in overlaps})
+                    rows.append(
+                        {"file": str(path), "line": line_no, "overlaps": [o.to_dict() for o in overlaps]}
+                    )
+    return {
+        "prompts": total,
+        "contaminated": len(rows),
+        "hits_per_benchmark": dict(sorted(hits.items())),
+        "rows": rows,
+    }
+
+
+def run_stage(config: Config, ctx) -> dict:
+    """Recipe stage `decont`: reads the previous stage's data/ (or `inputs`), writes RUN/decont/."""
+    benchmarks = [b.replace("{run_dir}", str(ctx.run_dir)) for b in config.benchmarks]
+    return run_decont(config, ctx.inputs, ctx.out_dir, ctx.executor, benchmarks)

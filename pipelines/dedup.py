@@ -1,0 +1,184 @@
+"""The dedup stage: exact URL / text dedup, then MinHash LSH in datatrove's four stages, every boundary on disk.
+
+Jobs, in order (each a datatrove executor; `N` = tasks, one per input shard):
+  1. exact hashes (N)   reader -> ExactDedupHasher                     -> work/exact_hashes/RANK.npy
+  2. exact groups (1)   ExactDedupIndex                                -> work/exact_groups/RANK.exact.npy
+  3. signatures (N)     reader -> ExactDedupFilter -> FastMinhashSignature -> work/signatures/bucket_XXX/*.sig
+  4. buckets (bands)    datatrove MinhashDedupBuckets (one task per band) -> work/buckets/*.dups
+  5. clusters (1)       MinhashClusterByRule                           -> work/clusters/RANK.{remove,clusters,sizes}
+  6. filter (N)         reader -> ExactDedupFilter -> MinhashClusterFilter -> ParquetWriter -> data/*.parquet
+Stages 3 and 6 read the same input with the same tasks, so the document index a signature carries is the
+document's position in stage 6's stream. The summary comes from stage 6's stats; `clusters.jsonl` lists every
+exact group and MinHash cluster with the kept id and the removed ids.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+FOLDER = "dedup"
+EXTRA_COLUMNS = [
+    ("exact_group_size", pa.int64()),
+    ("minhash_cluster_id", pa.int64()),
+    ("minhash_cluster_size", pa.int64()),
+]
+
+
+class Config(BaseModel):
+    """Settings of the dedup stage (the `dedup:` block of a recipe)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[str] = Field(
+        default_factory=list, description="Parquet/JSONL with id, text (default: web/data)"
+    )
+    exact_url: bool = Field(True, description="drop documents whose canonical URL was already seen")
+    exact_text: bool = Field(True, description="drop documents whose normalised text was already seen")
+    minhash: bool = Field(True, description="MinHash LSH near-duplicate removal after the exact dedup")
+    n_grams: int = Field(5, ge=1, description="word shingle size")
+    bands: int = Field(11, ge=1, description="LSH bands (buckets)")
+    rows: int = Field(10, ge=1, description="hashes per band")
+    seed: int = 1
+    keep_rule: list[Literal["math_score", "length", "first"]] = Field(
+        default_factory=lambda: ["math_score", "length"],
+        description="which document a cluster keeps: keys in order (ties: the first document)",
+    )
+    score_key: str = Field("math_score", description="metadata field holding the score used by the keep rule")
+    tasks: int | None = Field(None, ge=1, description="datatrove tasks (default: the executor's)")
+    write_rejects: bool = Field(True, description="write dropped documents to OUT/rejects/ with their reason")
+
+
+def _settings(config: Config):
+    from curate.minhash import MinhashSettings
+
+    return MinhashSettings(config.n_grams, config.bands, config.rows, config.seed)
+
+
+def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dict:
+    """Run the six dedup jobs over `inputs` into `out_dir`; returns (and writes) the summary."""
+    from datatrove.pipeline.dedup.minhash import MinhashDedupBuckets
+
+    from curate.dedup_exact import ExactDedupFilter, ExactDedupHasher, ExactDedupIndex
+    from curate.dedup_io import build_readers, document_files, output_schema
+    from curate.minhash import FastMinhashSignature
+    from curate.minhash_cluster import MinhashClusterByRule
+    from curate.summary import summarize_logs, write_summary
+
+    out_dir, start = Path(out_dir), time.time()
+    files = document_files(inputs)
+    work, logs = out_dir / "work", out_dir / "logs"
+    tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
+    rule = list(config.keep_rule)
+
+    def run(name: str, pipeline: list, n: int) -> None:
+        executor.run(executor.build(pipeline, logs / name, job_name=f"mathmix-dedup-{name}", tasks=n))
+
+    run(
+        "1_exact_hashes",
+        [*build_readers(files, work), ExactDedupHasher(work / "exact_hashes", config.score_key)],
+        tasks,
+    )
+    run(
+        "2_exact_groups",
+        [
+            ExactDedupIndex(
+                work / "exact_hashes", work / "exact_groups", rule, config.exact_url, config.exact_text
+            )
+        ],
+        1,
+    )
+    if config.minhash:
+        exact = ExactDedupFilter(work / "exact_groups")
+        sign = FastMinhashSignature(work / "signatures", _settings(config), config.score_key)
+        run("3_signatures", [*build_readers(files, work), exact, sign], tasks)
+        buckets = MinhashDedupBuckets(
+            str(work / "signatures"), str(work / "buckets"), config=_settings(config).datatrove_config()
+        )
+        run("4_buckets", [buckets], config.bands)
+        run(
+            "5_clusters",
+            [MinhashClusterByRule(work / "buckets", work / "signatures", work / "clusters", rule)],
+            1,
+        )
+    run("6_filter", _filter_pipeline(config, files, out_dir, output_schema(files[0], EXTRA_COLUMNS)), tasks)
+    summary = summarize_logs(logs / "6_filter", seconds=time.time() - start)
+    summary.update(_report(work / "report", out_dir / "clusters.jsonl"))
+    summary["minhash"] = (
+        {"n_grams": config.n_grams, "bands": config.bands, "rows": config.rows} if config.minhash else None
+    )
+    write_summary(out_dir, summary)
+    return summary
+
+
+def _filter_pipeline(config: Config, files, out_dir: Path, schema) -> list:
+    from curate.dedup_exact import ExactDedupFilter
+    from curate.dedup_io import build_readers, build_rejects_writer, build_writer
+    from curate.minhash_cluster import MinhashClusterFilter
+
+    work = out_dir / "work"
+    rejects = out_dir / "rejects"
+    steps = [
+        *build_readers(files, work),
+        ExactDedupFilter(
+            work / "exact_groups",
+            report_folder=work / "report",
+            exclusion_writer=build_rejects_writer(rejects, "exact_${rank}.parquet")
+            if config.write_rejects
+            else None,
+        ),
+    ]
+    if config.minhash:
+        steps.append(
+            MinhashClusterFilter(
+                work / "clusters",
+                report_folder=work / "report",
+                exclusion_writer=build_rejects_writer(rejects, "near_${rank}.parquet")
+                if config.write_rejects
+                else None,
+            )
+        )
+    steps.append(build_writer(out_dir / "data", schema))
+    return steps
+
+
+def _report(report_dir: Path, out_path: Path) -> dict:
+    """Merge the per-task report rows into one line per group/cluster; returns counts for the summary."""
+    groups: dict[tuple[str, int], dict] = {}
+    for path in sorted(report_dir.glob("*.jsonl")):
+        kind = "exact" if path.name.endswith(".exact.jsonl") else "minhash"
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            cid = row.get("group_id", row.get("cluster_id"))
+            entry = groups.setdefault(
+                (kind, cid),
+                {"kind": kind, "cluster_id": cid, "size": row["size"], "kept": None, "removed": []},
+            )
+            if row["kept"]:
+                entry["kept"] = row["id"]
+            else:
+                entry["removed"].append(row["id"])
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for key in sorted(groups):
+            f.write(json.dumps(groups[key], ensure_ascii=False) + "\n")
+    tmp.replace(out_path)
+    exact = [g for (k, _), g in groups.items() if k == "exact"]
+    near = [g for (k, _), g in groups.items() if k == "minhash"]
+    return {
+        "exact_groups": len(exact),
+        "minhash_clusters": len(near),
+        "largest_cluster": max((g["size"] for g in near), default=0),
+        "report": str(out_path),
+    }
+
+
+def run_stage(config: Config, ctx) -> dict:
+    """Recipe stage `dedup`: reads the previous stage's data/ (or `inputs`), writes RUN/dedup/."""
+    return run_dedup(config, ctx.inputs, ctx.out_dir, ctx.executor)
