@@ -1,0 +1,201 @@
+"""`mathmix classifier train|eval|recall|score`: the fastText math classifier from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from mathmix.cli_util import console, fail
+
+group = typer.Typer(
+    help="fastText math classifier: train on positives/negatives, evaluate on unseen pages, iterate recall "
+    "by domain, score texts.",
+    no_args_is_help=True,
+)
+
+PRESETS = {
+    # DeepSeekMath's settings, for seed sets of hundreds of thousands of documents.
+    "deepseekmath": {"dim": 256, "lr": 0.1, "word_ngrams": 3, "min_count": 3, "epoch": 3},
+    # A few thousand examples: 3 epochs barely move the weights, and trigrams are too sparse to learn (bigrams:
+    # this fastText wheel gives NaN or unrepeatable models with wordNgrams=1).
+    "small": {"dim": 64, "lr": 0.25, "word_ngrams": 2, "min_count": 3, "epoch": 25},
+}
+
+
+@group.command("train")
+def train_cmd(
+    output: Path = typer.Option(..., "-o", "--output", help="model file to write (e.g. model.bin)"),
+    positives: list[Path] = typer.Option([], "--positives", "-p", help="math inputs (repeat the option)"),
+    negatives: list[Path] = typer.Option([], "--negatives", "-n", help="non-math inputs (repeat the option)"),
+    llm_seeds: list[Path] = typer.Option([], help="corpus with a 0-5 `math_score_llm` column"),
+    llm_threshold: float = typer.Option(3.0, help="`math_score_llm` >= this is math, below is non-math"),
+    max_docs_per_input: int = typer.Option(0, help="sample at most this many documents per input (0: all)"),
+    preset: str = typer.Option("deepseekmath", help=f"hyperparameter defaults: {', '.join(PRESETS)}"),
+    dim: int = typer.Option(None, help="vector size (preset default)"),
+    lr: float = typer.Option(None, help="learning rate (preset default)"),
+    word_ngrams: int = typer.Option(None, help="word n-grams (preset default)"),
+    min_count: int = typer.Option(None, help="minimum word count (preset default; 1 under 2,000 examples)"),
+    epoch: int = typer.Option(None, help="epochs (preset default)"),
+    bucket: int = typer.Option(200_000, help="hash buckets for n-grams"),
+    holdout: float = typer.Option(0.2, help="share of each source's pages held out to choose the threshold"),
+    target_precision: float = typer.Option(0.95, help="precision the threshold is chosen for"),
+    seed: int = typer.Option(0),
+) -> None:
+    """Train a classifier. Reads Parquet/JSONL corpora (`text`), folders of .html pages (run through the
+    extractor), benchmark JSONL (problem+solution, question+answer). Writes MODEL, MODEL.card.json (inputs,
+    counts, hyperparameters, threshold, held-out metrics) and MODEL.train-pages.tsv (pages used in training)."""
+    from classifiers.data import InputError
+    from classifiers.train import TrainSettings, train_model
+
+    if preset not in PRESETS:
+        fail(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    given = {"dim": dim, "lr": lr, "word_ngrams": word_ngrams, "min_count": min_count, "epoch": epoch}
+    hyper = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
+    settings = TrainSettings(**hyper, bucket=bucket, holdout=holdout, target_precision=target_precision, seed=seed)
+    try:
+        data = load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_per_input, seed)
+        card = train_model(data, output, settings)
+    except (InputError, ValueError) as err:
+        fail(str(err))
+    held = card["metrics"]["heldout"] or {}
+    console.print(f"wrote {output} (threshold {card['threshold']:.3f}); held-out pages: " + _fmt(held))
+
+
+def load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_per_input=0, seed=0):
+    """Read every input into a TrainData (LLM seeds split into both classes by threshold)."""
+    import random
+
+    from classifiers.data import llm_seed_split, read_input
+    from classifiers.train import TrainData
+
+    def read(path):
+        docs = read_input(path)
+        if max_docs_per_input and len(docs) > max_docs_per_input:
+            docs = random.Random(seed).sample(docs, max_docs_per_input)
+        return docs
+
+    pos = [d for p in positives for d in read(p)]
+    neg = [d for p in negatives for d in read(p)]
+    for path in llm_seeds:
+        p, n = llm_seed_split(path, llm_threshold)
+        pos += p
+        neg += n
+    inputs = {
+        "positives": [str(p) for p in positives],
+        "negatives": [str(p) for p in negatives],
+        "llm_seeds": [str(p) for p in llm_seeds],
+        "llm_threshold": llm_threshold,
+    }
+    if not pos or not neg:
+        raise ValueError(f"need positives and negatives with text; got {len(pos)} and {len(neg)} documents")
+    return TrainData(pos, neg, inputs)
+
+
+def _fmt(m: dict) -> str:
+    keys = ("precision", "recall", "f1", "roc_auc")
+    return ", ".join(f"{k} {m[k]:.3f}" for k in keys if isinstance(m.get(k), float)) or "-"
+
+
+@group.command("eval")
+def eval_cmd(
+    model: Path = typer.Argument(..., help="model file"),
+    math: list[Path] = typer.Option([], "--math", help="math inputs"),
+    nonmath: list[Path] = typer.Option([], "--nonmath", help="non-math inputs"),
+    ood_math: list[Path] = typer.Option([], help="out-of-distribution math inputs"),
+    ood_nonmath: list[Path] = typer.Option([], help="out-of-distribution non-math inputs"),
+    target_precision: float = typer.Option(0.95, help="report the threshold reaching this precision"),
+    top_percent: float = typer.Option(10.0, help="report the threshold keeping this top share"),
+    plot: Path = typer.Option(None, help="PR-curve PNG (default: MODEL.pr.png)"),
+    json_out: bool = typer.Option(False, "--json", help="print only the JSON metrics at the model's threshold"),
+) -> None:
+    """Evaluate on documents not used in training (pages in MODEL.train-pages.tsv are left out). Reads the
+    same inputs as train; prints precision, recall, F1, ROC-AUC, thresholds for a precision and a keep rate,
+    a per-source breakdown; writes a PR-curve PNG."""
+    from classifiers.data import InputError
+    from classifiers.evaluate import evaluate_model
+    from classifiers.model import ModelError
+
+    if not math and not nonmath:
+        fail("give --math and/or --nonmath inputs")
+    try:
+        result = evaluate_model(
+            model, math, nonmath, ood_math, ood_nonmath, target_precision, top_percent,
+            plot or model.with_suffix(".pr.png"),
+        )
+    except (InputError, ModelError) as err:
+        fail(str(err))
+    if json_out:
+        keys = ("precision", "recall", "f1", "threshold", "n_math", "n_nonmath")
+        print(json.dumps({k: result["heldout"][k] for k in keys}))
+        return
+    _print_report(result)
+
+
+def _print_report(result: dict) -> None:
+    from rich.table import Table
+
+    for name in ("heldout", "ood"):
+        if name not in result:
+            continue
+        r = result[name]
+        console.print(f"[bold]{name}[/] ({r['n_math']} math, {r['n_nonmath']} non-math; "
+                      f"{r['left_out_seen_in_training']} left out as seen in training)")
+        console.print(f"  at threshold {r['threshold']:.3f}: " + _fmt(r))
+        for key, value in r.items():
+            if key.startswith("threshold_for"):
+                console.print(f"  {key}: {value if value is None else round(value, 4)}")
+        table = Table("source", "label", "n", "mean score", "called math")
+        for src, s in r["by_source"].items():
+            table.add_row(src, s["label"], str(s["n"]), f"{s['mean_score']:.3f}", f"{s['predicted_math']:.1%}")
+        console.print(table)
+    if "pr_curve" in result:
+        console.print(f"PR curve: {result['pr_curve']}")
+
+
+@group.command("recall")
+def recall_cmd(
+    model: Path = typer.Argument(..., help="model file"),
+    corpus: list[Path] = typer.Option(..., "--corpus", help="scored corpus with `url` (Parquet/JSONL)"),
+    output: Path = typer.Option(..., "-o", "--output", help="folder for domains.json and candidates.jsonl"),
+    threshold: float = typer.Option(None, help="math threshold (default: the model's)"),
+    domain_share: float = typer.Option(0.1, help="a domain is math when more than this share scores high"),
+    min_pages: int = typer.Option(3, help="ignore domains with fewer pages"),
+) -> None:
+    """One round of iterative recall: reads a corpus with URLs, writes OUT/domains.json (math domains and URL
+    patterns) and OUT/candidates.jsonl (their pages the model missed, for review), and records the round in
+    MODEL.card.json."""
+    from classifiers.data import InputError
+    from classifiers.model import ModelError
+    from classifiers.recall import recall_round
+
+    try:
+        summary = recall_round(model, corpus, output, threshold, domain_share, min_pages)
+    except (InputError, ModelError, ValueError) as err:
+        fail(str(err))
+    console.print(f"{summary['math_domains']} math domains of {summary['domains']}, "
+                  f"{summary['candidates']} candidates -> {output}/candidates.jsonl")
+
+
+@group.command("score")
+def score_cmd(
+    model: Path = typer.Argument(..., help="model file"),
+    inputs: list[Path] = typer.Argument(..., help="inputs (corpus, html folder, benchmark JSONL)"),
+) -> None:
+    """Print `score<TAB>source<TAB>page` for every document of the inputs (reads them like train)."""
+    from classifiers.data import InputError, read_input
+    from classifiers.model import MathClassifier, ModelError
+
+    try:
+        clf = MathClassifier(model)
+        docs = [d for p in inputs for d in read_input(p)]
+    except (InputError, ModelError) as err:
+        fail(str(err))
+    for doc, score in zip(docs, clf.score([d.text for d in docs]), strict=True):
+        print(f"{score:.4f}\t{doc.source}\t{doc.page}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `classifier` group to the root app."""
+    app.add_typer(group, name="classifier")

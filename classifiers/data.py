@@ -1,0 +1,176 @@
+"""Reading classifier inputs: corpora (Parquet/JSONL with `text`), folders of HTML pages, benchmark JSONL.
+
+Every document carries a `source` (for balanced sampling and per-source reports) and a `page` key (the page it
+came from), so that train/test splits and the eval command can make sure no source page is on both sides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# Benchmark field pairs (question-like, answer-like), tried in order: MATH, GSM8K, OlympiadBench, MATH8K.
+BENCH_FIELDS = [("problem", "solution"), ("question", "answer"), ("question", "final_answer"), ("prompt", "answer")]
+CORPUS_SUFFIXES = (".parquet", ".jsonl", ".json")
+
+
+class InputError(ValueError):
+    """An input path that cannot be read as a classifier corpus; the message names the path."""
+
+
+@dataclass(frozen=True)
+class LabelledDoc:
+    """One document of a classifier input."""
+
+    text: str
+    source: str  # the input it came from, e.g. `html/math` or `gsm8k/train.jsonl`
+    page: str  # unique key of the source page (file name, URL or content hash)
+    url: str | None = None
+    kind: str = "corpus"  # corpus | html | bench | llm: benchmark rows get a smaller weight in training
+
+
+def content_key(text: str) -> str:
+    """A short, stable key of a document's content (used when a row has no id or URL)."""
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def source_name(path: Path) -> str:
+    """A readable source name: the last two path parts (`html/math`, `gsm8k/train.jsonl`)."""
+    parts = path.resolve().parts
+    return "/".join(parts[-2:]) if len(parts) >= 2 else path.name
+
+
+def _iter_json_rows(path: Path) -> Iterator[dict]:
+    if path.suffix == ".json":
+        data = json.loads(path.read_text())
+        yield from (data if isinstance(data, list) else [data])
+        return
+    with path.open() as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise InputError(f"{path}:{n}: not valid JSON ({err.msg})") from None
+
+
+def iter_rows(path: Path) -> Iterator[dict]:
+    """Rows of a Parquet, JSONL or JSON file as dicts."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+            yield from batch.to_pylist()
+    else:
+        yield from _iter_json_rows(path)
+
+
+def row_text(row: dict) -> str | None:
+    """The text of a corpus row (`text`) or of a benchmark row (problem + solution, question + answer, ...)."""
+    if isinstance(row.get("text"), str):
+        return row["text"]
+    for first, second in BENCH_FIELDS:
+        if isinstance(row.get(first), str) and row.get(second) is not None:
+            return f"{row[first]}\n{row[second]}"
+    return None
+
+
+def _read_file(path: Path, source: str) -> Iterator[LabelledDoc]:
+    n_rows = n_text = 0
+    for row in iter_rows(path):
+        n_rows += 1
+        text = row_text(row)
+        if text is None:
+            continue
+        n_text += 1
+        meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+        url = row.get("url") or meta.get("url")
+        page = str(url or row.get("id") or row.get("unique_id") or content_key(text))
+        kind = "corpus" if isinstance(row.get("text"), str) else "bench"
+        yield LabelledDoc(text=text, source=source, page=page, url=url, kind=kind)
+    if n_rows and not n_text:
+        raise InputError(
+            f"{path}: no row has a `text` field or a benchmark pair ({', '.join('+'.join(p) for p in BENCH_FIELDS)})"
+        )
+
+
+def _read_pages(pages: list[Path], source: str) -> Iterator[LabelledDoc]:
+    """HTML pages through the project's extractor; a page it cannot read or that has no text is skipped."""
+    from curate.extract import extract
+
+    for page in pages:
+        html = page.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = extract(html, url=None)
+        except Exception:  # noqa: BLE001 - a page the extractor cannot read is skipped, not fatal
+            continue
+        if text and text.strip():
+            yield LabelledDoc(text=text, source=source, page=page.name, kind="html")
+
+
+def read_input(path: str | Path) -> list[LabelledDoc]:
+    """All documents of one input: a corpus file, a folder of corpus files, a folder of HTML pages, or one page."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    source = source_name(path)
+    if path.is_file():
+        if path.suffix in (".html", ".htm"):
+            return list(_read_pages([path], source))
+        if path.suffix not in CORPUS_SUFFIXES:
+            raise InputError(f"{path}: expected .parquet, .jsonl, .json, .html or a folder")
+        return list(_read_file(path, source))
+    if any(path.glob("*.htm*")):
+        return list(_read_pages(sorted(path.glob("*.htm*")), source))
+    files = sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES)
+    if not files:
+        raise InputError(f"{path}: folder holds no .html pages and no .parquet/.jsonl files")
+    return [doc for f in files for doc in _read_file(f, source)]
+
+
+def llm_seed_split(path: str | Path, threshold: float = 3.0, column: str = "math_score_llm"):
+    """A corpus scored 0-5 by an LLM -> (positives, negatives): score >= threshold is math (FineMath style).
+
+    Rows without a numeric score are left out (they were not scored, which says nothing about them).
+    """
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES)
+    if not files:
+        raise InputError(f"{path}: no .parquet/.jsonl files")
+    positives: list[LabelledDoc] = []
+    negatives: list[LabelledDoc] = []
+    source = source_name(path) + ":llm"
+    seen_column = False
+    for f in files:
+        for row in iter_rows(f):
+            score, text = row.get(column), row_text(row)
+            if isinstance(score, int | float) and text:
+                seen_column = True
+                doc = LabelledDoc(text, source, str(row.get("url") or row.get("id") or content_key(text)), kind="llm")
+                (positives if score >= threshold else negatives).append(doc)
+    if not seen_column:
+        raise InputError(f"{path}: no row has a numeric `{column}` column (0-5 LLM math score)")
+    return positives, negatives
+
+
+def split_by_page(docs: list[LabelledDoc], test_fraction: float, seed: int = 0):
+    """(train, test) such that no page is on both sides; each source is split on its own (stratified)."""
+    by_source: dict[str, list[str]] = {}
+    for doc in docs:
+        pages = by_source.setdefault(doc.source, [])
+        if doc.page not in pages[-1:]:
+            pages.append(doc.page)
+    test_pages: set[tuple[str, str]] = set()
+    rng = random.Random(seed)
+    for source, pages in by_source.items():
+        unique = sorted(set(pages))
+        rng.shuffle(unique)
+        n_test = round(len(unique) * test_fraction) if len(unique) > 1 else 0
+        test_pages.update((source, p) for p in unique[:n_test])
+    train = [d for d in docs if (d.source, d.page) not in test_pages]
+    test = [d for d in docs if (d.source, d.page) in test_pages]
+    return train, test

@@ -1,0 +1,107 @@
+"""Iterative recall (DeepSeekMath): find math domains and URL patterns, collect their missed pages for review.
+
+One round: score a corpus, group pages by domain, call a domain math when more than `domain_share` of its pages
+score above the threshold, find the URL path prefixes (first path segment) that hold its math pages, and export
+the pages under those prefixes that the classifier did not select: the candidates for the next round's
+positives, after review. The round is appended to the model card's `recall_rounds`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from classifiers.data import read_input
+from classifiers.model import MathClassifier, card_path, read_card
+from mathmix.cli_util import write_json
+
+
+def domain_of(url: str) -> str:
+    """`https://www.Math.StackExchange.com/q/1` -> `math.stackexchange.com`."""
+    host = urlsplit(url).hostname or ""
+    return host[4:] if host.startswith("www.") else host
+
+
+def path_pattern(url: str) -> str:
+    """The URL's domain and first path segment: `mathoverflow.net/questions/`."""
+    parts = [p for p in urlsplit(url).path.split("/") if p]
+    return f"{domain_of(url)}/{parts[0]}/" if len(parts) > 1 else f"{domain_of(url)}/"
+
+
+def find_math_domains(
+    rows: list[dict[str, Any]], threshold: float, domain_share: float, min_pages: int
+) -> dict[str, dict[str, Any]]:
+    """{domain: stats} for domains with >= min_pages pages and more than `domain_share` of them above threshold."""
+    by_domain: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_domain[row["domain"]].append(row)
+    math_domains = {}
+    for domain, pages in by_domain.items():
+        high = [p for p in pages if p["math_score"] >= threshold]
+        share = len(high) / len(pages)
+        if len(pages) >= min_pages and share > domain_share:
+            patterns: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for p in pages:
+                patterns[p["pattern"]][0] += 1
+                patterns[p["pattern"]][1] += p["math_score"] >= threshold
+            math_patterns = sorted(pat for pat, (n, k) in patterns.items() if k / n > domain_share)
+            math_domains[domain] = {"pages": len(pages), "math_pages": len(high), "share": round(share, 4),
+                                    "patterns": math_patterns}
+    return math_domains
+
+
+def recall_round(
+    model_path: str | Path,
+    corpus: list[str],
+    out_dir: str | Path,
+    threshold: float | None = None,
+    domain_share: float = 0.1,
+    min_pages: int = 3,
+) -> dict[str, Any]:
+    """Run one recall round; write OUT/domains.json and OUT/candidates.jsonl; record it in the card."""
+    clf = MathClassifier(model_path)
+    threshold = clf.threshold if threshold is None else threshold
+    docs = [d for path in corpus for d in read_input(path) if d.url]
+    if not docs:
+        raise ValueError("recall needs documents with a `url` (column or metadata.url); none found in the corpus")
+    scores = clf.score([d.text for d in docs])
+    rows = [
+        {"url": d.url, "domain": domain_of(d.url), "pattern": path_pattern(d.url), "math_score": float(s), "doc": d}
+        for d, s in zip(docs, scores, strict=True)
+    ]
+    math_domains = find_math_domains(rows, threshold, domain_share, min_pages)
+    patterns = {p for stats in math_domains.values() for p in stats["patterns"]}
+    candidates = [r for r in rows if r["math_score"] < threshold and r["pattern"] in patterns]
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / "domains.json", math_domains)
+    with (out_dir / "candidates.jsonl").open("w") as fh:
+        for r in candidates:
+            rec = {"text": r["doc"].text, "url": r["url"], "domain": r["domain"], "pattern": r["pattern"]}
+            fh.write(json.dumps({**rec, "math_score": round(r["math_score"], 6)}) + "\n")
+    summary = {
+        "corpus": [str(p) for p in corpus],
+        "out": str(out_dir),
+        "threshold": threshold,
+        "domain_share": domain_share,
+        "min_pages": min_pages,
+        "pages": len(rows),
+        "domains": len({r["domain"] for r in rows}),
+        "math_domains": len(math_domains),
+        "url_patterns": sorted(patterns),
+        "candidates": len(candidates),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    _record_round(model_path, summary)
+    return summary
+
+
+def _record_round(model_path: str | Path, summary: dict[str, Any]) -> None:
+    card = read_card(model_path)
+    rounds = card.setdefault("recall_rounds", [])
+    rounds.append({"round": len(rounds) + 1, **summary})
+    write_json(card_path(model_path), card)

@@ -1,0 +1,204 @@
+"""Training the fastText math classifier: inputs -> balanced chunked examples -> model + JSON card.
+
+Pages are held out whole (no page in both training and the held-out split), and the threshold is chosen on the
+held-out pages for a target precision: the in-distribution training loss says little about real pages.
+Balanced sampling: within a class every source gives the same number of examples (small sources repeated), and
+the two classes are then made equal, so 7,500 MATH problems do not drown 20 math pages.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from classifiers.data import LabelledDoc, content_key, split_by_page
+from classifiers.metrics import at_threshold, roc_auc, threshold_for_precision
+from classifiers.model import DEFAULT_THRESHOLD, MATH_LABEL, NONMATH_LABEL, MathClassifier, card_path
+from classifiers.model import train_pages_path
+from classifiers.preprocess import MAX_DOC_TOKENS, MAX_LINE_TOKENS, MAX_TOKEN_CHARS, chunk_document
+from mathmix.cli_util import write_json
+
+
+@dataclass
+class TrainSettings:
+    """Hyperparameters (DeepSeekMath defaults) and sampling settings; every field is a CLI option."""
+
+    dim: int = 256
+    lr: float = 0.1
+    word_ngrams: int = 3
+    min_count: int = 3
+    epoch: int = 3
+    # 2M buckets x 256 dims would be a 2 GB model; 200k keeps it at ~200 MB with no loss on our checks.
+    bucket: int = 200_000
+    chunk_tokens: int = MAX_LINE_TOKENS
+    max_chunks_per_page: int = 32
+    max_examples_per_source: int = 4000
+    # Benchmark problems are short, number-dense and unlike web pages: at full weight they teach "numbers mean
+    # math" and sports tables score as math. A benchmark source gets this share of a page source's examples.
+    bench_weight: float = 0.1
+    holdout: float = 0.2
+    target_precision: float = 0.95
+    seed: int = 0
+    threads: int = 1  # one thread: fastText is deterministic only then (reruns give the same model)
+
+
+@dataclass
+class TrainData:
+    """Labelled documents of both classes, with their source inputs for the card."""
+
+    positives: list[LabelledDoc]
+    negatives: list[LabelledDoc]
+    inputs: dict[str, list[str]] = field(default_factory=dict)  # {"positives": [...], "negatives": [...]}
+
+
+def _examples(docs: list[LabelledDoc], s: TrainSettings, rng: random.Random) -> list[str]:
+    """Chunk docs into examples and give every source the same count (repeating small ones)."""
+    by_source: dict[str, list[str]] = {}
+    bench_sources = {d.source for d in docs if d.kind == "bench"}
+    for doc in docs:
+        by_source.setdefault(doc.source, []).extend(chunk_document(doc.text, s.chunk_tokens, s.max_chunks_per_page))
+    if not by_source:
+        return []
+    full = min(s.max_examples_per_source, max(len(v) for v in by_source.values()))
+    out: list[str] = []
+    for source in sorted(by_source):
+        chunks = by_source[source]
+        weight = s.bench_weight if source in bench_sources and len(bench_sources) < len(by_source) else 1.0
+        target = max(1, round(full * weight))
+        if not chunks:
+            continue
+        if len(chunks) >= target:
+            out.extend(rng.sample(chunks, target))
+        else:
+            out.extend(chunks * (target // len(chunks)) + rng.sample(chunks, target % len(chunks)))
+    return out
+
+
+def build_training_file(pos: list[LabelledDoc], neg: list[LabelledDoc], s: TrainSettings, path: Path) -> dict:
+    """Write the fastText training file (classes balanced, shuffled); return example counts."""
+    rng = random.Random(s.seed)
+    pos_ex, neg_ex = _examples(pos, s, rng), _examples(neg, s, rng)
+    if not pos_ex or not neg_ex:
+        raise ValueError("training needs at least one positive and one negative document with text")
+    n = max(len(pos_ex), len(neg_ex))
+    lines = [f"{MATH_LABEL} {x}" for x in _resample(pos_ex, n, rng)]
+    lines += [f"{NONMATH_LABEL} {x}" for x in _resample(neg_ex, n, rng)]
+    rng.shuffle(lines)
+    path.write_text("\n".join(lines) + "\n")
+    return {"positive_examples": len(pos_ex), "negative_examples": len(neg_ex), "examples_written": len(lines)}
+
+
+def _resample(items: list[str], n: int, rng: random.Random) -> list[str]:
+    return items * (n // len(items)) + rng.sample(items, n % len(items))
+
+
+def effective_min_count(s: TrainSettings, n_examples: int) -> int:
+    """minCount, lowered to 1 for tiny training sets (< 2,000 examples) where 3 would drop most words."""
+    return 1 if n_examples < 2000 else s.min_count
+
+
+def evaluate_docs(clf: MathClassifier, pos: list[LabelledDoc], neg: list[LabelledDoc], threshold: float) -> dict:
+    """Metrics of whole documents at `threshold`, plus ROC-AUC."""
+    scores = clf.score([d.text for d in pos] + [d.text for d in neg])
+    labels = np.array([True] * len(pos) + [False] * len(neg))
+    m = at_threshold(scores, labels, threshold)
+    return {**m, "roc_auc": roc_auc(scores, labels), "n_math": len(pos), "n_nonmath": len(neg)}
+
+
+def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None) -> dict[str, Any]:
+    """Train on `data`, hold out pages, choose the threshold, write MODEL, its card and its training pages."""
+    s = s or TrainSettings()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    pos_train, pos_test = split_by_page(data.positives, s.holdout, s.seed)
+    neg_train, neg_test = split_by_page(data.negatives, s.holdout, s.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        train_file = Path(tmp) / "train.txt"
+        counts = build_training_file(pos_train, neg_train, s, train_file)
+        min_count = effective_min_count(s, counts["examples_written"])
+        model, lr_used = _fit(train_file, s, min_count)
+        model.save_model(str(out))
+    _write_train_pages(out, pos_train + neg_train)
+    clf = MathClassifier(out)
+    threshold, held_out = _choose_threshold(clf, pos_test, neg_test, s.target_precision)
+    card = {
+        "model": out.name,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "labels": [MATH_LABEL, NONMATH_LABEL],
+        "inputs": data.inputs,
+        "counts": {
+            "positive_docs": len(data.positives),
+            "negative_docs": len(data.negatives),
+            "train_pages": {"math": len({d.page for d in pos_train}), "nonmath": len({d.page for d in neg_train})},
+            "heldout_pages": {"math": len({d.page for d in pos_test}), "nonmath": len({d.page for d in neg_test})},
+            "by_source": _source_counts(data.positives, data.negatives),
+            **counts,
+        },
+        "hyperparameters": {**asdict(s), "min_count_used": min_count, "lr_used": lr_used},
+        "preprocess": {
+            "max_doc_tokens": MAX_DOC_TOKENS,
+            "max_token_chars": MAX_TOKEN_CHARS,
+            "chunk_tokens": s.chunk_tokens,
+        },
+        "threshold": threshold,
+        "metrics": {"heldout": held_out},
+        "train_pages_file": train_pages_path(out).name,
+        "recall_rounds": [],
+        "seconds": round(time.time() - start, 2),
+    }
+    write_json(card_path(out), card)
+    return card
+
+
+def _fit(train_file: Path, s: TrainSettings, min_count: int):
+    """Train; on fastText's "Encountered NaN" (lr too high for this data) retry with half the lr, 3 times."""
+    import fasttext
+
+    lr = s.lr
+    for attempt in range(4):
+        try:
+            model = fasttext.train_supervised(
+                input=str(train_file), dim=s.dim, lr=lr, wordNgrams=s.word_ngrams, minCount=min_count,
+                epoch=s.epoch, bucket=s.bucket, thread=s.threads, seed=s.seed, verbose=0,
+            )
+            return model, lr
+        except RuntimeError as err:
+            if "NaN" not in str(err) or attempt == 3:
+                raise
+            lr /= 2
+    raise AssertionError("unreachable")
+
+
+def _choose_threshold(clf: MathClassifier, pos: list[LabelledDoc], neg: list[LabelledDoc], target: float):
+    """Threshold for `target` precision on held-out pages; 0.5 when they are too few to trust (< 5 a class)."""
+    if len({d.page for d in pos}) < 5 or len({d.page for d in neg}) < 5:
+        threshold = DEFAULT_THRESHOLD
+    else:
+        scores = clf.score([d.text for d in pos] + [d.text for d in neg])
+        labels = np.array([True] * len(pos) + [False] * len(neg))
+        chosen = threshold_for_precision(scores, labels, target)
+        # Never below 0.5: a threshold that low only fits this split's few pages, not the next crawl.
+        threshold = max(DEFAULT_THRESHOLD, chosen) if chosen is not None else DEFAULT_THRESHOLD
+    held_out = evaluate_docs(clf, pos, neg, threshold) if pos and neg else None
+    return round(float(threshold), 6), held_out
+
+
+def _source_counts(pos: list[LabelledDoc], neg: list[LabelledDoc]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for label, docs in (("math", pos), ("nonmath", neg)):
+        for d in docs:
+            out.setdefault(d.source, {"label": label, "docs": 0})["docs"] += 1  # type: ignore[operator]
+    return out
+
+
+def _write_train_pages(model_path: Path, docs: list[LabelledDoc]) -> None:
+    """One `page<TAB>content-key` line per training document: eval leaves these out."""
+    rows = sorted({f"{d.page}\t{content_key(d.text)}" for d in docs})
+    train_pages_path(model_path).write_text("\n".join(rows) + "\n")

@@ -1,0 +1,42 @@
+"""Exact-string tests of the classifier preprocessing (the same function runs at training and scoring time)."""
+
+from __future__ import annotations
+
+from classifiers.preprocess import chunk_document, normalize_line, preprocess, preprocess_lines
+
+
+def test_normalize_nfkc_lowercase_digits_and_symbols():
+    assert normalize_line("Ｆｕｌｌ Width ① and CAPS") == ["full", "width", "<NUM>", "and", "caps"]
+    assert normalize_line("x2 + 3.14 = y_1") == ["x", "<NUM>", "<NUM>", "<NUM>", "y", "<NUM>"]
+    assert normalize_line("don't stop—now!") == ["don", "t", "stop", "now"]
+
+
+def test_tex_is_kept_as_words_and_markers():
+    assert normalize_line(r"Let $\frac{1}{2}$ be") == ["let", "<math>", "frac<cmd>", "<NUM>", "<NUM>", "<math>", "be"]
+    # an escaped dollar (what the extractor writes for `$60 million`) is not a formula delimiter
+    assert normalize_line(r"paid \$60 million") == ["paid", "<NUM>", "million"]
+
+
+def test_tokens_over_100_characters_are_dropped():
+    long_token = "a" * 101
+    assert normalize_line(f"keep {long_token} this {'b' * 100}") == ["keep", "this", "b" * 100]
+
+
+def test_greek_letters_survive_and_symbols_go():
+    assert normalize_line("α ≤ β ∫ dx") == ["α", "β", "dx"]
+
+
+def test_lines_split_when_over_long_and_empty_lines_dropped():
+    text = "one two three four five\n\n  \nsix"
+    assert preprocess_lines(text, max_line_tokens=2) == ["one two", "three four", "five", "six"]
+
+
+def test_preprocess_is_one_line_capped():
+    assert preprocess("A b\nC d\n\nE 7", max_tokens=5) == "a b c d e"
+    assert preprocess("") == ""
+    assert "\n" not in preprocess("a\nb\r\nc")
+
+
+def test_chunks_pack_whole_lines():
+    assert chunk_document("a b c\nd e\nf g h i", chunk_tokens=4) == ["a b c", "d e", "f g h i"]
+    assert chunk_document("a\nb\nc\nd\ne", chunk_tokens=2, max_chunks=2) == ["a b", "c d"]

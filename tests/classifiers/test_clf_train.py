@@ -1,0 +1,171 @@
+"""Training, the card, eval, LLM seeds, recall rounds and the bad inputs, on small corpora made in the test."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from classifiers.cli import load_training_data
+from classifiers.data import InputError, llm_seed_split, read_input
+from classifiers.model import MathClassifier, ModelError, card_path
+from classifiers.train import TrainSettings, train_model
+
+MATH_WORDS = "let x be integer prove theorem equation solve derivative integral $x^2$ \\frac{1}{2} lemma".split()
+TEXT_WORDS = "the match team season city mayor said market shares film actor recipe weather tour".split()
+FAST = TrainSettings(dim=16, lr=0.3, word_ngrams=2, epoch=10, bucket=10_000, holdout=0.25)
+
+
+def _docs(words: list[str], n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(words) for _ in range(40)) + f"\npage {i}" for i in range(n)]
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("corpora")
+    math = _docs(MATH_WORDS, 40, 1)
+    text = _docs(TEXT_WORDS, 40, 2)
+    return {
+        "math": _jsonl(d / "math.jsonl", [{"text": t, "url": f"https://m{i % 4}.org/q/{i}"} for i, t in enumerate(math)]),
+        "bench": _jsonl(d / "bench.jsonl", [{"problem": t[:80], "solution": t[80:]} for t in _docs(MATH_WORDS, 20, 3)]),
+        "text": _jsonl(d / "text.jsonl", [{"text": t, "url": f"https://news{i % 4}.com/a/{i}"} for i, t in enumerate(text)]),
+        "dir": d,
+    }
+
+
+@pytest.fixture(scope="module")
+def model(corpora, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("model") / "model.bin"
+    data = load_training_data([corpora["math"], corpora["bench"]], [corpora["text"]], [], 3.0)
+    train_model(data, out, FAST)
+    return out
+
+
+def test_card_records_inputs_counts_hyperparameters_threshold_metrics(model, corpora):
+    card = json.loads(card_path(model).read_text())
+    assert card["inputs"]["positives"] == [str(corpora["math"]), str(corpora["bench"])]
+    assert card["counts"]["positive_docs"] == 60 and card["counts"]["negative_docs"] == 40
+    assert card["hyperparameters"]["dim"] == 16 and card["hyperparameters"]["min_count_used"] == 1
+    assert 0.5 <= card["threshold"] <= 1
+    held = card["metrics"]["heldout"]
+    assert held["n_math"] == 15 and held["n_nonmath"] == 10  # 25% of each source's pages
+    assert held["f1"] >= 0.9  # separable vocabularies: a model that learned nothing fails this
+    assert card["recall_rounds"] == []
+
+
+def test_scores_separate_unseen_texts(model):
+    clf = MathClassifier(model)
+    math, text = _docs(MATH_WORDS, 5, 9), _docs(TEXT_WORDS, 5, 10)
+    scores = clf.score(math + text + [""])
+    assert (scores[:5] > 0.5).all() and (scores[5:10] < 0.5).all()
+    assert scores[10] == 0.0
+
+
+def test_eval_json_has_the_issue_keys_and_leaves_out_training_pages(model, corpora, tmp_path):
+    from mathmix.cli import app
+
+    fresh = _jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in _docs(MATH_WORDS, 6, 11)])
+    args = ["classifier", "eval", str(model), "--math", str(corpora["math"]), "--math", str(fresh),
+            "--nonmath", str(corpora["text"]), "--json", "--plot", str(tmp_path / "pr.png")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output.strip().splitlines()[-1])
+    assert set(out) == {"precision", "recall", "f1", "threshold", "n_math", "n_nonmath"}
+    # only the held-out quarter of the training corpora plus the 6 fresh documents are measured
+    assert out["n_math"] == 10 + 6 and out["n_nonmath"] == 10
+    assert (tmp_path / "pr.png").stat().st_size > 1000
+
+
+def test_eval_report_has_breakdown_thresholds_and_ood(model, corpora, tmp_path):
+    from classifiers.evaluate import evaluate_model
+
+    ood = _jsonl(tmp_path / "ood.jsonl", [{"text": t} for t in _docs(MATH_WORDS[:6], 5, 12)])
+    res = evaluate_model(model, [corpora["math"]], [corpora["text"]], [ood], [corpora["text"]],
+                         plot_path=tmp_path / "pr.png")
+    assert set(res["heldout"]["by_source"]) == {corpora["math"].parent.name + "/math.jsonl",
+                                                 corpora["text"].parent.name + "/text.jsonl"}
+    assert res["heldout"]["roc_auc"] > 0.9
+    assert res["heldout"]["threshold_for_precision_0.95"] is not None
+    assert 0 <= res["heldout"]["threshold_for_top_10_percent"] <= 1
+    assert res["ood"]["n_math"] == 5
+
+
+def test_llm_seeds_split_by_threshold(tmp_path):
+    rows = [{"text": f"doc {i}", "math_score_llm": i} for i in range(6)] + [{"text": "unscored"}]
+    pos, neg = llm_seed_split(_jsonl(tmp_path / "seeds.jsonl", rows), threshold=3)
+    assert [d.text for d in pos] == ["doc 3", "doc 4", "doc 5"]
+    assert [d.text for d in neg] == ["doc 0", "doc 1", "doc 2"]
+    with pytest.raises(InputError, match="math_score_llm"):
+        llm_seed_split(_jsonl(tmp_path / "plain.jsonl", [{"text": "a"}]))
+
+
+def test_recall_round_finds_math_domains_and_records_the_round(model, corpora, tmp_path):
+    import shutil
+
+    from classifiers.recall import recall_round
+
+    local = tmp_path / "model.bin"
+    for suffix in (".bin", ".card.json", ".train-pages.tsv"):
+        shutil.copy(model.with_suffix(suffix), local.with_suffix(suffix))
+    rows = [{"text": t, "url": f"https://www.mathsite.org/questions/{i}"} for i, t in enumerate(_docs(MATH_WORDS, 6, 20))]
+    rows += [{"text": t, "url": f"https://mathsite.org/questions/x{i}"} for i, t in enumerate(_docs(TEXT_WORDS, 2, 21))]
+    rows += [{"text": t, "url": f"https://news.com/a/{i}"} for i, t in enumerate(_docs(TEXT_WORDS, 6, 22))]
+    summary = recall_round(local, [_jsonl(tmp_path / "crawl.jsonl", rows)], tmp_path / "round1", domain_share=0.5)
+    domains = json.loads((tmp_path / "round1" / "domains.json").read_text())
+    assert list(domains) == ["mathsite.org"] and domains["mathsite.org"]["patterns"] == ["mathsite.org/questions/"]
+    cands = [json.loads(x) for x in (tmp_path / "round1" / "candidates.jsonl").read_text().splitlines()]
+    assert {c["url"] for c in cands} == {"https://mathsite.org/questions/x0", "https://mathsite.org/questions/x1"}
+    assert summary["candidates"] == 2
+    card = json.loads(card_path(local).read_text())
+    assert [r["round"] for r in card["recall_rounds"]] == [1]
+
+
+def test_bad_model_files_are_clear_errors(model, tmp_path):
+    with pytest.raises(ModelError, match="not found"):
+        MathClassifier(tmp_path / "missing.bin")
+    corrupt = tmp_path / "corrupt.bin"
+    corrupt.write_bytes(b"\x00garbage" * 100)
+    with pytest.raises(ModelError, match="not a readable fastText model"):
+        MathClassifier(corrupt)
+    import fasttext
+
+    other = tmp_path / "other.bin"
+    train = _jsonl(tmp_path / "t.txt", [])
+    train.write_text("__label__sports a b c\n__label__news d e f\n" * 20)
+    ft = fasttext.train_supervised(input=str(train), dim=4, lr=0.05, epoch=1, minCount=1, bucket=100, verbose=0)
+    ft.save_model(str(other))
+    with pytest.raises(ModelError, match="not a math classifier"):
+        MathClassifier(other)
+
+
+def test_bad_inputs_are_clear_errors(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_input(tmp_path / "nope.jsonl")
+    with pytest.raises(InputError, match="no row has a `text` field"):
+        read_input(_jsonl(tmp_path / "x.jsonl", [{"title": "a"}]))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no .html pages"):
+        read_input(tmp_path / "empty")
+
+
+def test_train_cli_writes_model_and_card(corpora, tmp_path):
+    from mathmix.cli import app
+
+    out = tmp_path / "m.bin"
+    args = ["classifier", "train", "-p", str(corpora["math"]), "-n", str(corpora["text"]), "-o", str(out),
+            "--dim", "8", "--epoch", "5", "--bucket", "5000", "--word-ngrams", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert out.is_file() and card_path(out).is_file()
+    bad = CliRunner().invoke(app, ["classifier", "train", "-p", str(tmp_path / "none"), "-n", str(corpora["text"]),
+                                   "-o", str(out)])
+    assert bad.exit_code == 2 and "no such file" in " ".join(bad.output.split())
