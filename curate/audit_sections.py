@@ -45,24 +45,47 @@ def _drops_fallback(b: ReportBuilder, s: Section, stage: str, what: str) -> None
 
 
 def dedup_section(b: ReportBuilder) -> Section:
-    """Duplicate-cluster sizes (from a cluster-size column of the dedup output or a dedup report)."""
+    """Duplicate clusters: clusters per size (a dedup cluster report), kept documents per cluster size (data)."""
     s = Section("dedup", "Dedup cluster sizes")
     for relation in _stage_relations(b, "dedup"):
-        column = b.find_column(relation, CLUSTER_COLUMNS, contains="cluster_size")
-        if column:
-            b.add(s, "clusters", f"Documents per cluster size ({relation}.{column}; 1 = no duplicate)",
-                  f'SELECT "{column}" AS cluster_size, count(*) AS docs FROM "{relation}" GROUP BY 1 ORDER BY 1')  # fmt: skip
-            s.figures.append(ReportFigure("clusters", "Cluster sizes", "clusters", "cluster_size", "docs",
-                                          logy=True, xlabel="cluster size"))  # fmt: skip
+        columns = b.session.columns(relation)
+        if relation != "dedup" and "size" in columns and "cluster_id" in columns:
+            kind = '"kind"' if "kind" in columns else "'cluster'"
+            b.add(s, "clusters", f"Clusters per size ({relation}; size = documents in the cluster)",
+                  f'SELECT {kind} AS kind, "size", count(*) AS clusters, sum("size")::BIGINT AS docs '
+                  f'FROM "{relation}" GROUP BY ALL ORDER BY kind, "size"')  # fmt: skip
+            s.figures.append(ReportFigure("clusters", "Clusters per size", "clusters", "size", "clusters",
+                                          series="kind", logy=True, xlabel="cluster size"))  # fmt: skip
             break
-    else:
-        _drops_fallback(b, s, "dedup", "a cluster-size column")
+    column = (
+        b.find_column("dedup", CLUSTER_COLUMNS, contains="cluster_size") if b.session.has("dedup") else None
+    )
+    if column:
+        b.add(s, "kept", f"Kept documents per cluster size (dedup.{column}; 1 = no near duplicate)",
+              f'SELECT "{column}" AS cluster_size, count(*) AS docs FROM dedup GROUP BY 1 ORDER BY 1')  # fmt: skip
+        if not s.figures:
+            s.figures.append(ReportFigure("kept", "Kept documents per cluster size", "kept", "cluster_size",
+                                          "docs", logy=True, xlabel="cluster size"))  # fmt: skip
+    if not s.tables:
+        _drops_fallback(b, s, "dedup", "a cluster report or a cluster-size column")
     return s
 
 
 def contamination_section(b: ReportBuilder) -> Section:
     """Benchmark contamination: hits and documents per benchmark."""
     s = Section("contamination", "Contamination hits per benchmark")
+    _flagged(b, s)
+    for relation in _stage_relations(b, "decont"):
+        if "overlaps" not in b.session.columns(relation):
+            continue
+        # curate.decont report lines: {"id", "mode", "overlaps": [{"benchmark", "item", "n_matched", ...}]}
+        b.add(s, "benchmarks", f"Contaminated documents per benchmark ({relation})",
+              "SELECT o.benchmark AS benchmark, count(DISTINCT id) AS docs, count(*) AS records, "
+              f'sum(o.n_matched)::BIGINT AS ngram_hits FROM (SELECT id, unnest("overlaps") AS o FROM "{relation}") '
+              "GROUP BY 1 ORDER BY docs DESC, benchmark")  # fmt: skip
+        s.figures.append(ReportFigure("benchmarks", "Contaminated documents per benchmark", "benchmarks",
+                                      "benchmark", "docs"))  # fmt: skip
+        return s
     for relation in _stage_relations(b, "decont"):
         column = b.find_column(relation, BENCHMARK_COLUMNS)
         if not column:
@@ -77,12 +100,17 @@ def contamination_section(b: ReportBuilder) -> Section:
         s.figures.append(ReportFigure("benchmarks", "Contaminated documents per benchmark", "benchmarks",
                                       "benchmark", "docs"))  # fmt: skip
         return s
-    for relation in _stage_relations(b, "decont"):
-        if "name" in b.session.columns(relation) and relation != "decont":
-            b.add(s, "benchmarks", f"Decontamination report ({relation})", f'SELECT * FROM "{relation}"')
-            return s
-    _drops_fallback(b, s, "decont", "a benchmark column")
+    if not s.tables:
+        _drops_fallback(b, s, "decont", "a benchmark column")
     return s
+
+
+def _flagged(b: ReportBuilder, s: Section) -> None:
+    """Flag mode keeps contaminated documents, marked by curate.decont's `contaminated`/`decont_benchmarks`."""
+    if {"contaminated", "decont_benchmarks"} <= set(b.session.columns("corpus")):
+        b.add(s, "flagged", "Flagged documents left in the corpus, per benchmark",
+              "SELECT benchmark, count(*) AS docs FROM (SELECT unnest(string_split(decont_benchmarks, ',')) "
+              "AS benchmark FROM corpus WHERE contaminated) GROUP BY 1 ORDER BY docs DESC, benchmark")  # fmt: skip
 
 
 def rewriter_section(b: ReportBuilder) -> Section:
@@ -125,12 +153,15 @@ def mixture_section(b: ReportBuilder) -> Section:
         s.notes.append("not available: the shards manifest has no token count column")
         b.add(s, "manifest", "Shards manifest", "SELECT * FROM shards")
         return s
+    # The run's top manifest lists one row per source; per-source manifests list files (same tokens again).
+    top = b.session.scalar("SELECT count(*) FROM shards WHERE manifest = 'shards/manifest.json'")
+    where = "WHERE manifest = 'shards/manifest.json'" if top else ""
     doc_sql = f', sum("{docs}")::BIGINT AS docs' if docs else ""
     weight = b.find_column("shards", ("weight",))
     weight_sql = f', any_value("{weight}") AS weight' if weight else ""
     b.add(s, "sources", "Tokens per source (shards manifest)",
           f'SELECT "{name}" AS source, sum("{tokens}")::BIGINT AS tokens{doc_sql}{weight_sql}, '
-          f'round(sum("{tokens}") / sum(sum("{tokens}")) OVER (), 4) AS token_share FROM shards '
+          f'round(sum("{tokens}") / sum(sum("{tokens}")) OVER (), 4) AS token_share FROM shards {where} '
           "GROUP BY 1 ORDER BY tokens DESC, source")  # fmt: skip
     s.figures.append(ReportFigure("sources", "Tokens per source", "sources", "source", "tokens"))
     return s
@@ -158,9 +189,11 @@ def build_report(
 
 
 def report_data(sections: list[Section]) -> dict[str, Any]:
-    """The report's numbers as plain data: {section: {table: [row dicts]}, ...} plus the notes."""
+    """The report's numbers as plain data: {section: {"title", "notes", "sql": {table: SQL}, table: [rows]}}."""
     return {
-        s.key: {"title": s.title, "notes": s.notes} | {t.key: t.records() for t in s.tables} for s in sections
+        s.key: {"title": s.title, "notes": s.notes, "sql": {t.key: t.sql for t in s.tables}}
+        | {t.key: t.records() for t in s.tables}
+        for s in sections
     }
 
 

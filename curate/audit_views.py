@@ -20,8 +20,10 @@ from curate.audit_json import read_json_file, rows_to_arrow
 DOCUMENT_STAGES = ("web", "dedup", "decont")  # in pipeline order; `corpus` is the last one present
 # Stage folders in the order `pipelines.stages.STAGES` runs them (rewrite writes `branches/`, shards `shards/`).
 STAGE_FOLDERS = ("classifier", "web", "dedup", "decont", "branches", "shards", "train", "eval", "audit")
-REPORT_SUFFIXES = (".json", ".jsonl")
-MAX_REPORT_BYTES = 256 * 1024 * 1024  # a stage report bigger than this is left to read_json() in a query
+REPORT_SUFFIXES = (".json",)  # JSON documents; .jsonl files become lazy views (create_jsonl_views)
+# Sub-folders of a stage that are not reports: outputs, rejects, datatrove logs, models, tokenizers.
+NOT_REPORT_FOLDERS = {"data", "rejects", "logs", "_model", "tokenizer", "model", "checkpoints"}
+MAX_REPORT_BYTES = 32 * 1024 * 1024  # a stage report bigger than this is left to read_json() in a query
 
 
 def _sql_str(value: str | Path) -> str:
@@ -108,8 +110,10 @@ def create_reject_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[s
     rel_path = f"substr({rel}, length({root}) + 1)"
     stage = f"regexp_extract({rel_path}, '^(.+)/rejects/', 1) AS stage"
     folder_reason = f"nullif(regexp_extract({rel_path}, '/rejects/([^/]+)/', 1), '')"
-    column = '"reason"' if "reason" in names else 'metadata."reason"' if "reason" in meta_fields else None
-    reason = f"coalesce(CAST({column} AS VARCHAR), {folder_reason})" if column else folder_reason
+    # The reason: a `reason` column, datatrove's `filter_reason` (exclusion writers), else the sub-folder name.
+    candidates = [f'nullif(CAST({src}"{key}" AS VARCHAR), \'\')' for key in ("reason", "filter_reason")
+                  for src, present in (("", names), ("metadata.", meta_fields)) if key in present]  # fmt: skip
+    reason = f"coalesce({', '.join([*candidates, folder_reason])})"
     extra = [stage, f"{reason} AS reason"]
     con.execute(f"CREATE VIEW rejects AS SELECT {_flat_select(con, source, extra)} FROM {source}")
     return {"rejects": f"*/rejects: {len(files)} parquet file(s)"}
@@ -120,7 +124,11 @@ def _stage_dirs(run_dir: Path) -> list[Path]:
     # The audit's own folder is output, not a stage to audit (a rerun would otherwise read its last report).
     top = [p for p in sorted(run_dir.iterdir()) if p.is_dir() and p.name[0] not in "._" and p.name != "audit"]
     branches = run_dir / "branches"
-    nested = sorted(p for p in branches.iterdir() if p.is_dir()) if branches.is_dir() else []
+    nested = (
+        sorted(p for p in branches.iterdir() if p.is_dir() and p.name[0] not in "._")
+        if branches.is_dir()
+        else []
+    )
     return top + nested
 
 
@@ -223,9 +231,54 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
     return made
 
 
+def create_jsonl_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
+    """Lazy `read_json` views over JSON-lines reports: `<stage>_<stem>` for STAGE/<stem>.jsonl and
+    `<stage>_<sub>_<folder>` for the .jsonl files of each folder under the stage (e.g. decont's report/)."""
+    made: dict[str, str] = {}
+    for stage_dir in _stage_dirs(run_dir):
+        stage = _stage_name(run_dir, stage_dir)
+        groups = [([f], _table_name(stage, f.stem)) for f in sorted(stage_dir.glob("*.jsonl"))]
+        by_folder: dict[Path, list[Path]] = {}
+        for sub in sorted(p for p in stage_dir.iterdir() if p.is_dir() and p.name not in NOT_REPORT_FOLDERS):
+            for f in sorted(sub.rglob("*.jsonl")):
+                by_folder.setdefault(f.parent, []).append(f)
+        groups += [
+            (files, _table_name(stage, *d.relative_to(stage_dir).parts)) for d, files in by_folder.items()
+        ]
+        for files, name in groups:
+            files = [f for f in files if f.is_file() and f.stat().st_size > 0]
+            if files and name not in made and _json_view(con, name, files):
+                where = files[0] if len(files) == 1 else files[0].parent
+                made[name] = f"{where.relative_to(run_dir).as_posix()}: {len(files)} jsonl file(s)"
+    return made
+
+
+def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> bool:
+    taken = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
+    ).fetchall()
+    if taken[0][0]:
+        return False
+    paths = ", ".join(_sql_str(f) for f in files)
+    try:
+        con.execute(
+            f"CREATE VIEW \"{name}\" AS SELECT * FROM read_json([{paths}], format = 'newline_delimited', "
+            "union_by_name = true, ignore_errors = true)"
+        )
+        con.sql(f'SELECT * FROM "{name}" LIMIT 0').fetchall()
+        return True
+    except duckdb.Error:
+        con.execute(
+            f'DROP VIEW IF EXISTS "{name}"'
+        )  # not one JSON object a line: left to read_json() in a query
+        return False
+
+
 def create_all(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     """Every relation the run folder allows, {name: what it is over}; views of absent stages are absent."""
     made: dict[str, str] = {}
-    for build in (create_document_views, create_branch_views, create_reject_views, create_json_tables):
+    builds = (create_document_views, create_branch_views, create_reject_views, create_json_tables,
+              create_jsonl_views)  # fmt: skip
+    for build in builds:
         made.update(build(con, run_dir))
     return made

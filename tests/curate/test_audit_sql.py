@@ -36,7 +36,7 @@ def _parquet_rows(folder: Path) -> list[dict]:
 
 def test_every_view_is_there_and_queryable(session):
     expected = {"web", "dedup", "decont", "corpus", "branches", "rejects", "stats", "summaries", "shards",
-                "decont_report", "decont_contamination"}  # fmt: skip
+                "decont_report", "dedup_clusters", "branches_qa_throughput", "branches_refine_throughput"}  # fmt: skip
     assert set(session.relations) == expected
     for name in expected:
         assert session.scalar(f'SELECT count(*) FROM "{name}"') > 0, name
@@ -49,31 +49,43 @@ def test_document_views_match_the_parquet_files(session, run_dir):
     assert session.rows("SELECT * FROM corpus ORDER BY id") == session.rows(
         "SELECT * FROM decont ORDER BY id"
     )
-    # dedup was written datatrove-style: its metadata struct is flattened into columns
-    dedup = {r["id"]: r["metadata"] for r in _parquet_rows(run_dir / "dedup" / "data")}
-    got = session.rows("SELECT id, url, math_score, minhash_cluster_size FROM dedup")
-    assert all(dedup[r["id"]]["url"] == r["url"] for r in got)
-    assert all(dedup[r["id"]]["minhash_cluster_size"] == r["minhash_cluster_size"] for r in got)
+    # web rejects were written by datatrove exclusion writers: their metadata struct is flattened into columns
+    rejected = {r["id"]: r["metadata"] for r in _parquet_rows(run_dir / "web" / "rejects")}
+    got = session.rows("SELECT id, url, math_score, reason FROM rejects WHERE stage = 'web'")
+    assert len(got) == len(rejected)
+    assert all(rejected[r["id"]]["url"] == r["url"] for r in got)
+    assert all(rejected[r["id"]]["filter_reason"] == r["reason"] for r in got)
 
 
 def test_branches_rejects_stats_shards(session, run_dir):
     tasks = {
         r["task"]: r["n"] for r in session.rows("SELECT task, count(*) AS n FROM branches GROUP BY task")
     }
-    assert tasks == {t: len(_parquet_rows(run_dir / "branches" / t / "data")) for t in ("qa", "refined")}
+    assert tasks == {t: len(_parquet_rows(run_dir / "branches" / t / "data")) for t in ("qa", "refine")}
     rejects = Counter((r["stage"], r["reason"]) for r in session.rows("SELECT stage, reason FROM rejects"))
-    web_rejects = Counter(r["reason"] for r in _parquet_rows(run_dir / "web" / "rejects"))
+    web_rejects = Counter(r["metadata"]["filter_reason"] for r in _parquet_rows(run_dir / "web" / "rejects"))
     assert {k[1]: v for k, v in rejects.items() if k[0] == "web"} == dict(web_rejects)
-    # dedup rejects carry no reason column: the reason is the rejects/<reason>/ folder name
-    assert rejects[("dedup", "minhash")] == len(_parquet_rows(run_dir / "dedup" / "rejects"))
-    for folder in ("web", "dedup", "decont", "branches/qa"):
+    assert rejects[("dedup", "near_duplicate")] == len(_parquet_rows(run_dir / "dedup" / "rejects"))
+    for folder in ("web", "dedup", "decont", "branches", "branches/qa", "shards"):
         summary = json.loads((run_dir / folder / "summary.json").read_text())
         rows = session.rows(f"SELECT * FROM stats WHERE stage = '{folder}'")
-        assert {r["reason"]: r["dropped"] for r in rows} == summary["dropped"]
+        assert {r["reason"]: r["dropped"] for r in rows if r["reason"] is not None} == summary["dropped"]
         assert {(r["docs_in"], r["docs_out"]) for r in rows} == {(summary["docs_in"], summary["docs_out"])}
     manifest = json.loads((run_dir / "shards" / "manifest.json").read_text())
-    assert session.rows("SELECT name, tokens FROM shards ORDER BY name") == sorted(
-        ({"name": s["name"], "tokens": s["tokens"]} for s in manifest["sources"]), key=lambda r: r["name"]
+    top = session.rows(
+        "SELECT name, tokens FROM shards WHERE manifest = 'shards/manifest.json' ORDER BY name"
+    )
+    assert top == [{"name": k, "tokens": v["tokens"]} for k, v in sorted(manifest["sources"].items())]
+    for name in manifest["sources"]:  # per-source manifests: one row per shard file
+        files = json.loads((run_dir / "shards" / name / "manifest.json").read_text())["files"]
+        rows = session.rows(
+            f"SELECT prefix, tokens FROM shards WHERE manifest = 'shards/{name}/manifest.json'"
+        )
+        assert rows == [{"prefix": f["prefix"], "tokens": f["tokens"]} for f in files]
+    report = [json.loads(line) for line in (run_dir / "decont/report/00000.jsonl").read_text().splitlines()]
+    got = session.rows('SELECT id, "overlaps"[1].benchmark AS b FROM decont_report ORDER BY id')
+    assert got == sorted(
+        ({"id": r["id"], "b": r["overlaps"][0]["benchmark"]} for r in report), key=lambda r: r["id"]
     )
 
 
