@@ -73,6 +73,14 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def matmul_parameters(model: nn.Module) -> int:
+    """Parameters that take part in matmuls: all but an untied input embedding (a lookup, no FLOPs)."""
+    n = count_parameters(model)
+    if not getattr(model.config, "tie_word_embeddings", False):
+        n -= model.get_input_embeddings().weight.numel()
+    return n
+
+
 def flops_per_token(hf_config, n_params: int, seq_len: int) -> float:
     """Training FLOPs per token: 6N for the matmuls plus 6 * L * T * d for causal attention (PaLM appendix B,
     halved for the causal mask)."""

@@ -21,7 +21,7 @@ from midtrain import checkpoint as ckpt
 from midtrain.config import StageConfig, TrainRecipe
 from midtrain.data import PackedSequences
 from midtrain.metrics import MetricsLogger
-from midtrain.model import build_model, count_parameters, flops_per_token, peak_flops
+from midtrain.model import build_model, flops_per_token, matmul_parameters, peak_flops
 from midtrain.schedule import wsd_lr
 
 DONE_FILE = "done.json"
@@ -119,7 +119,7 @@ def train_stage(
 
     is_main = ranks.rank == 0
     logger = MetricsLogger(stage_dir, state["step"], enabled=is_main, tensorboard=t.tensorboard)
-    fpt = flops_per_token(hf_config, count_parameters(model), t.seq_len)
+    fpt = flops_per_token(hf_config, matmul_parameters(model), t.seq_len)
     peak = peak_flops(ranks.device, t.peak_tflops)
     config_json = hf_config.to_json_string()
     bar = _progress_bar(total_steps, state["step"], stage.name, enabled=progress and is_main)

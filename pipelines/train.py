@@ -1,0 +1,123 @@
+"""Recipe stage `train`: mid-train the tiny model on the run's own shards, stable then one decay branch, and
+export the decayed model as a Hugging Face folder (RUN/train/export/) for the eval stage.
+
+The train recipe (default recipes/tiny-cpu.yaml) names its mixture sources by shard folder; this stage takes the
+vocabulary, EOS and tokenizer from RUN/shards/manifest.json, and drops mixture sources the run has no shards for
+(the quickstart may have no rewriter branch), listing them in the summary.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipelines.stages import StageContext
+
+FOLDER = "train"
+PRODUCES_DOCUMENTS = False  # a model, not documents
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Config(BaseModel):
+    """Settings of the `train` stage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recipe: str = Field("recipes/tiny-cpu.yaml", description="train recipe (relative: cwd, then the repo)")
+    stages: list[str] | None = Field(
+        None, description="stages to run (default: the first stable + first decay)"
+    )
+    export_stage: str | None = Field(
+        None, description="stage whose final checkpoint is exported (default: last)"
+    )
+    export_dtype: str = "float32"  # CPU evals of the tiny model run faster and exactly in fp32
+    threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
+
+
+def _recipe_path(name: str) -> Path:
+    path = Path(name)
+    return path if path.is_absolute() or path.is_file() else REPO / path
+
+
+def prepare_recipe(config: Config, ctx: StageContext):
+    """The train recipe bound to this run: output under RUN/train, vocab/EOS/tokenizer from the shards."""
+    import json
+
+    from midtrain.config import TrainRecipe, load_train_recipe
+
+    shards_dir = ctx.previous.get("shards", ctx.run_dir / "shards")
+    manifest = json.loads((shards_dir / "manifest.json").read_text())
+    recipe = load_train_recipe(_recipe_path(config.recipe))
+    raw = recipe.model_dump(mode="json")
+    raw.update(output_dir=str(ctx.out_dir), run_dir=str(ctx.run_dir))
+    if raw["model"]["config"] is not None:
+        raw["model"]["config"].update(vocab_size=manifest["vocab_size"], eos_token_id=manifest["eos_id"])
+    raw["model"]["tokenizer"] = manifest["tokenizer"]
+    have = {str(Path(s["path"]).resolve()) for s in manifest["sources"].values()}
+    missing: dict[str, list[str]] = {}
+    for stage in raw["stages"]:
+        mixture = stage["mixture"]
+        if isinstance(mixture, str):
+            continue
+        keep = []
+        for source in mixture["sources"]:
+            paths = [p.replace("{run_dir}", str(ctx.run_dir)) for p in source["paths"]]
+            if all(str(Path(p).resolve()) in have for p in paths):
+                keep.append(source)
+            else:
+                missing.setdefault(stage["name"], []).append(source["name"])
+        if not keep:
+            raise FileNotFoundError(
+                f"train: stage {stage['name']} has no shards in {shards_dir} ({list(have)})"
+            )
+        mixture["sources"] = keep
+    return TrainRecipe.model_validate(raw), missing
+
+
+def default_stages(recipe) -> list[str]:
+    stable = next(s.name for s in recipe.stages if s.kind == "stable")
+    decay = next((s.name for s in recipe.stages if s.kind == "decay" and s.start_from == stable), None)
+    return [stable] + ([decay] if decay else [])
+
+
+def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
+    """Train the stages, export the last one to RUN/train/export/, write RUN/train/summary.json."""
+    import torch
+    import yaml
+
+    from curate.summary import write_summary
+    from midtrain.export import export_checkpoint
+    from midtrain.trainer import train_recipe
+
+    start = time.time()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    recipe, missing = prepare_recipe(config, ctx)
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    (ctx.out_dir / "recipe.yaml").write_text(yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False))
+    names = config.stages or default_stages(recipe)
+    stages = train_recipe(recipe, names)
+    export_stage = config.export_stage or names[-1]
+    export = export_checkpoint(
+        recipe.stage_dir(export_stage), ctx.out_dir / "export", dtype=config.export_dtype
+    )
+    summary = {
+        "docs_in": 0,  # not a document stage: nothing is read as documents or dropped
+        "docs_out": 0,
+        "dropped": {},
+        "seconds": round(time.time() - start, 2),
+        "recipe": str(_recipe_path(config.recipe)),
+        "stages": {
+            n: {k: s[k] for k in ("kind", "steps", "tokens", "final_loss", "seconds")}
+            for n, s in stages.items()
+        },
+        "missing_sources": missing,
+        "export": str(ctx.out_dir / "export"),
+        "export_stage": export_stage,
+        "tokenizer": export["tokenizer"],
+    }
+    write_summary(ctx.out_dir, summary)
+    return summary
