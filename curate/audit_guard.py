@@ -61,7 +61,10 @@ def _check_statement(kind: duckdb.StatementType, query: str) -> None:
     elif kind == duckdb.StatementType.EXPLAIN:
         # EXPLAIN ANALYZE runs the statement it explains: the inner statement must pass the same check.
         inner = _EXPLAIN_PREFIX.sub("", query, count=1)
-        inner_statements = duckdb.extract_statements(inner) if inner != query else []
+        try:
+            inner_statements = duckdb.extract_statements(inner) if inner != query else []
+        except duckdb.Error:
+            inner_statements = []  # e.g. a comment between EXPLAIN and ANALYZE: not worth guessing
         if len(inner_statements) != 1:
             raise AuditRefused("EXPLAIN must wrap exactly one read-only statement")
         _check_statement(inner_statements[0].type, inner_statements[0].query)
