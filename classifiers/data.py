@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Benchmark field pairs (question-like, answer-like), tried in order: MATH, GSM8K, OlympiadBench, MATH8K.
-BENCH_FIELDS = [("problem", "solution"), ("question", "answer"), ("question", "final_answer"), ("prompt", "answer")]
+BENCH_FIELDS = [
+    ("problem", "solution"),
+    ("question", "answer"),
+    ("question", "final_answer"),
+    ("prompt", "answer"),
+]
 CORPUS_SUFFIXES = (".parquet", ".jsonl", ".json")
 
 
@@ -150,7 +155,9 @@ def llm_seed_split(path: str | Path, threshold: float = 3.0, column: str = "math
             score, text = row.get(column), row_text(row)
             if isinstance(score, int | float) and text:
                 seen_column = True
-                doc = LabelledDoc(text, source, str(row.get("url") or row.get("id") or content_key(text)), kind="llm")
+                doc = LabelledDoc(
+                    text, source, str(row.get("url") or row.get("id") or content_key(text)), kind="llm"
+                )
                 (positives if score >= threshold else negatives).append(doc)
     if not seen_column:
         raise InputError(f"{path}: no row has a numeric `{column}` column (0-5 LLM math score)")

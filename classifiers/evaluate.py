@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 
 from classifiers.data import LabelledDoc, content_key, read_input
-from classifiers.metrics import at_threshold, pr_curve, roc_auc, threshold_for_precision, threshold_for_top_percent
+from classifiers.metrics import (
+    at_threshold,
+    pr_curve,
+    roc_auc,
+    threshold_for_precision,
+    threshold_for_top_percent,
+)
 from classifiers.model import MathClassifier, train_pages_path
 
 
@@ -74,13 +80,17 @@ def report(
         "tp": m["tp"],
         "fp": m["fp"],
         "fn": m["fn"],
-        f"threshold_for_precision_{target_precision:g}": threshold_for_precision(scores, labels, target_precision),
+        f"threshold_for_precision_{target_precision:g}": threshold_for_precision(
+            scores, labels, target_precision
+        ),
         f"threshold_for_top_{top_percent:g}_percent": threshold_for_top_percent(scores, top_percent),
         "by_source": by_source,
     }
 
 
-def plot_pr_curve(curves: dict[str, tuple[np.ndarray, np.ndarray]], threshold_points: dict, path: Path) -> Path:
+def plot_pr_curve(
+    curves: dict[str, tuple[np.ndarray, np.ndarray]], threshold_points: dict, path: Path
+) -> Path:
     """Write a PR-curve PNG with one curve per set and the model's operating point marked."""
     import matplotlib
 

@@ -73,7 +73,9 @@ def preprocess(text: str, max_tokens: int = MAX_DOC_TOKENS) -> str:
     return " ".join(tokens[:max_tokens])
 
 
-def chunk_document(text: str, chunk_tokens: int = MAX_LINE_TOKENS, max_chunks: int | None = None) -> list[str]:
+def chunk_document(
+    text: str, chunk_tokens: int = MAX_LINE_TOKENS, max_chunks: int | None = None
+) -> list[str]:
     """A document -> training examples of about `chunk_tokens` tokens each, packed from whole lines.
 
     A long page gives several examples instead of one, so a few dozen pages still teach the model; the score of a

@@ -49,8 +49,12 @@ def find_math_domains(
                 patterns[p["pattern"]][0] += 1
                 patterns[p["pattern"]][1] += p["math_score"] >= threshold
             math_patterns = sorted(pat for pat, (n, k) in patterns.items() if k / n > domain_share)
-            math_domains[domain] = {"pages": len(pages), "math_pages": len(high), "share": round(share, 4),
-                                    "patterns": math_patterns}
+            math_domains[domain] = {
+                "pages": len(pages),
+                "math_pages": len(high),
+                "share": round(share, 4),
+                "patterns": math_patterns,
+            }
     return math_domains
 
 
@@ -67,10 +71,18 @@ def recall_round(
     threshold = clf.threshold if threshold is None else threshold
     docs = [d for path in corpus for d in read_input(path) if d.url]
     if not docs:
-        raise ValueError("recall needs documents with a `url` (column or metadata.url); none found in the corpus")
+        raise ValueError(
+            "recall needs documents with a `url` (column or metadata.url); none found in the corpus"
+        )
     scores = clf.score([d.text for d in docs])
     rows = [
-        {"url": d.url, "domain": domain_of(d.url), "pattern": path_pattern(d.url), "math_score": float(s), "doc": d}
+        {
+            "url": d.url,
+            "domain": domain_of(d.url),
+            "pattern": path_pattern(d.url),
+            "math_score": float(s),
+            "doc": d,
+        }
         for d, s in zip(docs, scores, strict=True)
     ]
     math_domains = find_math_domains(rows, threshold, domain_share, min_pages)

@@ -19,8 +19,14 @@ import numpy as np
 
 from classifiers.data import LabelledDoc, content_key, split_by_page
 from classifiers.metrics import at_threshold, roc_auc, threshold_for_precision
-from classifiers.model import DEFAULT_THRESHOLD, MATH_LABEL, NONMATH_LABEL, MathClassifier, card_path
-from classifiers.model import train_pages_path
+from classifiers.model import (
+    DEFAULT_THRESHOLD,
+    MATH_LABEL,
+    NONMATH_LABEL,
+    MathClassifier,
+    card_path,
+    train_pages_path,
+)
 from classifiers.preprocess import MAX_DOC_TOKENS, MAX_LINE_TOKENS, MAX_TOKEN_CHARS, chunk_document
 from mathmix.cli_util import write_json
 
@@ -62,7 +68,9 @@ def _examples(docs: list[LabelledDoc], s: TrainSettings, rng: random.Random) -> 
     by_source: dict[str, list[str]] = {}
     bench_sources = {d.source for d in docs if d.kind == "bench"}
     for doc in docs:
-        by_source.setdefault(doc.source, []).extend(chunk_document(doc.text, s.chunk_tokens, s.max_chunks_per_page))
+        by_source.setdefault(doc.source, []).extend(
+            chunk_document(doc.text, s.chunk_tokens, s.max_chunks_per_page)
+        )
     if not by_source:
         return []
     full = min(s.max_examples_per_source, max(len(v) for v in by_source.values()))
@@ -91,7 +99,11 @@ def build_training_file(pos: list[LabelledDoc], neg: list[LabelledDoc], s: Train
     lines += [f"{NONMATH_LABEL} {x}" for x in _resample(neg_ex, n, rng)]
     rng.shuffle(lines)
     path.write_text("\n".join(lines) + "\n")
-    return {"positive_examples": len(pos_ex), "negative_examples": len(neg_ex), "examples_written": len(lines)}
+    return {
+        "positive_examples": len(pos_ex),
+        "negative_examples": len(neg_ex),
+        "examples_written": len(lines),
+    }
 
 
 def _resample(items: list[str], n: int, rng: random.Random) -> list[str]:
@@ -103,7 +115,9 @@ def effective_min_count(s: TrainSettings, n_examples: int) -> int:
     return 1 if n_examples < 2000 else s.min_count
 
 
-def evaluate_docs(clf: MathClassifier, pos: list[LabelledDoc], neg: list[LabelledDoc], threshold: float) -> dict:
+def evaluate_docs(
+    clf: MathClassifier, pos: list[LabelledDoc], neg: list[LabelledDoc], threshold: float
+) -> dict:
     """Metrics of whole documents at `threshold`, plus ROC-AUC."""
     scores = clf.score([d.text for d in pos] + [d.text for d in neg])
     labels = np.array([True] * len(pos) + [False] * len(neg))
@@ -136,8 +150,14 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
         "counts": {
             "positive_docs": len(data.positives),
             "negative_docs": len(data.negatives),
-            "train_pages": {"math": len({d.page for d in pos_train}), "nonmath": len({d.page for d in neg_train})},
-            "heldout_pages": {"math": len({d.page for d in pos_test}), "nonmath": len({d.page for d in neg_test})},
+            "train_pages": {
+                "math": len({d.page for d in pos_train}),
+                "nonmath": len({d.page for d in neg_train}),
+            },
+            "heldout_pages": {
+                "math": len({d.page for d in pos_test}),
+                "nonmath": len({d.page for d in neg_test}),
+            },
             "by_source": _source_counts(data.positives, data.negatives),
             **counts,
         },
@@ -165,8 +185,16 @@ def _fit(train_file: Path, s: TrainSettings, min_count: int):
     for attempt in range(4):
         try:
             model = fasttext.train_supervised(
-                input=str(train_file), dim=s.dim, lr=lr, wordNgrams=s.word_ngrams, minCount=min_count,
-                epoch=s.epoch, bucket=s.bucket, thread=s.threads, seed=s.seed, verbose=0,
+                input=str(train_file),
+                dim=s.dim,
+                lr=lr,
+                wordNgrams=s.word_ngrams,
+                minCount=min_count,
+                epoch=s.epoch,
+                bucket=s.bucket,
+                thread=s.threads,
+                seed=s.seed,
+                verbose=0,
             )
             return model, lr
         except RuntimeError as err:

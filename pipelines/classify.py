@@ -53,17 +53,26 @@ def run_stage(config: Config, ctx: StageContext) -> dict:
     from classifiers.train import TrainSettings, train_model
 
     if config.preset not in PRESETS:
-        raise ValueError(f"stages.classifier.preset: unknown preset {config.preset!r}; one of {list(PRESETS)}")
+        raise ValueError(
+            f"stages.classifier.preset: unknown preset {config.preset!r}; one of {list(PRESETS)}"
+        )
     start = time.time()
     given = {k: getattr(config, k) for k in ("dim", "lr", "word_ngrams", "min_count", "epoch")}
     hyper = {**PRESETS[config.preset], **{k: v for k, v in given.items() if v is not None}}
     settings = TrainSettings(
-        **hyper, bucket=config.bucket, holdout=config.holdout, target_precision=config.target_precision,
+        **hyper,
+        bucket=config.bucket,
+        holdout=config.holdout,
+        target_precision=config.target_precision,
         seed=config.seed,
     )
     data = load_training_data(
-        _paths(config.positives, ctx.run_dir), _paths(config.negatives, ctx.run_dir),
-        _paths(config.llm_seeds, ctx.run_dir), config.llm_threshold, config.max_docs_per_input, config.seed,
+        _paths(config.positives, ctx.run_dir),
+        _paths(config.negatives, ctx.run_dir),
+        _paths(config.llm_seeds, ctx.run_dir),
+        config.llm_threshold,
+        config.max_docs_per_input,
+        config.seed,
     )
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     model_path = ctx.out_dir / "model.bin"

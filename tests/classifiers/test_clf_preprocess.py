@@ -12,7 +12,15 @@ def test_normalize_nfkc_lowercase_digits_and_symbols():
 
 
 def test_tex_is_kept_as_words_and_markers():
-    assert normalize_line(r"Let $\frac{1}{2}$ be") == ["let", "<math>", "frac<cmd>", "<NUM>", "<NUM>", "<math>", "be"]
+    assert normalize_line(r"Let $\frac{1}{2}$ be") == [
+        "let",
+        "<math>",
+        "frac<cmd>",
+        "<NUM>",
+        "<NUM>",
+        "<math>",
+        "be",
+    ]
     # an escaped dollar (what the extractor writes for `$60 million`) is not a formula delimiter
     assert normalize_line(r"paid \$60 million") == ["paid", "<NUM>", "million"]
 

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 from datatrove.data import Document
 
+from classifiers.data import LabelledDoc
 from classifiers.model import ModelError
 from classifiers.scorer import MathScoreFilter
 from classifiers.train import TrainData, TrainSettings, train_model
-from classifiers.data import LabelledDoc
 
-MATH_WORDS = "let x be integer prove theorem equation solve derivative integral $x^2$ \\frac{1}{2} lemma".split()
+MATH_WORDS = (
+    "let x be integer prove theorem equation solve derivative integral $x^2$ \\frac{1}{2} lemma".split()
+)
 TEXT_WORDS = "the match team season city mayor said market shares film actor recipe weather tour".split()
 
 

@@ -10,7 +10,9 @@ from pipelines.classify import Config, run_stage
 from pipelines.executors import ExecutorConfig
 from pipelines.stages import StageContext
 
-MATH = "Let $x^2 + y^2 = r^2$ be a circle. Prove that the derivative \\frac{dy}{dx} = -x/y holds. Theorem lemma."
+MATH = (
+    "Let $x^2 + y^2 = r^2$ be a circle. Prove that the derivative \\frac{dy}{dx} = -x/y holds. Theorem lemma."
+)
 NEWS = "The mayor said the city council would vote on the budget next week after the football season ended."
 
 
@@ -30,7 +32,10 @@ def test_stage_trains_model_card_and_summary(tmp_path):
             (folder / f"{kind}{i}.html").write_text(_page(" ".join(words)))
     bench = run / "sample" / "bench" / "math"
     bench.mkdir(parents=True)
-    rows = [{"problem": f"Solve $x + {i} = {2 * i}$.", "solution": f"$x = {i}$, so \\boxed{{{i}}}."} for i in range(50)]
+    rows = [
+        {"problem": f"Solve $x + {i} = {2 * i}$.", "solution": f"$x = {i}$, so \\boxed{{{i}}}."}
+        for i in range(50)
+    ]
     (bench / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     out = run / "classifier"

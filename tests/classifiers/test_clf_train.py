@@ -14,7 +14,9 @@ from classifiers.data import InputError, llm_seed_split, read_input
 from classifiers.model import MathClassifier, ModelError, card_path
 from classifiers.train import TrainSettings, train_model
 
-MATH_WORDS = "let x be integer prove theorem equation solve derivative integral $x^2$ \\frac{1}{2} lemma".split()
+MATH_WORDS = (
+    "let x be integer prove theorem equation solve derivative integral $x^2$ \\frac{1}{2} lemma".split()
+)
 TEXT_WORDS = "the match team season city mayor said market shares film actor recipe weather tour".split()
 FAST = TrainSettings(dim=16, lr=0.3, word_ngrams=2, epoch=10, bucket=10_000, holdout=0.25)
 
@@ -35,9 +37,16 @@ def corpora(tmp_path_factory) -> dict[str, Path]:
     math = _docs(MATH_WORDS, 40, 1)
     text = _docs(TEXT_WORDS, 40, 2)
     return {
-        "math": _jsonl(d / "math.jsonl", [{"text": t, "url": f"https://m{i % 4}.org/q/{i}"} for i, t in enumerate(math)]),
-        "bench": _jsonl(d / "bench.jsonl", [{"problem": t[:80], "solution": t[80:]} for t in _docs(MATH_WORDS, 20, 3)]),
-        "text": _jsonl(d / "text.jsonl", [{"text": t, "url": f"https://news{i % 4}.com/a/{i}"} for i, t in enumerate(text)]),
+        "math": _jsonl(
+            d / "math.jsonl", [{"text": t, "url": f"https://m{i % 4}.org/q/{i}"} for i, t in enumerate(math)]
+        ),
+        "bench": _jsonl(
+            d / "bench.jsonl", [{"problem": t[:80], "solution": t[80:]} for t in _docs(MATH_WORDS, 20, 3)]
+        ),
+        "text": _jsonl(
+            d / "text.jsonl",
+            [{"text": t, "url": f"https://news{i % 4}.com/a/{i}"} for i, t in enumerate(text)],
+        ),
         "dir": d,
     }
 
@@ -74,8 +83,20 @@ def test_eval_json_has_the_issue_keys_and_leaves_out_training_pages(model, corpo
     from mathmix.cli import app
 
     fresh = _jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in _docs(MATH_WORDS, 6, 11)])
-    args = ["classifier", "eval", str(model), "--math", str(corpora["math"]), "--math", str(fresh),
-            "--nonmath", str(corpora["text"]), "--json", "--plot", str(tmp_path / "pr.png")]
+    args = [
+        "classifier",
+        "eval",
+        str(model),
+        "--math",
+        str(corpora["math"]),
+        "--math",
+        str(fresh),
+        "--nonmath",
+        str(corpora["text"]),
+        "--json",
+        "--plot",
+        str(tmp_path / "pr.png"),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.output.strip().splitlines()[-1])
@@ -89,10 +110,13 @@ def test_eval_report_has_breakdown_thresholds_and_ood(model, corpora, tmp_path):
     from classifiers.evaluate import evaluate_model
 
     ood = _jsonl(tmp_path / "ood.jsonl", [{"text": t} for t in _docs(MATH_WORDS[:6], 5, 12)])
-    res = evaluate_model(model, [corpora["math"]], [corpora["text"]], [ood], [corpora["text"]],
-                         plot_path=tmp_path / "pr.png")
-    assert set(res["heldout"]["by_source"]) == {corpora["math"].parent.name + "/math.jsonl",
-                                                 corpora["text"].parent.name + "/text.jsonl"}
+    res = evaluate_model(
+        model, [corpora["math"]], [corpora["text"]], [ood], [corpora["text"]], plot_path=tmp_path / "pr.png"
+    )
+    assert set(res["heldout"]["by_source"]) == {
+        corpora["math"].parent.name + "/math.jsonl",
+        corpora["text"].parent.name + "/text.jsonl",
+    }
     assert res["heldout"]["roc_auc"] > 0.9
     assert res["heldout"]["threshold_for_precision_0.95"] is not None
     assert 0 <= res["heldout"]["threshold_for_top_10_percent"] <= 1
@@ -116,14 +140,27 @@ def test_recall_round_finds_math_domains_and_records_the_round(model, corpora, t
     local = tmp_path / "model.bin"
     for suffix in (".bin", ".card.json", ".train-pages.tsv"):
         shutil.copy(model.with_suffix(suffix), local.with_suffix(suffix))
-    rows = [{"text": t, "url": f"https://www.mathsite.org/questions/{i}"} for i, t in enumerate(_docs(MATH_WORDS, 6, 20))]
-    rows += [{"text": t, "url": f"https://mathsite.org/questions/x{i}"} for i, t in enumerate(_docs(TEXT_WORDS, 2, 21))]
+    rows = [
+        {"text": t, "url": f"https://www.mathsite.org/questions/{i}"}
+        for i, t in enumerate(_docs(MATH_WORDS, 6, 20))
+    ]
+    rows += [
+        {"text": t, "url": f"https://mathsite.org/questions/x{i}"}
+        for i, t in enumerate(_docs(TEXT_WORDS, 2, 21))
+    ]
     rows += [{"text": t, "url": f"https://news.com/a/{i}"} for i, t in enumerate(_docs(TEXT_WORDS, 6, 22))]
-    summary = recall_round(local, [_jsonl(tmp_path / "crawl.jsonl", rows)], tmp_path / "round1", domain_share=0.5)
+    summary = recall_round(
+        local, [_jsonl(tmp_path / "crawl.jsonl", rows)], tmp_path / "round1", domain_share=0.5
+    )
     domains = json.loads((tmp_path / "round1" / "domains.json").read_text())
-    assert list(domains) == ["mathsite.org"] and domains["mathsite.org"]["patterns"] == ["mathsite.org/questions/"]
+    assert list(domains) == ["mathsite.org"] and domains["mathsite.org"]["patterns"] == [
+        "mathsite.org/questions/"
+    ]
     cands = [json.loads(x) for x in (tmp_path / "round1" / "candidates.jsonl").read_text().splitlines()]
-    assert {c["url"] for c in cands} == {"https://mathsite.org/questions/x0", "https://mathsite.org/questions/x1"}
+    assert {c["url"] for c in cands} == {
+        "https://mathsite.org/questions/x0",
+        "https://mathsite.org/questions/x1",
+    }
     assert summary["candidates"] == 2
     card = json.loads(card_path(local).read_text())
     assert [r["round"] for r in card["recall_rounds"]] == [1]
@@ -141,7 +178,9 @@ def test_bad_model_files_are_clear_errors(model, tmp_path):
     other = tmp_path / "other.bin"
     train = _jsonl(tmp_path / "t.txt", [])
     train.write_text("__label__sports a b c\n__label__news d e f\n" * 20)
-    ft = fasttext.train_supervised(input=str(train), dim=4, lr=0.05, epoch=1, minCount=1, bucket=100, verbose=0)
+    ft = fasttext.train_supervised(
+        input=str(train), dim=4, lr=0.05, epoch=1, minCount=1, bucket=100, verbose=0
+    )
     ft.save_model(str(other))
     with pytest.raises(ModelError, match="not a math classifier"):
         MathClassifier(other)
@@ -161,11 +200,28 @@ def test_train_cli_writes_model_and_card(corpora, tmp_path):
     from mathmix.cli import app
 
     out = tmp_path / "m.bin"
-    args = ["classifier", "train", "-p", str(corpora["math"]), "-n", str(corpora["text"]), "-o", str(out),
-            "--dim", "8", "--epoch", "5", "--bucket", "5000", "--word-ngrams", "1"]
+    args = [
+        "classifier",
+        "train",
+        "-p",
+        str(corpora["math"]),
+        "-n",
+        str(corpora["text"]),
+        "-o",
+        str(out),
+        "--dim",
+        "8",
+        "--epoch",
+        "5",
+        "--bucket",
+        "5000",
+        "--word-ngrams",
+        "1",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert out.is_file() and card_path(out).is_file()
-    bad = CliRunner().invoke(app, ["classifier", "train", "-p", str(tmp_path / "none"), "-n", str(corpora["text"]),
-                                   "-o", str(out)])
+    bad = CliRunner().invoke(
+        app, ["classifier", "train", "-p", str(tmp_path / "none"), "-n", str(corpora["text"]), "-o", str(out)]
+    )
     assert bad.exit_code == 2 and "no such file" in " ".join(bad.output.split())
