@@ -1,31 +1,40 @@
 """DOM rewrite before extraction: every piece of math markup becomes a text node holding delimited LaTeX.
 
-Math found in markup is wrapped in private-use sentinels (`INLINE_OPEN`...`INLINE_CLOSE`,
-`DISPLAY_OPEN`...`DISPLAY_CLOSE`) instead of `$`, so the text pass after extraction (`curate.extract_text`) can
-escape `$` signs that were page text (prices) while keeping math it found itself. Rendered duplicates of the
-same formula (MathJax previews, KaTeX HTML, MathJax CHTML/SVG) are removed so the formula appears once.
+Math found in markup is wrapped in rare printable sentinels instead of `$`, so the text pass after extraction
+(`curate.extract_text`) can escape `$` signs that were page text (prices) while keeping math it found itself;
+code is wrapped the same way so that its `$` (shell prompts) is never read as math. Rendered duplicates of a
+formula (MathJax previews, KaTeX HTML, MathJax CHTML/SVG, Wikipedia fallback images) are removed so each formula
+appears once. Printable sentinels (not private-use ones) because trafilatura drops unprintable characters.
 """
 
 from __future__ import annotations
 
-# Printable but rare brackets: trafilatura drops unprintable (private-use) characters. Any already in the page
-# are removed before parsing (`strip_sentinels`).
+from curate.dom_images import rewrite_images
+from curate.dom_tables import rewrite_tables
+from curate.mathml import mathml_to_latex
+
 INLINE_OPEN, INLINE_CLOSE = "\u2e28", "\u2e29"
 DISPLAY_OPEN, DISPLAY_CLOSE = "\u2983", "\u2984"
-SENTINELS = (INLINE_OPEN, INLINE_CLOSE, DISPLAY_OPEN, DISPLAY_CLOSE)
-
-# Rendered math output that duplicates a source we read elsewhere (script tags, annotations).
-_RENDERED_SELECTORS = (
-    ".MathJax_Preview",
-    ".MathJax",
-    ".MathJax_Display",
-    ".MathJax_SVG",
-    ".MathJax_SVG_Display",
-    ".MathJax_CHTML",
-    ".MathJax_MathML",
-    ".mjx-chtml",
-    ".katex-html",
+CODE_OPEN, CODE_CLOSE = "\u2e22", "\u2e23"
+PRE_OPEN, PRE_CLOSE = "\u2e24", "\u2e25"
+SENTINELS = (
+    INLINE_OPEN,
+    INLINE_CLOSE,
+    DISPLAY_OPEN,
+    DISPLAY_CLOSE,
+    CODE_OPEN,
+    CODE_CLOSE,
+    PRE_OPEN,
+    PRE_CLOSE,
 )
+
+# Rendered math output that duplicates a source read elsewhere (script tags, annotations).
+_RENDERED = (
+    ".MathJax_Preview, .MathJax, .MathJax_Display, .MathJax_SVG, .MathJax_SVG_Display, .MathJax_CHTML, "
+    ".MathJax_MathML, .mjx-chtml, .katex-html, mjx-container > svg, mjx-container > mjx-math, "
+    ".mwe-math-fallback-image-inline, .mwe-math-fallback-image-display"
+)
+_TEX_ENCODINGS = ("application/x-tex", "tex", "latex", "application/x-latex", "text/x-tex")
 
 
 def strip_sentinels(text: str) -> str:
@@ -38,17 +47,14 @@ def strip_sentinels(text: str) -> str:
 
 def wrap_math(tex: str, display: bool) -> str:
     """Wrap LaTeX in the sentinels of its kind; sentinels inside the TeX are dropped."""
-    for s in SENTINELS:
-        tex = tex.replace(s, "")
-    tex = tex.strip()
+    tex = strip_sentinels(tex).strip()
     if not tex:
         return ""
-    if display:
-        return f"{DISPLAY_OPEN}{tex}{DISPLAY_CLOSE}"
-    return f"{INLINE_OPEN}{tex}{INLINE_CLOSE}"
+    return f"{DISPLAY_OPEN}{tex}{DISPLAY_CLOSE}" if display else f"{INLINE_OPEN}{tex}{INLINE_CLOSE}"
 
 
-def _replace(tree, node, text: str) -> None:
+def replace_node(tree, node, text: str) -> None:
+    """Replace `node` by a text node (or remove it when `text` is empty)."""
     parent = node.parent
     if parent is None:
         return
@@ -58,45 +64,110 @@ def _replace(tree, node, text: str) -> None:
         parent.remove_child(node)
 
 
+def _classes(node) -> str:
+    return node.class_name or ""
+
+
 def _rewrite_scripts(tree, body) -> None:
-    for node in body.query_selector_all('script[type^="math/tex"], script[type^="math/asciimath"]'):
+    for node in body.query_selector_all('script[type^="math/"]').values():
         kind = (node.getattr("type") or "").lower()
-        tex = node.text or ""
+        tex = (node.text or "").strip()
+        display = "mode=display" in kind
         if "asciimath" in kind:
-            _replace(tree, node, wrap_math(f"`{tex.strip()}`", "display" in kind) if tex.strip() else "")
+            # AsciiMath is kept as written, marked so a reader can tell it from TeX.
+            replace_node(tree, node, wrap_math(f"\\text{{asciimath:}}`{tex}`", display) if tex else "")
+        elif "mml" in kind or "mathml" in kind:
+            replace_node(tree, node, wrap_math(" ".join(tex.split()), display))
         else:
-            _replace(tree, node, wrap_math(tex, "mode=display" in kind))
+            replace_node(tree, node, wrap_math(tex, display))
+
+
+def _tex_annotation(node) -> str | None:
+    for ann in node.query_selector_all("annotation").values():
+        if (ann.getattr("encoding") or "").lower() in _TEX_ENCODINGS:
+            return ann.text or ""
+    return None
 
 
 def _rewrite_katex(tree, body) -> None:
-    for node in body.query_selector_all(".katex"):
-        ann = node.query_selector('annotation[encoding="application/x-tex"]')
-        if ann is None:
+    for node in body.query_selector_all(".katex").values():
+        tex = _tex_annotation(node)
+        if tex is None:
             continue
-        display = node.parent is not None and "katex-display" in (node.parent.class_name or "")
-        _replace(tree, node, wrap_math(ann.text or "", display))
+        parent = node.parent
+        display = parent is not None and "katex-display" in _classes(parent)
+        replace_node(tree, node, wrap_math(tex, display))
+
+
+def _rewrite_wikipedia(tree, body) -> None:
+    for node in body.query_selector_all(".mwe-math-element").values():
+        math = node.query_selector("math")
+        tex = _tex_annotation(math) if math is not None else None
+        if not tex and math is not None:
+            tex = math.getattr("alttext")
+        if not tex:
+            img = node.query_selector("img")
+            tex = img.getattr("alt") if img is not None else None
+        if tex is None:
+            continue
+        display = (
+            node.query_selector(".mwe-math-mathml-display, .mwe-math-fallback-image-display") is not None
+        )
+        replace_node(tree, node, wrap_math(tex, display))
 
 
 def _rewrite_mathml(tree, body) -> None:
-    from curate.mathml import mathml_to_latex
-
-    for node in body.query_selector_all("math"):
+    for node in body.query_selector_all("math").values():
         display = (node.getattr("display") or "").lower() == "block"
-        ann = node.query_selector('annotation[encoding="application/x-tex"], annotation[encoding="TeX"]')
-        tex = ann.text if ann is not None else None
+        tex = _tex_annotation(node)
         if not tex:
             tex = node.getattr("alttext")
         if not tex:
             tex = mathml_to_latex(node)
-        _replace(tree, node, wrap_math(tex or "", display))
+        if tex is None:  # conversion ran out of time or depth: keep what a reader would see
+            tex = " ".join((node.text or "").split())
+        replace_node(tree, node, wrap_math(tex, display))
+
+
+def _rewrite_scripts_marks(tree, body) -> None:
+    """<sup>/<sub> outside math as ^{..}/_{..}; footnote markers (links, [1]) stay as they are."""
+    for node in body.query_selector_all("sup, sub").values():
+        text = " ".join((node.text or "").split())
+        if not text or len(text) > 20 or node.query_selector("a") is not None or text.startswith("["):
+            continue
+        mark = "^" if node.tag == "sup" else "_"
+        replace_node(tree, node, f"{mark}{{{text}}}")
+
+
+def _protect_code(tree, body) -> None:
+    """Mark <pre> and inline <code> so the text pass keeps them verbatim (no `$` handling)."""
+    for node in body.query_selector_all("pre").values():
+        node.prepend(tree.create_text_node(PRE_OPEN))
+        node.append(tree.create_text_node(PRE_CLOSE))
+    for node in body.query_selector_all("code").values():
+        if node.closest("pre") is None and (node.text or "").strip():
+            node.prepend(tree.create_text_node(CODE_OPEN))
+            node.append(tree.create_text_node(CODE_CLOSE))
+
+
+def _mark_headings(tree, body) -> None:
+    """Markdown heading markers, so section structure survives plain-text extraction."""
+    for node in body.query_selector_all("h1, h2, h3, h4, h5, h6").values():
+        if (node.text or "").strip():
+            node.prepend(tree.create_text_node("#" * int(node.tag[1]) + " "))
 
 
 def rewrite_tree(tree) -> None:
-    """Rewrite the math in a resiliparse HTMLTree in place."""
+    """Rewrite the math (and code, tables, images) of a resiliparse HTMLTree in place."""
     body = tree.body
     _rewrite_scripts(tree, body)
     _rewrite_katex(tree, body)
-    for sel in _RENDERED_SELECTORS:
-        for node in body.query_selector_all(sel):
-            _replace(tree, node, "")
+    _rewrite_wikipedia(tree, body)
+    for node in body.query_selector_all(_RENDERED).values():
+        replace_node(tree, node, "")
     _rewrite_mathml(tree, body)
+    rewrite_images(tree, body, wrap_math, replace_node)
+    _rewrite_scripts_marks(tree, body)
+    _protect_code(tree, body)
+    _mark_headings(tree, body)
+    rewrite_tables(tree, body)

@@ -8,7 +8,7 @@ extraction can tell TeX that came from markup apart from `$` signs that were in 
 from __future__ import annotations
 
 from curate.dom_rewrite import rewrite_tree, strip_sentinels
-from curate.extract_text import finalize_text
+from curate.extract_text import finalize_text, has_tex_renderer
 
 ENGINES = ("fast", "clean")
 
@@ -36,7 +36,7 @@ def extract(html: str, url: str | None = None, engine: str = "fast") -> str:
         raw = _extract_fast(tree)
     else:
         raw = _extract_clean(tree, url)
-    return finalize_text(raw)
+    return finalize_text(raw, tex_page=has_tex_renderer(html))
 
 
 def _extract_fast(tree) -> str:

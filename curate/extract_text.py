@@ -1,28 +1,134 @@
-"""The text pass after extraction: page-text `$`, `\\(..\\)`, `\\[..\\]` handling, then sentinels -> `$`/`$$`."""
+"""The text pass after extraction: code kept verbatim, TeX left in page text delimited, lone `$` escaped.
+
+Page text may hold TeX that a client-side renderer would typeset: `\\(..\\)`, `\\[..\\]`, `$$..$$`, `$..$`.
+`$`-delimited spans are read as math only on pages that load a TeX renderer (MathJax, KaTeX) and only when they
+follow pandoc's rule (no space inside the delimiters, no digit right after the closing `$`) and look like TeX;
+every other `$` is written `\\$`, so `$60 million` stays text and can never pair up with another `$` downstream.
+"""
 
 from __future__ import annotations
 
 import re
 
-from curate.dom_rewrite import DISPLAY_CLOSE, DISPLAY_OPEN, INLINE_CLOSE, INLINE_OPEN
-
-_SENTINEL_SPAN = re.compile(
-    f"({INLINE_OPEN}[^{INLINE_CLOSE}]*{INLINE_CLOSE}|{DISPLAY_OPEN}[^{DISPLAY_CLOSE}]*{DISPLAY_CLOSE})"
+from curate.dom_rewrite import (
+    CODE_CLOSE,
+    CODE_OPEN,
+    DISPLAY_CLOSE,
+    DISPLAY_OPEN,
+    INLINE_CLOSE,
+    INLINE_OPEN,
+    PRE_CLOSE,
+    PRE_OPEN,
 )
 
+_CODE_SPAN = re.compile(f"({PRE_OPEN}[^{PRE_CLOSE}]*{PRE_CLOSE}|{CODE_OPEN}[^{CODE_CLOSE}]*{CODE_CLOSE})")
+_MATH_SPAN = re.compile(
+    f"({INLINE_OPEN}[^{INLINE_CLOSE}]*{INLINE_CLOSE}|{DISPLAY_OPEN}[^{DISPLAY_CLOSE}]*{DISPLAY_CLOSE})"
+)
+_STRAY = re.compile(
+    f"[{CODE_OPEN}{CODE_CLOSE}{PRE_OPEN}{PRE_CLOSE}{INLINE_OPEN}{INLINE_CLOSE}{DISPLAY_OPEN}{DISPLAY_CLOSE}]"
+)
+# Bounded lengths keep every alternative linear: an unclosed delimiter scans at most a few thousand chars.
+_TEXT_TEX = re.compile(
+    r"\\\[(?P<d1>.{1,8000}?)\\\]"
+    r"|\\\((?P<i1>.{1,3000}?)\\\)"
+    r"|\\begin\{(?P<env>equation|align|gather|multline|eqnarray|displaymath)(?P<star>\*?)\}"
+    r"(?P<d3>.{1,8000}?)\\end\{(?P=env)(?P=star)\}",
+    re.S,
+)
+_DOLLAR_TEX = re.compile(
+    r"(?<![\\$])\$\$(?P<d2>[^$]{1,8000}?)\$\$"
+    r"|(?<![\\$\w])\$(?P<i2>[^\s$](?:[^$\n]{0,1000}?[^\s$\\])?)\$(?![\d$])"
+    r"|(?P<lone>(?<!\\)\$)",
+    re.S,
+)
+_CURRENCY = re.compile(
+    r"^\d[\d,.]*\s*(?:[kKmMbB]n?|million|billion|thousand|USD|dollars|per|each|for|and|or|to)\b", re.I
+)
+_TEX_GROUP = re.compile(r"\\[A-Za-z]+\*?(?:\{[^{}]{0,200}\})?")
+_PROSE = re.compile(r"[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
+_RENDERER = re.compile(r"mathjax|katex|math/tex|\\\(|\\\[", re.I)
 
-def finalize_text(raw: str) -> str:
-    """Turn extracted text with sentinel-wrapped math into the final `$`/`$$` text."""
-    parts = _SENTINEL_SPAN.split(raw)
+
+def has_tex_renderer(html: str) -> bool:
+    """True when the page loads (or is written for) a client-side TeX renderer."""
+    return _RENDERER.search(html) is not None
+
+
+def _inline(tex: str) -> str:
+    return f"${' '.join(tex.split())}$"
+
+
+def _display(tex: str) -> str:
+    return f"\n$$\n{tex.strip()}\n$$\n"
+
+
+def _dollar_repl(m: re.Match) -> str:
+    if m.group("d2") is not None:
+        return _display(m.group("d2"))
+    if m.group("i2") is not None:
+        tex = m.group("i2")
+        if not _CURRENCY.match(tex) and not _PROSE.search(_TEX_GROUP.sub(" ", tex)):
+            return _inline(tex)
+        return "\\$" + _escape_dollars(tex) + "\\$"
+    return "\\$"
+
+
+def _escape_dollars(text: str) -> str:
+    return re.sub(r"(?<!\\)\$", r"\\$", text)
+
+
+def _plain_text(text: str, tex_page: bool) -> str:
+    """Page text: TeX delimiters normalised, `$` read as math on TeX pages, escaped elsewhere."""
+    out, pos = [], 0
+    for m in _TEXT_TEX.finditer(text):
+        out.append(_dollars(text[pos : m.start()], tex_page))
+        if m.group("d1") is not None:
+            out.append(_display(m.group("d1")))
+        elif m.group("i1") is not None:
+            out.append(_inline(m.group("i1")))
+        else:
+            out.append(_display(m.group(0)))
+        pos = m.end()
+    out.append(_dollars(text[pos:], tex_page))
+    return "".join(out)
+
+
+def _dollars(text: str, tex_page: bool) -> str:
+    if "$" not in text:
+        return text
+    if not tex_page:
+        return _escape_dollars(text)
+    return _DOLLAR_TEX.sub(_dollar_repl, text)
+
+
+def _math_and_text(text: str, tex_page: bool) -> str:
+    parts = _MATH_SPAN.split(text)
     out = []
     for i, part in enumerate(parts):
-        if i % 2 == 1:
-            if part[0] == INLINE_OPEN:
-                out.append(f"${part[1:-1].strip()}$")
-            else:
-                out.append(f"\n$$\n{part[1:-1].strip()}\n$$\n")
+        if i % 2 == 0:
+            out.append(_plain_text(part, tex_page))
+        elif part[0] == INLINE_OPEN:
+            out.append(_inline(part[1:-1]))
         else:
-            out.append(part)
-    text = "".join(out)
+            out.append(_display(part[1:-1]))
+    return "".join(out)
+
+
+def finalize_text(raw: str, tex_page: bool = True) -> str:
+    """Turn extracted text with sentinels into the final text: code fenced, math in `$`/`$$`."""
+    parts = _CODE_SPAN.split(raw)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 == 0:
+            out.append(_math_and_text(part, tex_page))
+        elif part[0] == PRE_OPEN:
+            body = _STRAY.sub("", part[1:-1]).strip("\n")
+            out.append(f"\n```\n{body}\n```\n" if body.strip() else "")
+        else:
+            body = _STRAY.sub("", part[1:-1])
+            out.append(f"`{body}`" if body.strip() else body)
+    text = _STRAY.sub("", "".join(out))
+    text = re.sub(r"[ \t]+\n", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()

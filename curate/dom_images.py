@@ -1,0 +1,105 @@
+"""Formula images -> LaTeX: TeX from the alt text, else from the image URL (latex.php, mimetex/mathtex, codecogs).
+
+An image counts as a formula when its URL is a known TeX renderer or its class says latex/tex; its alt text is
+used when it looks like TeX (renderers put the source there), else the TeX is decoded from the URL query.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, unquote, urlsplit
+
+_RENDERER_URL = re.compile(
+    r"latex\.php|mimetex|mathtex|codecogs\.com/|/cgi-bin/[^?]*tex|chart\.apis?\.google(?:apis)?\.com/chart\?[^\"]*cht=tx"
+    r"|latex\.artofproblemsolving\.com|/latex\?|render/math\?math=|math\.now\.sh|i\.upmath\.me/|/forkosh\.com/",
+    re.I,
+)
+_FORMULA_CLASS = re.compile(r"(?:^|[\s_-])(?:latex|tex|math|formula|equation)(?:$|[\s_-])", re.I)
+_CODECOGS_OPTS = re.compile(
+    r"^(?:\s*\\(?:dpi\{\d+\}|bg_\w+|bg\{\w+\}|fn_\w+|inline|large|Large|LARGE|small|tiny|normal)\b)+"
+)
+_KEY_VALUE = re.compile(r"^[A-Za-z_]{1,16}=")
+_HTML_TAG = re.compile(r"<[^<>]{0,200}>")
+_GENERIC_ALT = {
+    "",
+    "image",
+    "formula",
+    "equation",
+    "latex",
+    "tex",
+    "math",
+    "img",
+    "[tex]",
+    "mathematical expression",
+}
+_WRAPPERS = (
+    ("$$", "$$"),
+    ("\\[", "\\]"),
+    ("\\(", "\\)"),
+    ("$", "$"),
+    ("[tex]", "[/tex]"),
+    ("[math]", "[/math]"),
+)
+
+
+def clean_tex(tex: str) -> tuple[str, bool]:
+    """Strip HTML line breaks, renderer options and $/\\[ delimiters; returns (tex, display)."""
+    tex = _HTML_TAG.sub(" ", tex).strip()
+    display = False
+    for left, right in _WRAPPERS:
+        if len(tex) > len(left) + len(right) and tex.startswith(left) and tex.endswith(right):
+            display = left in ("$$", "\\[")
+            tex = tex[len(left) : -len(right)].strip()
+            break
+    tex = _CODECOGS_OPTS.sub("", tex).strip()
+    if tex.startswith("\\displaystyle"):
+        display = True
+    return tex, display
+
+
+def tex_from_url(src: str) -> str:
+    """TeX carried by a formula-image URL ('' when none)."""
+    parts = urlsplit(src)
+    query = parts.query
+    if not query:
+        return ""
+    params = parse_qs(query, keep_blank_values=True)
+    for key in ("latex", "chl", "math", "tex", "formula", "eq"):
+        if key in params and params[key][0]:
+            return params[key][0]
+    if _KEY_VALUE.match(query):
+        return ""
+    # codecogs / mimetex style: the whole query is the TeX; codecogs writes spaces as &space; and + as &plus;
+    return unquote(query.replace("&space;", " ").replace("&plus;", "+"))
+
+
+def _looks_like_tex(alt: str) -> bool:
+    return alt.strip().lower() not in _GENERIC_ALT and not alt.lower().endswith(
+        (".png", ".gif", ".jpg", ".svg")
+    )
+
+
+def image_tex(node) -> tuple[str, bool] | None:
+    """(TeX, display) for a formula image, None for other images."""
+    src = node.getattr("src") or node.getattr("data-src") or node.getattr("data-lazy-src") or ""
+    classes = node.class_name or ""
+    is_formula = bool(_RENDERER_URL.search(src)) or bool(_FORMULA_CLASS.search(classes))
+    if not is_formula:
+        return None
+    alt = node.getattr("alt") or node.getattr("title") or ""
+    tex = alt if _looks_like_tex(alt) else tex_from_url(src)
+    if not tex.strip():
+        return None
+    tex, display = clean_tex(tex)
+    return tex, display or "display" in classes
+
+
+def rewrite_images(tree, body, wrap_math, replace_node) -> None:
+    """Replace formula images by sentinel-wrapped TeX."""
+    for node in body.query_selector_all("img").values():
+        found = image_tex(node)
+        if found is None:
+            continue
+        tex, display = found
+        if tex:
+            replace_node(tree, node, wrap_math(tex, display))
