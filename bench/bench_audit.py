@@ -24,13 +24,21 @@ KEPT_FRACTION = (
 def pandas_peer(run: Path) -> float:
     """The same four tables with pandas over the same files; returns seconds."""
     import pandas as pd
+    import pyarrow.parquet as pq
 
     start = time.time()
-    corpus = pd.read_parquet(run / "decont" / "data", columns=["url", "token_count"])
-    domain = corpus["url"].str.extract(r"^[a-z0-9+.-]+://(?:www\.)?([^/:?#]+)", expand=False)
-    corpus.assign(domain=domain).groupby("domain").agg(docs=("url", "size"), tokens=("token_count", "sum"))
+    corpus = pd.read_parquet(run / "decont" / "data", columns=["domain", "n_chars"])
+    corpus.assign(tokens=corpus["n_chars"] / 4).groupby("domain").agg(
+        docs=("n_chars", "size"), tokens=("tokens", "sum")
+    )
     web = pd.read_parquet(run / "web" / "data", columns=["lang", "math_score", "n_chars"])
-    rejects = pd.read_parquet(run / "web" / "rejects", columns=["lang", "math_score"])
+    # web rejects come from datatrove exclusion writers: fields inside a `metadata` struct
+    meta = pq.read_table(run / "web" / "rejects", columns=["metadata"]).flatten()
+    rejects = (
+        meta.select(["metadata.lang", "metadata.math_score"])
+        .rename_columns(["lang", "math_score"])
+        .to_pandas()
+    )
     pd.concat([web["lang"], rejects["lang"]]).value_counts()
     for frame in (web, rejects):
         (frame["math_score"] * 20).clip(upper=19).floordiv(1).value_counts()

@@ -96,7 +96,11 @@ class ReportBuilder:
         column = self.find_column(relation, TOKEN_COLUMNS)
         if column:
             return f'"{column}"', "tokens"
-        return f"({self.length(relation)}) / 4", "est. tokens (chars/4)"
+        length = self.find_column(relation, LENGTH_COLUMNS)
+        if length:
+            return f'"{length}" / 4', "est. tokens (chars/4)"
+        # strlen (UTF-8 bytes) reads the string header only; length() would decode every character.
+        return "strlen(text) / 4", "est. tokens (bytes/4)"
 
     def length(self, relation: str) -> str:
         column = self.find_column(relation, LENGTH_COLUMNS)

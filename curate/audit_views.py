@@ -105,9 +105,8 @@ def create_reject_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[s
     names = list(rel.columns)
     meta = rel.types[names.index("metadata")] if "metadata" in names else None
     meta_fields = [f for f, _ in meta.children] if meta is not None and meta.id == "struct" else []
-    rel = r"regexp_replace(filename, '\\', '/', 'g')"
     root = _sql_str(str(run_dir.resolve()).replace("\\", "/") + "/")
-    rel_path = f"substr({rel}, length({root}) + 1)"
+    rel_path = f"substr(regexp_replace(filename, '\\\\', '/', 'g'), length({root}) + 1)"
     stage = f"regexp_extract({rel_path}, '^(.+)/rejects/', 1) AS stage"
     folder_reason = f"nullif(regexp_extract({rel_path}, '/rejects/([^/]+)/', 1), '')"
     # The reason: a `reason` column, datatrove's `filter_reason` (exclusion writers), else the sub-folder name.
@@ -267,10 +266,8 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
         )
         con.sql(f'SELECT * FROM "{name}" LIMIT 0').fetchall()
         return True
-    except duckdb.Error:
-        con.execute(
-            f'DROP VIEW IF EXISTS "{name}"'
-        )  # not one JSON object a line: left to read_json() in a query
+    except duckdb.Error:  # not one JSON object a line: left to read_json() in a query
+        con.execute(f'DROP VIEW IF EXISTS "{name}"')
         return False
 
 
