@@ -87,7 +87,7 @@ class WebPageReader(BaseDiskReader):
     """Reads WARC/ARC records, .html files and JSONL (`html` field) into documents whose text is the HTML.
 
     Counts every candidate page as `docs_in`; a page it cannot use is counted as `dropped_<reason>`:
-    warc_read_error, bad_record, not_html, binary_body, too_large, empty_page, undecodable, http_status.
+    warc_read_error, truncated_record, bad_record, not_html, binary_body, too_large, empty_page, undecodable, http_status.
     """
 
     name = "🕸 Web pages (WARC/HTML/JSONL)"
@@ -114,21 +114,30 @@ class WebPageReader(BaseDiskReader):
     def _read_warc(self, path: str) -> Iterator[Document]:
         from warcio.archiveiterator import ArchiveIterator
 
+        end = 0
         with open(path, "rb") as stream:
             iterator = ArchiveIterator(stream, arc2warc=True)
             try:
                 for record in iterator:
                     if record.rec_type not in DOC_RECORD_TYPES:
                         self.stat_update("non_document_records")
+                        iterator.read_to_end(record)
+                        end = iterator.get_record_offset() + iterator.get_record_length()
                         continue
                     self.stat_update("docs_in")
                     doc = self._warc_record(record, iterator, path)
+                    end = iterator.get_record_offset() + (iterator.get_record_length() or 0)
                     if doc:
                         yield doc
-            except Exception as err:  # truncated gzip member, garbage between records, bad headers
+            except Exception as err:  # garbage between records, bad headers
                 self.stat_update("docs_in")
                 self.stat_update("dropped_warc_read_error")
                 self.stat_update(f"warc_error_{type(err).__name__}")
+                return
+        # warcio stops quietly at a truncated gzip member: bytes left after the last record are a lost record.
+        if Path(path).stat().st_size - end > 8:
+            self.stat_update("docs_in")
+            self.stat_update("dropped_truncated_record")
 
     def _warc_record(self, record, iterator, path: str) -> Document | None:
         try:
@@ -136,6 +145,9 @@ class WebPageReader(BaseDiskReader):
             body = record.content_stream().read(self.max_bytes + 1)
             iterator.read_to_end(record)
             offset, length = iterator.get_record_offset(), iterator.get_record_length()
+            if getattr(record.raw_stream, "limit", 0) > 0:  # the file ended inside this record
+                self.stat_update("dropped_truncated_record")
+                return None
             http = record.http_headers
             status = int(http.get_statuscode() or 200) if http else 200
             content_type = (http.get_header("Content-Type") if http else None) or headers.get_header(

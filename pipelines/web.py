@@ -74,6 +74,34 @@ def _adapter(self, document) -> dict[str, Any]:
     return row
 
 
+REJECT_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("url", pa.string()),
+        ("domain", pa.string()),
+        ("reason", pa.string()),
+        ("step", pa.string()),
+        ("n_chars", pa.int64()),
+        ("text", pa.string()),
+    ]
+)
+
+
+def _reject_adapter(step: str):
+    def adapter(self, document) -> dict[str, Any]:
+        return {
+            "id": document.id,
+            "url": document.metadata.get("url"),
+            "domain": document.metadata.get("domain"),
+            "reason": document.metadata.get("filter_reason"),
+            "step": step,
+            "n_chars": len(document.text),
+            "text": document.text[:20_000],  # enough to see why it was dropped
+        }
+
+    return adapter
+
+
 def build_pipeline(config: Config, files: list[str], out_dir: Path, math_model: str | None) -> list[Any]:
     """The web stage's datatrove steps, reading the files listed in OUT/logs/inputs.txt."""
     from datatrove.pipeline.writers import ParquetWriter
@@ -92,7 +120,12 @@ def build_pipeline(config: Config, files: list[str], out_dir: Path, math_model: 
     def exclusion(step: str):
         if not rejects:
             return None
-        return ParquetWriter(str(out_dir / "rejects" / step), output_filename="${rank}.parquet")
+        return ParquetWriter(
+            str(out_dir / "rejects"),
+            output_filename=step + "-${rank}.parquet",
+            adapter=_reject_adapter(step),
+            schema=REJECT_SCHEMA,
+        )
 
     steps: list[Any] = [
         WebPageReader(str(paths_file), max_bytes=config.max_page_bytes, doc_progress=True),
