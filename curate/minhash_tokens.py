@@ -46,53 +46,47 @@ def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     return _POW[:n], _INV_POW[:n]
 
 
-def mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser: every output bit depends on every input bit."""
-    with np.errstate(over="ignore"):
-        x = x ^ (x >> np.uint64(30))
-        x *= np.uint64(0xBF58476D1CE4E5B9)
-        x ^= x >> np.uint64(27)
-        x *= np.uint64(0x94D049BB133111EB)
-        x ^= x >> np.uint64(31)
-    return x
-
-
-def _byte_classes(joined: str, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(class of every byte, is-continuation-byte); a continuation byte takes its lead byte's class."""
-    if joined.isascii():
-        return _CLASS[data], np.zeros(len(data), dtype=bool)
-    cont = (data & 0xC0) == 0x80
-    idx = np.arange(len(data), dtype=np.int32)
-    lead = np.maximum.accumulate(np.where(cont, 0, idx))
-    return _CLASS[data[lead]], cont
+def _byte_classes(data: np.ndarray) -> np.ndarray:
+    """Class of every byte; a UTF-8 continuation byte takes the class of the byte before it (its lead)."""
+    cls = _CLASS[data]
+    cont = np.flatnonzero((data & 0xC0) == 0x80)
+    for _ in range(3):  # a character has at most 3 continuation bytes
+        if not len(cont):
+            break
+        cls[cont] = cls[cont - 1]
+    return cls
 
 
 def batch_token_hashes(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(token hashes uint64 of all texts concatenated, tokens per text int64)."""
+    """(token hashes uint64 of all texts concatenated, tokens per text int64).
+
+    ASCII letters are lower-cased here (on the bytes); other scripts keep their case.
+    """
     if not texts:
         return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
     # NUL separates documents (removed from the texts themselves first)
-    joined = "\x00".join(t.replace("\x00", " ") if t else "" for t in texts).lower()
-    data = np.frombuffer(joined.encode("utf-8", "replace"), dtype=np.uint8)
+    joined = "\x00".join(t.replace("\x00", " ") if t else "" for t in texts)
+    data = np.frombuffer(joined.encode("utf-8", "replace"), dtype=np.uint8).copy()
+    data[(data >= 65) & (data <= 90)] |= 0x20
     n = len(data)
-    cls, cont = _byte_classes(joined, data)
-    boundary = np.empty(n + 1, dtype=bool)  # boundary[i]: a token starts at i or ends just before i
+    cls = _byte_classes(data)
+    boundary = np.empty(n + 1, dtype=bool)  # boundary[i]: a token or a separator run starts at i (or i == n)
     boundary[0] = boundary[n] = True
     boundary[1:n] = cls[1:] != cls[:-1]
-    single = cls == _SINGLE
-    if single.any():
-        boundary[:n] |= single & ~cont
-    in_token = cls != _SEP
-    starts = np.flatnonzero(boundary[:n] & in_token)
-    # a token ends at the next boundary after its start
+    single = np.flatnonzero(cls == _SINGLE)
+    if len(single):
+        boundary[single[(data[single] & 0xC0) != 0x80]] = True
     cuts = np.flatnonzero(boundary)
-    ends = cuts[np.searchsorted(cuts, starts, side="right")]
+    is_start = cls[cuts[:-1]] != _SEP
+    starts, ends = cuts[:-1][is_start], cuts[1:][is_start]  # a token runs to the next boundary
     # polynomial hash of each token's bytes: prefix sums of b_i * P**i, shifted back by P**-start
     pw, inv = _powers(n + 1)
     with np.errstate(over="ignore"):
         prefix = np.zeros(n + 1, dtype=np.uint64)
-        np.cumsum((data.astype(np.uint64) + np.uint64(1)) * pw[:n], out=prefix[1:])
-        hashes = mix64((prefix[ends] - prefix[starts]) * inv[starts])
+        np.cumsum((data + np.uint64(1)) * pw[:n], out=prefix[1:])
+        hashes = (prefix[ends] - prefix[starts]) * inv[starts]
+        hashes ^= hashes >> np.uint64(32)  # one multiply-xorshift round: n-gram hashes get a full mix later
+        hashes *= np.uint64(0x9E3779B97F4A7C15)
     nul = np.flatnonzero(data == 0)
     bounds = np.searchsorted(starts, np.concatenate([[0], nul, [n]]))
     return hashes, np.diff(bounds).astype(np.int64)

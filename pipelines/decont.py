@@ -77,7 +77,10 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         step,
         build_writer(out_dir / "data", output_schema(files[0], EXTRA_COLUMNS)),
     ]
-    executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-decont", tasks=tasks))
+    workers = 1 if tasks == 1 else None  # one task: run it in this process, no pool to start
+    executor.run(
+        executor.build(pipeline, out_dir / "logs", job_name="mathmix-decont", tasks=tasks, workers=workers)
+    )
     summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
     hits = _merge_report(work / "report", out_dir / "contamination.jsonl")
     summary.update(

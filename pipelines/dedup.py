@@ -77,7 +77,11 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     rule = list(config.keep_rule)
 
     def run(name: str, pipeline: list, n: int) -> None:
-        executor.run(executor.build(pipeline, logs / name, job_name=f"mathmix-dedup-{name}", tasks=n))
+        # one-task stages run in this process (workers=1): no process pool to start for them
+        workers = 1 if n == 1 else None
+        executor.run(
+            executor.build(pipeline, logs / name, job_name=f"mathmix-dedup-{name}", tasks=n, workers=workers)
+        )
 
     run(
         "1_exact_hashes",
