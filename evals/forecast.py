@@ -57,7 +57,8 @@ def noise_scale(y: np.ndarray) -> float:
 
 @dataclass
 class SigmoidFit:
-    """A fitted curve: MAP parameters, posterior samples (weighted grid points) and bootstrap intervals."""
+    """A fitted curve: MAP parameters (refined off the grid), posterior samples (weighted grid points) and
+    bootstrap intervals. Forecasts and bands use the posterior; `params()` reports the MAP."""
 
     r0: float
     a: float
@@ -108,6 +109,8 @@ def _log_posterior(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors) -
     cmid_grid = np.exp(np.linspace(math.log(c_lo), math.log(c_last * priors.cmid_span), N_CMID))
     logp = np.empty((len(B_GRID), N_CMID, len(A_GRID)))
     r0_all = np.empty_like(logp)
+    a32 = A_GRID.astype(np.float32)
+    y32 = y.astype(np.float32)
     for i, b in enumerate(B_GRID):  # one B at a time keeps memory at N_CMID x len(A) x n
         s = _shape(x[None, :], b, cmid_grid[:, None])  # (nC, n)
         u = 1.0 - s
@@ -116,9 +119,13 @@ def _log_posterior(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors) -
             (u * u).sum(-1)[:, None], 1e-12
         )
         r0 = np.clip(r0, 0.0, 1.0)
-        pred = r0[..., None] + (A_GRID[None, :, None] - r0[..., None]) * s[:, None, :]
-        z = (y - pred) / sigma
-        logp[i] = -(STUDENT_NU + 1) / 2 * np.log1p(z * z / STUDENT_NU).sum(-1)
+        # float32 and in-place ops: this (nC, nA, n) block is the whole cost of a fit.
+        z = y32 - r0.astype(np.float32)[..., None] * u.astype(np.float32)[:, None, :]
+        z -= a32[None, :, None] * s.astype(np.float32)[:, None, :]
+        z *= np.float32(1.0 / (sigma * math.sqrt(STUDENT_NU)))
+        np.square(z, out=z)
+        np.log1p(z, out=z)
+        logp[i] = -(STUDENT_NU + 1) / 2 * z.sum(-1, dtype=np.float64)
         r0_all[i] = r0
     logp += (-0.5 * ((np.log(B_GRID) - priors.log_b_mean) / priors.log_b_sd) ** 2)[:, None, None]
     logp += (-0.5 * ((np.log(cmid_grid) - math.log(c_last)) / priors.log_cmid_sd) ** 2)[None, :, None]
@@ -136,6 +143,42 @@ def _grid_fit(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors, keep: 
     weights = w[ib, ic, ia] / w[ib, ic, ia].sum()
     best = int(np.argmax(weights))
     return samples, weights, samples[best]
+
+
+def _neg_log_posterior(theta, x, y, sigma, priors: Priors, c_last: float, y_max: float) -> float:
+    r0, a, log_b, log_c = theta
+    z = (y - (r0 + (a - r0) * _shape(x, math.exp(log_b), math.exp(log_c)))) / sigma
+    nll = (STUDENT_NU + 1) / 2 * float(np.log1p(z * z / STUDENT_NU).sum())
+    nll += 0.5 * ((log_b - priors.log_b_mean) / priors.log_b_sd) ** 2
+    nll += 0.5 * ((log_c - math.log(c_last)) / priors.log_cmid_sd) ** 2
+    return nll + 0.5 * (max(a - y_max, 0.0) / priors.a_above_max_sd) ** 2
+
+
+def _refine(x, y, start, sigma: float, priors: Priors) -> np.ndarray:
+    """Continuous MAP from a grid point (the grid is coarse: ~24% steps in B, ~15% in Cmid)."""
+    from scipy.optimize import minimize
+
+    positive = x[x > 0]
+    c_lo = positive.min() / 2 if len(positive) else 1.0
+    c_last = max(float(x.max()), c_lo * 2)
+    theta0 = [start[0], start[1], math.log(start[2]), math.log(start[3])]
+    bounds = [
+        (0, 1),
+        (0, 1),
+        (math.log(0.1), math.log(20.0)),
+        (math.log(c_lo), math.log(c_last * priors.cmid_span)),
+    ]
+    args = (x, y, sigma, priors, c_last, float(y.max()))
+    result = minimize(
+        _neg_log_posterior,
+        theta0,
+        args=args,
+        method="Nelder-Mead",
+        bounds=bounds,
+        options={"xatol": 1e-4, "fatol": 1e-6},
+    )
+    theta = result.x if result.fun <= _neg_log_posterior(theta0, *args) else np.array(theta0)
+    return np.array([theta[0], theta[1], math.exp(theta[2]), math.exp(theta[3])])
 
 
 def fit_sigmoid(
@@ -165,6 +208,7 @@ def fit_sigmoid(
     yn = (y - lo) / (hi - lo)
     sigma = noise_scale(yn)
     samples, weights, best = _grid_fit(x, yn, sigma, priors)
+    best = _refine(x, yn, best, sigma, priors)
     fit = SigmoidFit(*best, sigma=sigma, scale=(lo, hi), samples=samples, weights=weights, n_points=len(x))
     if n_boot:
         fit.intervals = _bootstrap(x, yn, fit, n_boot, seed, priors)
@@ -181,8 +225,8 @@ def _bootstrap(x, yn, fit: SigmoidFit, n_boot: int, seed: int, priors: Priors) -
     for _ in range(n_boot):
         starts = rng.integers(0, max(1, len(x) - block + 1), size=len(x) // block + 1)
         boot = np.concatenate([resid[s : s + block] for s in starts])[: len(x)]
-        _, _, best = _grid_fit(x, np.clip(fitted + boot, 0, 1), fit.sigma, priors)
-        draws.append(best)
+        start = np.array([fit.r0, fit.a, fit.b, fit.cmid])
+        draws.append(_refine(x, np.clip(fitted + boot, 0, 1), start, fit.sigma, priors))
     draws = np.array(draws)
     lo, hi = fit.scale
     out = {}

@@ -1,0 +1,254 @@
+"""`mathmix eval`: bench (few-shot evals), rl-probe (GRPO), forecast, compare, sweep, sweep-fit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from mathmix.cli_util import console, fail, write_json
+
+DEFAULT_BENCH_DIR = Path("../shared/data/bench")
+
+eval_app = typer.Typer(
+    help="Few-shot math evals, the GRPO RL-readiness probe and the sigmoid forecast of its final accuracy.",
+    no_args_is_help=True,
+)
+
+
+@eval_app.command("bench")
+def bench_cmd(
+    model: str = typer.Argument(..., help="HF model folder (e.g. RUN/train/export) or hub name."),
+    suite: str = typer.Option(
+        "octothinker",
+        help="Named suite: octothinker (GSM8K 8, MATH500 4, OlympiadBench 4, "
+        "AMC23 0, AIME24 0, OCW 4 shots) or quick.",
+    ),
+    benchmarks: str = typer.Option(None, help="Instead of a suite: NAME[:SHOTS],... e.g. gsm8k:8,math500:4."),
+    data_dir: Path = typer.Option(
+        DEFAULT_BENCH_DIR, help="Benchmark folder (gsm8k/, math500/, qwen_eval/, ...)."
+    ),
+    out: Path = typer.Option(None, "--out", "-o", help="Results folder (default ./eval-<model name>)."),
+    limit: int = typer.Option(None, help="Evaluate only the first N items of each benchmark."),
+    zero_shot: bool = typer.Option(
+        False, help="No exemplars, a step-by-step \\boxed{} instruction (RL-tuned models)."
+    ),
+    prompt_file: Path = typer.Option(
+        None, help="JSONL exemplars (question/problem + solution) instead of train splits."
+    ),
+    seed: int = typer.Option(0, help="Seed for drawing exemplars from each training split."),
+    max_new_tokens: int = typer.Option(512, help="Generation budget per answer."),
+    backend: str = typer.Option("auto", help="auto (vLLM on GPU, else transformers), vllm or transformers."),
+    batch_size: int = typer.Option(8, help="Prompts per forward pass (transformers backend)."),
+) -> None:
+    """Greedy few-shot evals graded by math-verify.
+
+    Reads MODEL and DATA_DIR; writes OUT/{benchmark}.json (accuracy + per-item records) and OUT/results.json.
+    """
+    from evals.bench import print_results_table, run_bench
+    from evals.benchmarks import parse_benchmarks
+
+    try:
+        plan = parse_benchmarks(suite, benchmarks)
+    except ValueError as err:
+        fail(str(err))
+    if not data_dir.is_dir():
+        fail(f"benchmark folder not found: {data_dir} (--data-dir)")
+    out = out or Path(f"eval-{Path(model).name or 'model'}")
+    summary = run_bench(
+        model,
+        plan,
+        data_dir,
+        out,
+        limit=limit,
+        zero_shot=zero_shot,
+        prompt_file=prompt_file,
+        seed=seed,
+        max_new_tokens=max_new_tokens,
+        backend=backend,
+        batch_size=batch_size,
+    )
+    print_results_table(summary)
+    console.print(f"results: {out}/results.json")
+
+
+@eval_app.command("rl-probe")
+def rl_probe_cmd(
+    model: str = typer.Argument(..., help="HF model folder to probe."),
+    prompts: Path = typer.Option(
+        ..., help="MATH8K-style prompts: JSONL/JSON with prompt (or problem) and answer."
+    ),
+    data_dir: Path = typer.Option(
+        DEFAULT_BENCH_DIR, help="Benchmark folder: MATH500 validation + overlap check."
+    ),
+    out: Path = typer.Option(Path("rl-probe"), "--out", "-o", help="Probe run folder."),
+    steps: int = typer.Option(100, help="Rollout steps."),
+    eval_every: int = typer.Option(10, help="Validate every K rollout steps."),
+    prompts_per_step: int = typer.Option(128),
+    rollouts: int = typer.Option(16),
+    mini_batch: int = typer.Option(64, help="Prompts per optimizer update."),
+    micro_batch: int = typer.Option(16, help="Completions per forward pass."),
+    lr: float = typer.Option(1e-6),
+    kl: float = typer.Option(0.0),
+    temperature: float = typer.Option(1.0),
+    max_response: int = typer.Option(4096),
+    heldout: int = typer.Option(256, help="Held-out training prompts."),
+    heldout_samples: int = typer.Option(4, help="n of the held-out mean@n."),
+    math500_limit: int = typer.Option(500),
+    seed: int = typer.Option(0),
+    on_overlap: str = typer.Option("drop", help="drop | fail | warn on prompts overlapping eval sets."),
+    vllm: str = typer.Option("auto", help="auto | on | off: vLLM generation (GPU)."),
+) -> None:
+    """GRPO on MATH8K-style prompts with OctoThinker's settings, validated every K steps.
+
+    Reads MODEL, PROMPTS and DATA_DIR; writes OUT/validation.csv (Step, rollouts, heldout_mean@n, math500,
+    mean_response_length, ...), OUT/overlap.json, OUT/summary.json; `mathmix eval forecast OUT` reads them.
+    """
+    from evals.rl_probe import ProbeConfig, run_probe
+
+    config = ProbeConfig(
+        prompts_per_step=prompts_per_step,
+        rollouts=rollouts,
+        mini_batch=mini_batch,
+        micro_batch=micro_batch,
+        learning_rate=lr,
+        kl_coef=kl,
+        temperature=temperature,
+        max_response=max_response,
+        steps=steps,
+        eval_every=eval_every,
+        heldout=heldout,
+        heldout_samples=heldout_samples,
+        math500_limit=math500_limit,
+        seed=seed,
+        on_overlap=on_overlap,
+        vllm=vllm,
+    )
+    if not prompts.exists():
+        fail(f"prompt file not found: {prompts}")
+    try:
+        summary = run_probe(model, prompts, out, config, data_dir if data_dir.is_dir() else None)
+    except ValueError as err:
+        fail(str(err))
+    console.print_json(json.dumps(summary["last_validation"]))
+    console.print(f"validation log: {out}/validation.csv")
+
+
+def _forecast_all(
+    path: Path,
+    fit_fraction: float,
+    target: float | None,
+    skip_fraction: float,
+    n_boot: int,
+    compute_column: str | None,
+    column: str | None,
+) -> list[tuple[dict, Any, Any, int]]:
+    import math
+
+    from evals.backtest import forecast_curve
+    from evals.curves import load_curves
+
+    if not path.exists():
+        fail(f"not found: {path}")
+    curves = [c for c in load_curves(path, compute_column=compute_column) if not column or column in c.name]
+    if not curves:
+        fail(f"no accuracy curve in {path} (a CSV with a Step column, or a probe folder with validation.csv)")
+    results = []
+    for curve in curves:
+        if len(curve.x) < 3:
+            continue
+        record, fit = forecast_curve(curve, fit_fraction, target, skip_fraction, n_boot)
+        results.append((record, fit, curve, max(2, math.ceil(fit_fraction * len(curve.x)))))
+    return results
+
+
+@eval_app.command("forecast")
+def forecast_cmd(
+    path: Path = typer.Argument(
+        ..., help="Curve CSV (Step + one column per run), a probe folder, or a folder of CSVs."
+    ),
+    fit_fraction: float = typer.Option(1.0, help="Fit on the first F of each curve's points (back-test)."),
+    target: float = typer.Option(None, help="Compute to forecast at (default: each curve's last compute)."),
+    skip_fraction: float = typer.Option(0.0, help="Early fraction of the fitted points left out of the fit."),
+    n_boot: int = typer.Option(40, help="Bootstrap resamples for the A, B, Cmid intervals (0: none)."),
+    compute_column: str = typer.Option(
+        None, help="Column to use as compute instead of Step (e.g. rollouts)."
+    ),
+    column: str = typer.Option(None, help="Only run columns whose name contains this text."),
+    as_json: bool = typer.Option(
+        False, "--json", help='Print [{"run", "predicted_final", "actual_final"}] only.'
+    ),
+    out: Path = typer.Option(None, "--out", "-o", help="Folder for forecast.json and forecast.png."),
+) -> None:
+    """Fit R(C) = R0 + (A - R0) / (1 + (Cmid / C)^B) to each accuracy curve and forecast the final accuracy.
+
+    Reads PATH; with --json prints one JSON array to stdout; otherwise prints a table and writes
+    OUT/forecast.json (all parameters, intervals) and OUT/forecast.png (points, fit, 5-95% band).
+    """
+    results = _forecast_all(
+        path, fit_fraction, target, skip_fraction, 0 if as_json else n_boot, compute_column, column
+    )
+    if as_json:
+        keys = ("run", "predicted_final", "actual_final")
+        sys.stdout.write(json.dumps([{k: r[k] for k in keys} for r, *_ in results], indent=1) + "\n")
+        return
+    from evals.forecast_report import plot_forecasts
+
+    out = out or (path / "forecast" if path.is_dir() else Path(f"forecast-{path.stem}"))
+    write_json(out / "forecast.json", [r for r, *_ in results])
+    plot_forecasts([(c, f, k) for _, f, c, k in results], out / "forecast.png", target)
+    _print_forecasts([r for r, *_ in results])
+    console.print(f"wrote {out}/forecast.json and {out}/forecast.png")
+
+
+def _print_forecasts(records: list[dict]) -> None:
+    from rich.table import Table
+
+    table = Table(title="RL forecast")
+    for name in ("run", "A [5-95%]", "B", "Cmid", "predicted", "actual", "persistence"):
+        table.add_column(name, justify="left" if name == "run" else "right")
+    for r in records:
+        lo_hi = r.get("intervals", {}).get("A")
+        a = f"{r['A']:.3f}" + (f" [{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]" if lo_hi else "")
+        actual = "-" if r["actual_final"] is None else f"{r['actual_final']:.3f}"
+        table.add_row(
+            r["run"][-50:],
+            a,
+            f"{r['B']:.2f}",
+            f"{r['Cmid']:.3g}",
+            f"{r['predicted_final']:.3f}",
+            actual,
+            f"{r['persistence']:.3f}",
+        )
+    console.print(table)
+
+
+@eval_app.command("compare")
+def compare_cmd(
+    paths: list[Path] = typer.Argument(..., help="Probe folders or curve CSVs, one or more bases."),
+    column: str = typer.Option("heldout", help="Curve to rank on: columns whose name contains this text."),
+    n_boot: int = typer.Option(40, help="Bootstrap resamples for the A intervals."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the ranking to OUT (JSON)."),
+) -> None:
+    """Rank bases by forecast asymptote A (the accuracy RL would saturate at). Reads PATHS; prints a table."""
+    from evals.forecast_report import rank_by_asymptote
+
+    records = []
+    for path in paths:
+        for record, *_ in _forecast_all(path, 1.0, None, 0.0, n_boot, None, column):
+            records.append({"source": str(path), **record})
+    ranked = rank_by_asymptote(records)
+    if out:
+        write_json(out, ranked)
+    _print_forecasts(ranked)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `eval` group to the root CLI."""
+    from evals.sweep_cli import add_sweep_commands
+
+    add_sweep_commands(eval_app)
+    app.add_typer(eval_app, name="eval")

@@ -1,0 +1,177 @@
+"""Few-shot eval harness: answer extraction and math-verify grading on hand-written outputs, benchmark field
+mapping, exemplar drawing, and the whole `mathmix eval bench` run on a tiny random Llama."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from evals.bench import run_bench
+from evals.benchmarks import build_prompt, load_benchmark, load_exemplars, normalize, parse_benchmarks
+from evals.grading import answers_match, boxed_reward, extract_answer, grade, last_boxed, truncate_at_stops
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("so x = \\boxed{\\frac{1}{2}}.", ("\\frac{1}{2}", "boxed")),
+        ("first \\boxed{3} then \\boxed{\\sqrt{2}}", ("\\sqrt{2}", "boxed")),
+        ("She sold 48 + 24 = 72 clips.\n#### 72", ("72", "hashes")),
+        ("48 / 2 = 24. The answer is 72.", ("72", "answer_is")),
+        ("Therefore the final answer is $\\pi$.", ("\\pi", "answer_is")),
+        ("I am not sure.", (None, "none")),
+    ],
+)
+def test_extract_answer(output, expected):
+    assert extract_answer(output) == expected
+
+
+def test_last_boxed_balances_braces():
+    assert last_boxed("\\boxed{\\frac{a}{b}+\\{1\\}}") == "\\frac{a}{b}+\\{1\\}"
+    assert last_boxed("no box") is None
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold", "correct"),
+    [
+        ("0.5", "\\frac{1}{2}", True),
+        ("27", "27", True),
+        ("(3, \\pi/2)", "\\left( 3, \\frac{\\pi}{2} \\right)", True),
+        ("19", "18", False),
+        (None, "18", False),
+    ],
+)
+def test_math_verify_grading(predicted, gold, correct):
+    assert answers_match(predicted, gold) is correct
+
+
+def test_grade_and_reward_use_the_extracted_answer():
+    assert grade("The answer is 18.\n\nQuestion: 2+2? The answer is 4.", "4")["extracted"] == "4"
+    cut = truncate_at_stops("The answer is 18.\n\nQuestion: 2+2? The answer is 4.", ["\n\nQuestion:"])
+    assert grade(cut, "18")["correct"]
+    assert boxed_reward("... \\boxed{27.0}", "27") == 1.0
+    assert boxed_reward("The answer is 27", "27") == -1.0  # the RL reward reads \\boxed{} only
+
+
+def test_normalize_maps_every_benchmark_shape():
+    gsm = normalize({"question": "q", "answer": "steps\n#### 1,000"}, 0)
+    assert gsm["answer"] == "1,000" and gsm["solution"].startswith("steps")
+    assert normalize({"problem": "p", "answer": 27.0}, 1)["answer"] == "27"  # AMC23 floats
+    assert normalize({"question": "p", "final_answer": ["2"], "id": 7}, 2) == {
+        "id": "7",
+        "question": "p",
+        "answer": "2",
+        "solution": "",
+    }
+    assert normalize({"problem": "p", "solution": "so \\boxed{5}"}, 3)["answer"] == "5"  # MATH train
+    assert normalize({"problem": "p"}, 4) is None
+
+
+def _write_jsonl(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+@pytest.fixture()
+def bench_dir(tmp_path) -> Path:
+    """A bench folder in the quickstart sample's layout: gsm8k train/test, math500 test, math train."""
+    root = tmp_path / "bench"
+    _write_jsonl(
+        root / "gsm8k/train.jsonl",
+        [
+            {"question": f"What is {i}+{i}?", "answer": f"{i}+{i}=<<{i}+{i}={2 * i}>>{2 * i}\n#### {2 * i}"}
+            for i in range(10)
+        ],
+    )
+    _write_jsonl(
+        root / "gsm8k/test.jsonl",
+        [{"question": f"What is {i}*2?", "answer": f"#### {2 * i}"} for i in range(4)],
+    )
+    _write_jsonl(
+        root / "math500/test.jsonl",
+        [{"problem": f"Find {i}/2.", "solution": "", "answer": f"\\frac{{{i}}}{{2}}"} for i in range(1, 4)],
+    )
+    _write_jsonl(
+        root / "math/train.jsonl",
+        [{"problem": f"Find {i}-1.", "solution": f"It is \\boxed{{{i - 1}}}."} for i in range(8)],
+    )
+    return root
+
+
+def test_exemplars_are_seeded_and_come_from_the_train_split(bench_dir, tmp_path):
+    first = load_exemplars("gsm8k", bench_dir, 4, seed=0)
+    assert first == load_exemplars("gsm8k", bench_dir, 4, seed=0)
+    assert len(first) == 4 and all("+" in e["question"] for e in first)
+    prompt = build_prompt(load_benchmark("gsm8k", bench_dir)[0], first, "gsm8k")
+    assert prompt.count("Question:") == 5 and prompt.endswith("Answer:") and "<<" not in prompt
+    user = tmp_path / "shots.jsonl"
+    _write_jsonl(user, [{"problem": "Mine?", "solution": "\\boxed{1}", "benchmark": "math500"}])
+    assert load_exemplars("math500", bench_dir, 4, prompt_file=user)[0]["question"] == "Mine?"
+    assert "\\boxed{}" in build_prompt({"question": "q"}, [], "math")  # zero-shot instruction
+
+
+def test_parse_benchmarks():
+    assert parse_benchmarks("octothinker", None)[0] == ("gsm8k", 8)
+    assert parse_benchmarks(None, "math500,amc23:2") == [("math500", 4), ("amc23", 2)]
+    with pytest.raises(ValueError, match="unknown benchmark"):
+        parse_benchmarks(None, "nope")
+
+
+class HandWritten:
+    """Test double for a generator: returns fixed outputs, so grading and bookkeeping are checked exactly."""
+
+    backend = "hand-written"
+
+    def __init__(self, outputs: list[str]):
+        self.outputs = outputs
+
+    def generate(self, prompts, max_new_tokens, stops, progress=None):
+        return [truncate_at_stops(o, stops) for o in self.outputs[: len(prompts)]]
+
+
+def test_run_bench_grades_hand_written_outputs(bench_dir, tmp_path):
+    outputs = [
+        "0*2 = 0. The answer is 0.",
+        "The answer is 3.\n\nQuestion: x? The answer is 2.",
+        "#### 4",
+        "no idea",
+    ]
+    summary = run_bench("hand", [("gsm8k", 2)], bench_dir, tmp_path / "out", generator=HandWritten(outputs))
+    assert summary["benchmarks"]["gsm8k"] == {"shots": 2, "n": 4, "correct": 2, "accuracy": 0.5}
+    result = json.loads((tmp_path / "out/gsm8k.json").read_text())
+    assert [i["correct"] for i in result["items"]] == [True, False, True, False]
+    assert result["extraction"] == {"answer_is": 2, "hashes": 1, "none": 1}
+
+
+def test_bench_cli_end_to_end_with_a_tiny_model(tiny_model_dir, bench_dir, tmp_path):
+    from mathmix.cli import app
+
+    out = tmp_path / "results"
+    args = [
+        "eval",
+        "bench",
+        str(tiny_model_dir),
+        "--benchmarks",
+        "gsm8k:2,math500:1,aime24",
+        "--data-dir",
+        str(bench_dir),
+        "--limit",
+        "2",
+        "--max-new-tokens",
+        "4",
+        "--backend",
+        "transformers",
+        "-o",
+        str(out),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["backend"] == "transformers"
+    assert {k: v["n"] for k, v in summary["benchmarks"].items()} == {"gsm8k": 2, "math500": 2}
+    assert "aime24" in summary["skipped"]
+    items = json.loads((out / "math500.json").read_text())["items"]
+    assert set(items[0]) == {"id", "question", "gold", "output", "extracted", "method", "correct"}

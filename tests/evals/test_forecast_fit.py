@@ -1,0 +1,136 @@
+"""The RL-curve forecast: parameter recovery on synthetic curves, the back-test targets on real GRPO curves,
+the curve CSV reader and the `mathmix eval forecast --json` output."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from evals.backtest import backtest, forecast_curve
+from evals.curves import Curve, load_curves, read_curves_csv
+from evals.forecast import fit_sigmoid, sigmoid_curve
+from evals.forecast_report import fit_sweep, parse_hparams, rank_by_asymptote
+
+
+def _synthetic(r0, a, b, cmid, sd, seed, steps=np.arange(0, 600, 10.0)):
+    rng = np.random.default_rng(seed)
+    return steps, sigmoid_curve(steps, r0, a, b, cmid) + rng.normal(0, sd, len(steps))
+
+
+@pytest.mark.parametrize(
+    ("r0", "a", "b", "cmid"), [(0.05, 0.6, 2.0, 100.0), (0.2, 0.45, 1.2, 60.0), (0.0, 0.8, 3.0, 200.0)]
+)
+def test_fit_recovers_known_parameters(r0, a, b, cmid):
+    x, y = _synthetic(r0, a, b, cmid, sd=0.01, seed=1)
+    fit = fit_sigmoid(x, y, n_boot=20)
+    params = fit.params()
+    assert params["A"] == pytest.approx(a, abs=0.03)
+    assert params["Cmid"] == pytest.approx(cmid, rel=0.25)
+    assert params["B"] == pytest.approx(b, rel=0.4)
+    assert params["R0"] == pytest.approx(r0, abs=0.05)
+    assert fit.predict(500.0)[0] == pytest.approx(sigmoid_curve(500.0, r0, a, b, cmid), abs=0.02)
+    lo, hi = fit.intervals["A"]
+    assert lo - 0.02 <= a <= hi + 0.02
+    band_lo, band_hi = fit.band(np.array([50.0, 300.0]))
+    assert np.all(band_lo <= band_hi)
+
+
+def test_fit_on_a_reward_scale_curve_maps_back():
+    """A mean reward in [-1, 1] is fitted on [0, 1] and reported in its own units."""
+    x, y01 = _synthetic(0.1, 0.7, 2.0, 80.0, sd=0.005, seed=2)
+    fit = fit_sigmoid(x, 2 * y01 - 1)
+    assert fit.params()["A"] == pytest.approx(2 * 0.7 - 1, abs=0.06)
+
+
+def test_early_forecast_of_a_known_curve_is_close():
+    """Seeing the first 40% of a clean sigmoid that has passed its midpoint, the final value is forecast."""
+    x, y = _synthetic(0.05, 0.55, 2.5, 60.0, sd=0.01, seed=3)
+    record, _ = forecast_curve(Curve("synthetic", x, y), fit_fraction=0.4)
+    assert record["predicted_final"] == pytest.approx(record["actual_final"], abs=0.02)
+
+
+def test_read_curves_csv_skips_bands_lengths_and_gaps(tmp_path):
+    path = tmp_path / "curves.csv"
+    path.write_text(
+        '"Step","run_a - val/score","run_a - val/score__MIN","run_a - val/score__MAX","run_b - val/score",'
+        '"run_a - response_length"\n'
+        '"0","0.1","0.1","0.1","","100"\n"4","0.2","0.2","0.2","0.3","120"\n"8","0.3","0.3","0.3","0.35","130"\n'
+    )
+    curves = {c.name: c for c in read_curves_csv(path)}
+    assert set(curves) == {"run_a - val/score", "run_b - val/score"}
+    assert curves["run_b - val/score"].x.tolist() == [4.0, 8.0]
+    assert curves["run_a - val/score"].y.tolist() == [0.1, 0.2, 0.3]
+
+
+def test_forecast_cli_json_prints_run_predicted_actual(tmp_path):
+    from mathmix.cli import app
+
+    x = np.arange(0, 200, 4.0)
+    cols = {f"run{i}": sigmoid_curve(x, 0.02, 0.4 + 0.1 * i, 2.0, 40.0) for i in range(2)}
+    lines = ["Step," + ",".join(cols)] + [
+        f"{s}," + ",".join(f"{cols[c][j]:.4f}" for c in cols) for j, s in enumerate(x)
+    ]
+    path = tmp_path / "curves.csv"
+    path.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(app, ["eval", "forecast", str(path), "--fit-fraction", "0.4", "--json"])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    assert [set(r) for r in records] == [{"run", "predicted_final", "actual_final"}] * 2
+    tail = math.ceil(0.1 * len(x))
+    for r in records:
+        assert r["actual_final"] == pytest.approx(
+            float(np.mean(np.round(cols[r["run"]][-tail:], 4))), abs=1e-5
+        )
+        assert r["predicted_final"] == pytest.approx(r["actual_final"], abs=0.03)
+
+
+@pytest.fixture(scope="module")
+def real_backtests(shared_data):
+    """The back-test at 20% and 40% on ../shared/data/rl_curves, computed once for the tests below."""
+    curves = load_curves(shared_data / "rl_curves")
+    assert len(curves) > 50
+    return {fraction: backtest(curves, fraction) for fraction in (0.2, 0.4)}
+
+
+def test_backtest_beats_persistence_on_real_rl_curves(real_backtests):
+    """Fitting the first 20% / 40% of each real GRPO curve, the forecast's median error is below persistence's."""
+    for fraction, result in real_backtests.items():
+        assert result["median_abs_error"] < result["persistence_median_abs_error"], (
+            fraction,
+            result["ratio"],
+        )
+
+
+def test_backtest_40_percent_meets_the_0_03_target(real_backtests):
+    assert real_backtests[0.4]["median_abs_error"] <= 0.03
+
+
+@pytest.mark.xfail(
+    strict=True, reason="open: at 20% the median error is ~0.053 (target 0.03); see docs/evals.md"
+)
+def test_backtest_20_percent_meets_the_0_03_target(real_backtests):
+    assert real_backtests[0.2]["median_abs_error"] <= 0.03
+
+
+def test_sweep_fit_recovers_slopes_and_ranking():
+    records = [
+        {
+            "run": f"lr{lr}_bs{bs}",
+            "A": 0.5 + 0.02 * math.log(lr / 1e-6) - 0.01 * math.log(bs / 64),
+            "Cmid": 100 * (lr / 1e-6) ** -0.5,
+            "lr": lr,
+            "batch_size": bs,
+        }
+        for lr in (5e-7, 1e-6, 2e-6)
+        for bs in (32, 64, 128)
+    ]
+    fit = fit_sweep(records)
+    assert fit["A"]["slope_log_lr"] == pytest.approx(0.02, abs=1e-9)
+    assert fit["A"]["slope_log_batch_size"] == pytest.approx(-0.01, abs=1e-9)
+    assert fit["log_Cmid"]["slope_log_lr"] == pytest.approx(-0.5, abs=1e-9)
+    assert rank_by_asymptote(records)[0]["run"] == "lr2e-06_bs32"
+    assert parse_hparams("probe_lr1e-6_bs64") == {"lr": 1e-6, "batch_size": 64.0}

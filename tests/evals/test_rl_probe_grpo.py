@@ -1,0 +1,118 @@
+"""The GRPO RL probe: a few TRL steps with a tiny random Llama on CPU, its validation log, the overlap check;
+and the `eval` recipe stage on the same tiny model."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from evals.curves import load_curves
+from evals.rl_probe import ProbeConfig, check_overlap, grpo_args, load_prompts, run_probe
+
+LEAKED = (
+    "Convert the point $(0,3)$ in rectangular coordinates to polar coordinates. Enter your answer in the form "
+    "$(r,\\theta),$ where $r > 0$ and $0 \\le \\theta < 2 \\pi.$"
+)
+
+
+def _write_jsonl(path: Path, records: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def _probe_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    prompts = tmp_path / "math8k.jsonl"
+    _write_jsonl(
+        prompts,
+        [{"prompt": f"What is {i} plus {i + 1}?", "answer": str(2 * i + 1)} for i in range(10)]
+        + [{"prompt": LEAKED, "answer": "(3, \\frac{\\pi}{2})"}],
+    )
+    bench = tmp_path / "bench"
+    _write_jsonl(
+        bench / "math500/test.jsonl",
+        [
+            {
+                "problem": LEAKED,
+                "solution": "\\boxed{(3,\\frac{\\pi}{2})}",
+                "answer": "\\left( 3, \\frac{\\pi}{2} \\right)",
+            },
+            {"problem": "Compute 2 times 3.", "solution": "\\boxed{6}", "answer": "6"},
+        ],
+    )
+    return prompts, bench
+
+
+def test_octothinker_defaults_map_onto_grpo_config(tmp_path):
+    args = grpo_args(ProbeConfig(), tmp_path, on_gpu=False, use_vllm=False)
+    assert args.generation_batch_size == 128 * 16 and args.num_generations == 16
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 64 * 16
+    assert (args.learning_rate, args.beta, args.temperature, args.max_completion_length) == (
+        1e-6,
+        0.0,
+        1.0,
+        4096,
+    )
+    assert args.max_steps == 100 * 2  # two mini-batch updates per rollout step
+
+
+def test_overlapping_prompts_are_dropped_or_refused(tmp_path):
+    prompts_path, bench = _probe_inputs(tmp_path)
+    prompts = load_prompts(prompts_path)
+    kept, report = check_overlap(prompts, [bench / "math500/test.jsonl"], "drop")
+    assert report["checked"] and report["overlapping_prompts"] == 1 and len(kept) == len(prompts) - 1
+    assert LEAKED not in [p["question"] for p in kept]
+    try:
+        check_overlap(prompts, [bench / "math500/test.jsonl"], "fail")
+    except ValueError as err:
+        assert "overlap" in str(err)
+    else:
+        raise AssertionError("fail policy did not refuse a contaminated prompt set")
+
+
+def test_grpo_probe_runs_a_few_steps_and_logs_validation(tiny_model_dir, tmp_path):
+    prompts, bench = _probe_inputs(tmp_path)
+    config = ProbeConfig(
+        prompts_per_step=2,
+        rollouts=2,
+        mini_batch=2,
+        micro_batch=4,
+        max_response=8,
+        steps=2,
+        eval_every=1,
+        heldout=2,
+        heldout_samples=2,
+        math500_limit=2,
+    )
+    out = tmp_path / "probe"
+    summary = run_probe(tiny_model_dir, prompts, out, config, bench)
+    assert summary["overlap"]["dropped"] == 1
+    assert summary["train_prompts"] == 8 and summary["heldout_prompts"] == 2
+    with (out / "validation.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["Step"]) for r in rows] == [0, 1, 2]
+    for row in rows:
+        assert 0.0 <= float(row["heldout_mean@2"]) <= 1.0 and 0.0 <= float(row["math500"]) <= 1.0
+        assert 0 < float(row["mean_response_length"]) <= 8
+    assert -1.0 <= float(rows[-1]["train_reward"]) <= 1.0
+    # The forecast reads the probe folder: accuracy columns only, lengths and rewards left out.
+    assert {c.name for c in load_curves(out)} == {"heldout_mean@2", "math500"}
+
+
+def test_eval_stage_runs_on_the_run_folder(tiny_model_dir, tmp_path):
+    from pipelines.evaluate import Config, run_stage
+    from pipelines.executors import ExecutorConfig
+    from pipelines.stages import StageContext
+
+    run_dir = tmp_path / "run"
+    _, bench = _probe_inputs(tmp_path)
+    _write_jsonl(bench / "gsm8k/train.jsonl", [{"question": "1+1?", "answer": "#### 2"}] * 3)
+    _write_jsonl(bench / "gsm8k/test.jsonl", [{"question": "2+2?", "answer": "#### 4"}] * 3)
+    _write_jsonl(bench / "math/train.jsonl", [{"problem": "1+2?", "solution": "\\boxed{3}"}] * 3)
+    config = Config(model=str(tiny_model_dir), data_dir=str(bench), max_new_tokens=4, backend="transformers")
+    ctx = StageContext(run_dir=run_dir, out_dir=run_dir / "eval", inputs=[], executor=ExecutorConfig())
+    summary = run_stage(config, ctx)
+    assert summary["docs_in"] == summary["docs_out"] == 3 + 2
+    assert "accuracy_gsm8k" in summary and "accuracy_math500" in summary
+    assert json.loads((run_dir / "eval/summary.json").read_text()) == json.loads(json.dumps(summary))
+    assert (run_dir / "eval/gsm8k.json").exists() and (run_dir / "eval/results.json").exists()
