@@ -1,0 +1,78 @@
+"""Back-test of the RL forecast on real GRPO curves, side by side with persistence and a least-squares sigmoid.
+
+For each accuracy curve under ../shared/data/rl_curves (W&B exports of OctoThinker's 3B runs), fit on the first
+20% and, separately, the first 40% of its points and forecast the mean of its last 10%. Prints the median
+absolute error of the mathmix forecast, of persistence (mean of the last 3 seen points) and of a plain
+least-squares sigmoid, and the ratio forecast / persistence. Target: forecast <= 0.03 and < persistence.
+
+    .venv/bin/python bench/bench_forecast.py [--curves ../shared/data/rl_curves]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evals.backtest import backtest, tail_positions  # noqa: E402
+from evals.curves import load_curves  # noqa: E402
+from evals.forecast import sigmoid_curve  # noqa: E402
+
+
+def least_squares_forecast(x: np.ndarray, y: np.ndarray, x_tail: np.ndarray) -> float:
+    """The naive peer: scipy least squares of R0, A, B, Cmid, bounded, no priors, no robust loss."""
+    from scipy.optimize import least_squares
+
+    def residual(p):
+        return sigmoid_curve(x, p[0], p[1], math.exp(p[2]), math.exp(p[3])) - y
+
+    start = [y[0], y.max(), 0.0, math.log(max(x[len(x) // 2], 1.0))]
+    lo, hi = [0, 0, -3, -5], [1, 1, 3, 15]
+    fit = least_squares(residual, np.clip(start, lo, hi), bounds=(lo, hi))
+    r0, a, lb, lc = fit.x
+    return float(np.mean(sigmoid_curve(x_tail, r0, a, math.exp(lb), math.exp(lc))))
+
+
+def least_squares_error(curves, fraction: float) -> float:
+    errors = []
+    for c in curves:
+        if len(c.x) < 10:
+            continue
+        k = math.ceil(fraction * len(c.x))
+        tail = tail_positions(c.x)
+        errors.append(abs(least_squares_forecast(c.x[:k], c.y[:k], c.x[tail]) - float(np.mean(c.y[tail]))))
+    return float(np.median(errors))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--curves", type=Path, default=ROOT.parent / "shared" / "data" / "rl_curves")
+    args = parser.parse_args()
+    if not args.curves.is_dir():
+        sys.exit(f"curves not found: {args.curves} (../shared/data/rl_curves)")
+    curves = load_curves(args.curves)
+    print(f"{len(curves)} accuracy curves (deduplicated) from {args.curves}")
+    print(
+        f"{'fit on':>7} {'curves':>6} {'forecast':>9} {'persistence':>12} {'ratio':>6} {'least-sq':>9} {'target':>7} {'s':>5}"
+    )
+    for fraction in (0.2, 0.4):
+        start = time.time()
+        result = backtest(curves, fraction)
+        naive = least_squares_error(curves, fraction)
+        ok = result["median_abs_error"] <= 0.03 and result["ratio"] < 1
+        print(
+            f"{fraction:>7.0%} {result['curves']:>6} {result['median_abs_error']:>9.4f} "
+            f"{result['persistence_median_abs_error']:>12.4f} {result['ratio']:>6.3f} {naive:>9.4f} "
+            f"{'met' if ok else 'MISSED':>7} {time.time() - start:>5.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
