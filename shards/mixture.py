@@ -23,6 +23,7 @@ from shards.indexed import IndexedDataset
 from shards.manifest import resolve_prefixes
 
 log = logging.getLogger("mathmix.shards")
+MAX_BLEND_DOCUMENTS = 500_000_000  # ~20 bytes of index per document: beyond this it is surely a mistake
 
 
 class MixtureSource(BaseModel):
@@ -103,6 +104,11 @@ def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -
     if available == 0:
         raise ValueError("source has no tokens")
     full, remaining = divmod(target, available)
+    if (full + 1) * len(sizes) > MAX_BLEND_DOCUMENTS:
+        raise ValueError(
+            f"{target:,} tokens from a source of {available:,} means {full + 1:,} epochs "
+            f"({(full + 1) * len(sizes):,} documents): lower the total or this source's share"
+        )
     parts = [rng.permutation(len(sizes)) for _ in range(full)]
     if remaining:
         perm = rng.permutation(len(sizes))
@@ -149,7 +155,10 @@ class BlendedDocuments:
         source_ids, doc_ids, positions = [], [], []
         for k, src in enumerate(self.sources):
             rng = np.random.default_rng([config.seed, zlib.crc32(src.name.encode())])
-            docs = select_documents(src.sizes, self.targets[src.name], rng)
+            try:
+                docs = select_documents(src.sizes, self.targets[src.name], rng)
+            except ValueError as err:
+                raise ValueError(f"mixture {config.name}, source {src.name}: {err}") from None
             sizes = src.sizes[docs]
             tokens = max(int(sizes.sum()), 1)
             positions.append((np.cumsum(sizes) - sizes / 2) / tokens)  # token midpoint, fraction of source

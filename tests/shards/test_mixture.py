@@ -130,3 +130,29 @@ def test_shipped_mixtures_load():
     for path in files:
         config = MixtureConfig.from_yaml(path, run_dir="/runs/x")
         assert all(p.startswith("/runs/x") for s in config.sources for p in s.paths), path
+
+
+def test_absurd_repetition_is_refused(three_sources):
+    config = _config(three_sources, web=0.5, longcot=0.5)
+    with pytest.raises(ValueError, match="source (web|longcot): .* epochs"):
+        BlendedDocuments(config, total_tokens=10**15)
+
+
+def test_cli_mix_reports_repetition(three_sources, tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    recipe = tmp_path / "mix.yaml"
+    recipe.write_text(yaml.safe_dump(_config(three_sources, web=0.5, longcot=0.5).model_dump()))
+    out = tmp_path / "report.json"
+    result = CliRunner().invoke(
+        app, ["shards", "mix", str(recipe), "--total-tokens", "600000", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "repeated" in result.output
+    import json
+
+    rows = {r["name"]: r for r in json.loads(out.read_text())["sources"]}
+    assert rows["longcot"]["repeated"] and rows["longcot"]["tokens"] + rows["web"]["tokens"] > 599_000
