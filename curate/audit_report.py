@@ -96,14 +96,18 @@ class ReportBuilder:
         column = self.find_column(relation, TOKEN_COLUMNS)
         if column:
             return f'"{column}"', "tokens"
-        length = self.find_column(relation, LENGTH_COLUMNS)
-        if length:
-            return f'"{length}" / 4', "est. tokens (chars/4)"
+        if self.find_column(relation, LENGTH_COLUMNS):
+            return f"{self.length(relation)} / 4", "est. tokens (chars/4)"
         # strlen (UTF-8 bytes) reads the string header only; length() would decode every character.
         return "strlen(text) / 4", "est. tokens (bytes/4)"
 
     def length(self, relation: str) -> str:
+        """SQL for a document's length in characters (the stage's column, else the text's; NULLs filled)."""
         column = self.find_column(relation, LENGTH_COLUMNS)
+        if column and "text" in self.session.columns(relation):
+            return (
+                f'coalesce("{column}", length(text))'  # union views (rejects) mix files with and without it
+            )
         return f'"{column}"' if column else "length(text)"
 
     def threshold(self) -> float | None:
@@ -199,6 +203,9 @@ def score_section(b: ReportBuilder) -> Section:
     if not column:
         s.notes.append("not available: the web stage output has no math_score column")
         return s
+    if not b.session.scalar(f'SELECT count("{column}") FROM web'):
+        s.notes.append(f"not available: web.{column} is empty (no math classifier scored the pages)")
+        return s
     bins = 20
     hist = f'least(floor("{column}" * {bins}), {bins - 1}) / {bins}'
     sql = f"SELECT {hist} AS bin, 'kept' AS pages, count(*) AS docs FROM web WHERE \"{column}\" IS NOT NULL GROUP BY 1"
@@ -239,12 +246,12 @@ def length_section(b: ReportBuilder) -> Section:
         stats.append(f"SELECT {pos} AS pos, stage, docs, mean, round(q[1], 1) AS p10, round(q[2], 1) AS p50, "
                      f"round(q[3], 1) AS p90, max FROM (SELECT {label} AS stage, count(*) AS docs, round(avg({length}), 1) AS mean, "
                      f"quantile_cont({length}, [0.1, 0.5, 0.9]) AS q, max({length}) AS max FROM \"{view}\" {group})")  # fmt: skip
-        hists.append(f"SELECT {label} AS stage, floor(log10(greatest({length}, 1)) * 5) / 5 AS log10_chars, "
+        hists.append(f"SELECT {pos} AS pos, {label} AS stage, floor(log10(greatest({length}, 1)) * 5) / 5 AS log10_chars, "
                      f"count(*) AS docs FROM \"{view}\" GROUP BY ALL")  # fmt: skip
     b.add(s, "quantiles", "Characters per document",
           "SELECT * EXCLUDE (pos) FROM (" + " UNION ALL ".join(stats) + ") ORDER BY pos, stage")  # fmt: skip
     b.add(s, "hist", "Documents per log10(characters) bin of width 0.2",
-          "SELECT * FROM (" + " UNION ALL ".join(hists) + ") ORDER BY stage, log10_chars")  # fmt: skip
+          "SELECT * EXCLUDE (pos) FROM (" + " UNION ALL ".join(hists) + ") ORDER BY pos, stage, log10_chars")  # fmt: skip
     s.figures.append(ReportFigure("hist", "Length distribution", "hist", "log10_chars", "docs", kind="line",
                                   series="stage", xlabel="log10(characters)"))  # fmt: skip
     return s
@@ -257,11 +264,14 @@ def language_section(b: ReportBuilder) -> Section:
         s.notes.append("not available: the web stage output has no `lang` column")
         return s
     sql = "SELECT lang, 'kept' AS pages FROM web"
+    rejected = ""
     if "lang" in b.session.columns("rejects"):
         sql += " UNION ALL SELECT lang, 'rejected' FROM rejects WHERE stage = 'web'"
+        rejected = "count(*) FILTER (WHERE pages = 'rejected') AS rejected, "
+    else:
+        s.notes.append("kept pages only: the web stage's rejects carry no `lang` column")
     b.add(s, "langs", "Documents per language (web stage)",
-          f"SELECT coalesce(lang, '?') AS lang, count(*) FILTER (WHERE pages = 'kept') AS kept, "
-          f"count(*) FILTER (WHERE pages = 'rejected') AS rejected, count(*) AS total FROM ({sql}) "
-          f"GROUP BY 1 ORDER BY total DESC, lang LIMIT {b.top_n}")  # fmt: skip
+          f"SELECT coalesce(lang, '?') AS lang, count(*) FILTER (WHERE pages = 'kept') AS kept, {rejected}"
+          f"count(*) AS total FROM ({sql}) GROUP BY 1 ORDER BY total DESC, lang LIMIT {b.top_n}")  # fmt: skip
     s.figures.append(ReportFigure("langs", "Documents per language (kept)", "langs", "lang", "kept"))
     return s

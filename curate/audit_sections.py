@@ -107,7 +107,10 @@ def contamination_section(b: ReportBuilder) -> Section:
 
 def _flagged(b: ReportBuilder, s: Section) -> None:
     """Flag mode keeps contaminated documents, marked by curate.decont's `contaminated`/`decont_benchmarks`."""
-    if {"contaminated", "decont_benchmarks"} <= set(b.session.columns("corpus")):
+    columns = set(b.session.columns("corpus"))
+    if {"contaminated", "decont_benchmarks"} <= columns and b.session.scalar(
+        "SELECT count(*) FROM corpus WHERE contaminated"
+    ):
         b.add(s, "flagged", "Flagged documents left in the corpus, per benchmark",
               "SELECT benchmark, count(*) AS docs FROM (SELECT unnest(string_split(decont_benchmarks, ',')) "
               "AS benchmark FROM corpus WHERE contaminated) GROUP BY 1 ORDER BY docs DESC, benchmark")  # fmt: skip

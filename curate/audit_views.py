@@ -120,8 +120,14 @@ def create_reject_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[s
 
 def _stage_dirs(run_dir: Path) -> list[Path]:
     """Stage folders: RUN/<stage>/ and RUN/branches/<task>/ (the rewriter writes one folder per task)."""
-    # The audit's own folder is output, not a stage to audit (a rerun would otherwise read its last report).
-    top = [p for p in sorted(run_dir.iterdir()) if p.is_dir() and p.name[0] not in "._" and p.name != "audit"]
+    # A stage folder is a known stage's or one with a summary.json (not the quickstart's sample/); the audit's
+    # own folder is output, not a stage to audit (a rerun would otherwise read its last report).
+    top = [
+        p
+        for p in sorted(run_dir.iterdir())
+        if p.is_dir() and p.name[0] not in "._" and p.name != "audit"
+        and (p.name in STAGE_FOLDERS or (p / "summary.json").is_file())
+    ]  # fmt: skip
     branches = run_dir / "branches"
     nested = (
         sorted(p for p in branches.iterdir() if p.is_dir() and p.name[0] not in "._")
