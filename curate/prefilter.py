@@ -13,16 +13,17 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
-HTML_MARKERS = {
-    "mathml": re.compile(r"<math[\s>]", re.I),
-    "mathjax_script": re.compile(r"math/tex", re.I),
-    "mathjax": re.compile(r"mathjax", re.I),
-    "katex": re.compile(r"katex", re.I),
-    "wiki_math": re.compile(r"mwe-math", re.I),
-    "tex_image": re.compile(r"latex\.php|codecogs|mimetex|mathtex|/latex\?|wp-latex|tex\?|\.svg\?tex", re.I),
-    "tex_alt": re.compile(r"""alt=["'][^"']*\\[a-zA-Z]+""", re.I),
-    "asciimath": re.compile(r"asciimath|math/asciimath", re.I),
+# Plain substrings of the lower-cased page: str.count is ~50x faster than case-insensitive regexes on 150 kB pages.
+HTML_MARKERS: dict[str, tuple[str, ...]] = {
+    "mathjax_script": ("math/tex",),
+    "mathjax": ("mathjax",),
+    "katex": ("katex",),
+    "wiki_math": ("mwe-math",),
+    "tex_image": ("latex.php", "codecogs", "mimetex", "mathtex", "/latex?", "wp-latex", ".svg?tex"),
+    "asciimath": ("asciimath",),
 }
+_MATHML_TAG = re.compile(r"<math[\s>]")
+_TEX_ALT = re.compile(r"""alt=["'][^"'<>]{0,300}?\\[a-z]{2,}""")
 _TEX_PATTERNS = [
     re.compile(r"\$\$.+?\$\$", re.S),
     re.compile(r"\\\(.+?\\\)", re.S),
@@ -45,8 +46,11 @@ _MATH_WORDS = re.compile(
 
 def html_marker_counts(html: str) -> dict[str, int]:
     """How many times each kind of math markup appears in a page's raw HTML (first 2 MB)."""
-    head = html[:2_000_000]
-    return {name: len(pattern.findall(head)) for name, pattern in HTML_MARKERS.items()}
+    head = html[:2_000_000].lower()
+    counts = {name: sum(head.count(s) for s in needles) for name, needles in HTML_MARKERS.items()}
+    counts["mathml"] = len(_MATHML_TAG.findall(head))
+    counts["tex_alt"] = len(_TEX_ALT.findall(head)) if "alt=" in head else 0
+    return counts
 
 
 def math_signal_score(text: str, markers: dict[str, int] | None = None) -> float:
