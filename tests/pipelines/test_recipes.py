@@ -1,0 +1,103 @@
+"""Every shipped recipe parses; a wrong key or value is an error that names it; the CLI's plan matches the recipe."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipelines.recipe import RecipeError, load_recipe
+from pipelines.runner import plan
+
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+
+def _kind(path: Path) -> str:
+    raw = yaml.safe_load(path.read_text())
+    if "mixtures" in path.parts:
+        return "mixture"
+    return "train" if "trainer" in raw or "model" in raw else "run"
+
+
+@pytest.mark.parametrize("path", sorted(RECIPES.rglob("*.yaml")), ids=lambda p: str(p.relative_to(RECIPES)))
+def test_every_shipped_recipe_parses(path):
+    kind = _kind(path)
+    if kind == "run":
+        recipe = load_recipe(path)
+        assert recipe.stages, f"{path} has no stages"
+    elif kind == "train":
+        from midtrain.config import load_train_recipe
+
+        assert load_train_recipe(path).name
+    else:
+        from shards.mixture import MixtureConfig
+
+        raw = yaml.safe_load(path.read_text())
+        assert MixtureConfig.model_validate(raw.get("mixture", raw)).sources
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_unknown_keys_and_bad_values_are_named(tmp_path):
+    with pytest.raises(RecipeError, match="colour"):
+        load_recipe(_write(tmp_path, "name: x\ncolour: red\n"))
+    with pytest.raises(RecipeError, match=r"stages\.web: lang_treshold"):
+        load_recipe(_write(tmp_path, "name: x\nstages:\n  web: {lang_treshold: 0.5}\n"))
+    with pytest.raises(RecipeError, match=r"stages\.web: lang_threshold"):
+        load_recipe(_write(tmp_path, "name: x\nstages:\n  web: {lang_threshold: 7}\n"))
+    with pytest.raises(RecipeError, match="unknown stage"):
+        load_recipe(_write(tmp_path, "name: x\nstages:\n  webb: {}\n"))
+    with pytest.raises(RecipeError, match="executor.kind"):
+        load_recipe(_write(tmp_path, "name: x\nexecutor: {kind: kubernetes}\n"))
+    with pytest.raises(RecipeError, match="not found"):
+        load_recipe(tmp_path / "missing.yaml")
+
+
+def test_plan_chains_stage_outputs(tmp_path):
+    recipe = load_recipe(
+        _write(
+            tmp_path, "name: x\noutput_dir: out\nstages:\n  dedup: {}\n  web: {inputs: ['{run_dir}/in']}\n"
+        )
+    )
+    steps = plan(recipe)
+    assert [s["stage"] for s in steps] == ["web", "dedup"]  # registry order, whatever the file's order
+    assert steps[0]["inputs"] == ["out/in"]
+    assert steps[1]["inputs"] == [str(Path("out") / "web" / "data")]
+
+
+def test_cli_dry_run_and_bad_recipe(tmp_path):
+    ok = subprocess.run(
+        [sys.executable, "-m", "mathmix", "run", str(RECIPES / "quickstart.yaml"), "--dry-run"],
+        capture_output=True,
+        text=True,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "web" in ok.stderr and "quickstart-run" in ok.stderr
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mathmix",
+            "run",
+            str(_write(tmp_path, "name: x\nstages: {web: {bogus: 1}}\n")),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "bogus" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_every_command_has_help():
+    out = subprocess.run([sys.executable, "-m", "mathmix", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0
+    for group in ("run", "quickstart", "web"):
+        assert group in out.stdout
+    web = subprocess.run([sys.executable, "-m", "mathmix", "web", "--help"], capture_output=True, text=True)
+    assert "extract" in web.stdout and "run" in web.stdout
