@@ -20,9 +20,13 @@ import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
 from curate.dedup_text import ngram_hashes
-from curate.minhash_tokens import batch_token_hashes
+from curate.minhash_tokens import batch_token_hashes, batch_tokens, number_hashes
 
-META_DTYPE = np.dtype([("score", "<f4"), ("length", "<u4"), ("has_sig", "u1")])
+# per document: keep-rule inputs (score, length), tokens and the hash of its numbers (the cluster stage's number
+# guard), whether it got a signature
+META_DTYPE = np.dtype(
+    [("score", "<f4"), ("length", "<u4"), ("has_sig", "u1"), ("n_tokens", "<u4"), ("num_hash", "<u8")]
+)
 _CHUNK = 8192  # shingles per (K x chunk) block: 110 x 8192 x 4 B = 3.6 MB
 
 
@@ -66,8 +70,10 @@ class MinhashSigner:
 
     def shingles(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(concatenated shingle hashes, shingles per text) for a batch of texts."""
+        return self._shingles(*batch_token_hashes(texts))
+
+    def _shingles(self, hashes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = self.settings.n_grams
-        hashes, counts = batch_token_hashes(texts)
         all_grams = ngram_hashes(hashes, n)  # n-grams across document borders are dropped below
         per_doc = np.maximum(counts - n + 1, 0)
         total = int(per_doc.sum())
@@ -81,7 +87,15 @@ class MinhashSigner:
 
         A text with fewer tokens than one shingle has no signature (its row is all 0xFFFFFFFF).
         """
-        grams, per_doc = self.shingles(texts)
+        sigs, has_sig, _, _ = self.signatures_and_numbers(texts)
+        return sigs, has_sig
+
+    def signatures_and_numbers(
+        self, texts: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(signatures, has_signature, tokens per text, hash of each text's numbers)."""
+        hashes, counts, is_number = batch_tokens(texts)
+        grams, per_doc = self._shingles(hashes, counts)
         k = self.settings.num_hashes
         mins = np.full((len(texts), k), np.iinfo(np.uint32).max, dtype=np.uint32)
         doc_of = np.repeat(np.arange(len(texts)), per_doc)
@@ -98,7 +112,7 @@ class MinhashSigner:
             piece_min = np.minimum.reduceat(buf, cuts, axis=1).T
             docs = doc_of[c0 + cuts]
             mins[docs] = np.minimum(mins[docs], piece_min)
-        return mins, per_doc > 0
+        return mins, per_doc > 0, counts, number_hashes(hashes, counts, is_number)
 
 
 def _sig_dtype(rows: int) -> np.dtype:
@@ -158,8 +172,9 @@ class FastMinhashSignature(PipelineStep):
         self, signer: MinhashSigner, batch: list, first_idx: int, files: list, dtype
     ) -> np.ndarray:
         with self.track_time():
-            sigs, has_sig = signer.signatures([d.text for d in batch])
+            sigs, has_sig, n_tokens, num_hash = signer.signatures_and_numbers([d.text for d in batch])
             meta = np.zeros(len(batch), dtype=META_DTYPE)
+            meta["n_tokens"], meta["num_hash"] = n_tokens, num_hash
             meta["score"] = [_score(d.metadata.get(self.score_key)) for d in batch]
             meta["length"] = [len(d.text or "") for d in batch]
             meta["has_sig"] = has_sig

@@ -66,11 +66,13 @@ class MinhashClusterByRule(PipelineStep):
         signatures_folder: str | Path,
         output_folder: str | Path,
         keep_rule: list[str] | tuple[str, ...] = ("math_score", "length"),
+        number_guard_tokens: int = 512,
     ):
         super().__init__()
         self.dups_folder, self.signatures_folder = Path(dups_folder), Path(signatures_folder)
         self.output_folder = Path(output_folder)
         self.keep_rule = tuple(keep_rule)
+        self.number_guard_tokens = number_guard_tokens
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         from scipy.sparse import coo_matrix
@@ -90,6 +92,7 @@ class MinhashClusterByRule(PipelineStep):
             pairs_arr = pairs_arr[pairs_arr[:, 0] != SENTINEL]  # matches against an external index: not used
             a = offsets[pairs_arr[:, 0]] + pairs_arr[:, 1]
             b = offsets[pairs_arr[:, 2]] + pairs_arr[:, 3]
+            a, b = self._number_guard(a, b, meta)
             n = int(offsets[-1])
             graph = coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n, n))
             _, labels = connected_components(graph, directed=False)
@@ -109,6 +112,18 @@ class MinhashClusterByRule(PipelineStep):
             self.stat_update("clusters", value=len(keepers))
             self.stat_update("docs_in_clusters", value=len(members))
             self.stat_update("to_remove", value=len(removed))
+
+    def _number_guard(self, a: np.ndarray, b: np.ndarray, meta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Drop candidate pairs of two short documents (problem-sized) whose numbers differ.
+
+        Why: a 200-token problem with one number changed still shares ~95% of its shingles, but it is another
+        problem; long pages that differ in a date or a counter are still merged."""
+        if self.number_guard_tokens <= 0 or not len(a):
+            return a, b
+        short = np.maximum(meta["n_tokens"][a], meta["n_tokens"][b]) <= self.number_guard_tokens
+        blocked = short & (meta["num_hash"][a] != meta["num_hash"][b])
+        self.stat_update("pairs_blocked_by_numbers", value=int(blocked.sum()))
+        return a[~blocked], b[~blocked]
 
     def _write(self, ranks, offsets, members, removed, cluster_id, cluster_size) -> None:
         self.output_folder.mkdir(parents=True, exist_ok=True)

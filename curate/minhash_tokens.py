@@ -62,8 +62,23 @@ def batch_token_hashes(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
     ASCII letters are lower-cased here (on the bytes); other scripts keep their case.
     """
+    hashes, counts, _ = batch_tokens(texts)
+    return hashes, counts
+
+
+def number_hashes(hashes: np.ndarray, counts: np.ndarray, is_number: np.ndarray) -> np.ndarray:
+    """Per text, an order-free hash of its numbers (the multiset of number tokens); 0 for a text without any."""
+    with np.errstate(over="ignore"):
+        values = np.where(is_number, hashes * np.uint64(0xD6E8FEB86659FD93), np.uint64(0))
+        csum = np.concatenate([[np.uint64(0)], np.cumsum(values, dtype=np.uint64)])
+        ends = np.cumsum(counts)
+        return csum[ends] - csum[ends - counts]
+
+
+def batch_tokens(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(token hashes, tokens per text, is-number per token) for a batch of texts."""
     if not texts:
-        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64), np.empty(0, dtype=bool)
     # NUL separates documents (removed from the texts themselves first)
     joined = "\x00".join(t.replace("\x00", " ") if t else "" for t in texts)
     data = np.frombuffer(joined.encode("utf-8", "replace"), dtype=np.uint8).copy()
@@ -89,4 +104,4 @@ def batch_token_hashes(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         hashes *= np.uint64(0x9E3779B97F4A7C15)
     nul = np.flatnonzero(data == 0)
     bounds = np.searchsorted(starts, np.concatenate([[0], nul, [n]]))
-    return hashes, np.diff(bounds).astype(np.int64)
+    return hashes, np.diff(bounds).astype(np.int64), cls[starts] == _DIGIT

@@ -49,6 +49,11 @@ class Config(BaseModel):
         default_factory=lambda: ["math_score", "length"],
         description="which document a cluster keeps: keys in order (ties: the first document)",
     )
+    number_guard_tokens: int = Field(
+        512,
+        ge=0,
+        description="never merge two docs of at most this many tokens whose numbers differ (0: off)",
+    )
     score_key: str = Field("math_score", description="metadata field holding the score used by the keep rule")
     tasks: int | None = Field(None, ge=1, description="datatrove tasks (default: the executor's)")
     write_rejects: bool = Field(True, description="write dropped documents to OUT/rejects/ with their reason")
@@ -107,7 +112,11 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
         run("4_buckets", [buckets], config.bands)
         run(
             "5_clusters",
-            [MinhashClusterByRule(work / "buckets", work / "signatures", work / "clusters", rule)],
+            [
+                MinhashClusterByRule(
+                    work / "buckets", work / "signatures", work / "clusters", rule, config.number_guard_tokens
+                )
+            ],
             1,
         )
     run("6_filter", _filter_pipeline(config, files, out_dir, output_schema(files[0], EXTRA_COLUMNS)), tasks)

@@ -40,6 +40,7 @@ def _corpus() -> list[dict]:
         {"id": f"u{i}", "text": _doc(rng), "url": f"https://site.org/p{i}", "math_score": 0.5}
         for i in range(24)
     ]
+    cjk = "".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(300))
     rows += [
         # near duplicates: the copy with the higher math_score wins; on equal scores the longer one wins
         {"id": "near_hi", "text": _edit(rows[1]["text"], rng, 0.01), "url": None, "math_score": 0.9},
@@ -65,11 +66,14 @@ def _corpus() -> list[dict]:
         # problems that differ only in their numbers stay
         {"id": "num_a", "text": PROBLEM.format(a=48, b=24, c=12, d=3), "url": None, "math_score": 0.5},
         {"id": "num_b", "text": PROBLEM.format(a=50, b=25, c=13, d=4), "url": None, "math_score": 0.5},
+        # ... even when only one number of a 150-word text differs (J ~ 0.95: the number guard keeps them apart)
+        {"id": "one_num_a", "text": rows[5]["text"] + " so the answer is 42", "url": None, "math_score": 0.5},
+        {"id": "one_num_b", "text": rows[5]["text"] + " so the answer is 43", "url": None, "math_score": 0.5},
         # bad input: empty, one word, non-Latin (and a longer near copy)
         {"id": "empty", "text": "", "url": None, "math_score": None},
         {"id": "one_word", "text": "hello", "url": None, "math_score": None},
-        {"id": "cjk", "text": "数学问题很有趣。" * 30, "url": None, "math_score": None},
-        {"id": "cjk_copy", "text": "数学问题很有趣。" * 30 + "真的", "url": None, "math_score": None},
+        {"id": "cjk", "text": cjk, "url": None, "math_score": None},
+        {"id": "cjk_copy", "text": cjk + "真的", "url": None, "math_score": None},
     ]
     return rows
 
@@ -99,11 +103,21 @@ def _survivors(out: Path) -> dict[str, dict]:
 def test_survivors_and_drop_reasons(dedup_run: Path) -> None:
     summary = json.loads((dedup_run / "summary.json").read_text())
     kept = _survivors(dedup_run)
-    assert summary["docs_in"] == 34 and is_balanced(summary) and "unaccounted" not in summary
+    assert summary["docs_in"] == 36 and is_balanced(summary) and "unaccounted" not in summary
+    # u5 and its two copies with a number appended all stay apart: their numbers differ
     assert summary["dropped"] == {"duplicate_text": 1, "duplicate_url": 1, "empty": 1, "near_duplicate": 3}
-    assert {"near_hi", "near_long", "num_a", "num_b", "one_word", "cjk_copy"} <= set(kept)
-    assert {"u1", "u2", "empty", "cjk"}.isdisjoint(kept)
-    assert len(kept) == summary["docs_out"] == 28
+    assert {
+        "near_hi",
+        "near_long",
+        "num_a",
+        "num_b",
+        "one_num_a",
+        "one_num_b",
+        "one_word",
+        "cjk_copy",
+    } <= set(kept)
+    assert {"u1", "u2", "empty", "cjk"}.isdisjoint(kept) and "u5" in kept
+    assert len(kept) == summary["docs_out"] == 30
     rejects = pa.concat_tables([pq.read_table(p) for p in (dedup_run / "rejects").glob("*.parquet")])
     assert sorted(rejects.column("reason").to_pylist()).count("near_duplicate") == 3
 
