@@ -97,7 +97,9 @@ def load_curves(path: Path | str, compute_column: str | None = None, dedupe: boo
     curves: list[Curve] = []
     seen: set[tuple] = set()
     for file in find_curve_files(path):
-        for curve in read_curves_csv(file, compute_column=compute_column):
+        # A file with no accuracy-looking column (e.g. only lengths) is forecast as it is, not skipped.
+        found = read_curves_csv(file, compute_column=compute_column)
+        for curve in found or read_curves_csv(file, compute_column=compute_column, accuracy_only=False):
             key = (curve.name, tuple(np.round(curve.y, 9)))
             if dedupe and key in seen:
                 continue

@@ -101,6 +101,13 @@ class SigmoidFit:
         return {"R0": lo + (hi - lo) * self.r0, "A": lo + (hi - lo) * self.a, "B": self.b, "Cmid": self.cmid}
 
 
+def value_range(y: np.ndarray) -> tuple[float, float]:
+    """The range a curve's metric lives in: [0, 1] accuracies, [-1, 1] mean rewards, [0, 100] percentages."""
+    lo = 0.0 if y.min() >= 0 else (-1.0 if y.min() >= -1 else float(y.min()))
+    hi = 1.0 if y.max() <= 1 else (100.0 if y.max() <= 100 else 2.0 * float(y.max()))
+    return lo, hi
+
+
 def _log_posterior(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors) -> tuple:
     """Log posterior over the (B, Cmid, A) grid with R0 profiled; returns (logp, r0, cmid_grid)."""
     positive = x[x > 0]
@@ -204,7 +211,7 @@ def fit_sigmoid(
     x, y = x[start:], y[start:]
     if len(x) < 2:
         raise ValueError("a forecast needs at least 2 points")
-    lo, hi = min(0.0, float(y.min())), max(1.0, float(y.max()))
+    lo, hi = value_range(y)
     yn = (y - lo) / (hi - lo)
     sigma = noise_scale(yn)
     samples, weights, best = _grid_fit(x, yn, sigma, priors)
