@@ -6,7 +6,9 @@ recipe decides whether that becomes a LocalPipelineExecutor, a SlurmPipelineExec
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -74,11 +76,11 @@ class ExecutorConfig(BaseModel):
                 cpus_per_task=self.cpus_per_task,
                 mem_per_cpu_gb=int(self.mem_per_cpu_gb),
                 qos=self.qos or "normal",
-                job_name=job_name,
                 logging_dir=logging_dir,
                 depends=depends,
                 sbatch_args=sbatch_args or None,
-                venv_path=self.venv_path,
+                venv_path=self.venv_path or _current_venv(),
+                job_name=f"{job_name}-{hashlib.sha1(logging_dir.encode()).hexdigest()[:6]}",
                 skip_completed=True,
                 mail_type="NONE",
             )
@@ -104,17 +106,38 @@ class ExecutorConfig(BaseModel):
                 ray.init(address=self.ray_address, ignore_reinit_error=True)
         executor.run()
         if self.kind == "slurm" and self.wait:
-            wait_for_slurm_job(getattr(executor, "job_id", None), self.poll_seconds)
+            wait_for_slurm_jobs(executor.job_name, self.poll_seconds)
+        incomplete = executor.get_incomplete_ranks()
+        if incomplete and (self.kind != "slurm" or self.wait):
+            if self.kind == "slurm":
+                subprocess.run(["scancel", "--name", executor.job_name], check=False)
+            logs = Path(str(executor.logging_dir.path))
+            raise RuntimeError(
+                f"{len(incomplete)} of {executor.world_size} tasks did not complete (ranks {incomplete[:10]}); "
+                f"see the task logs under {logs}"
+            )
 
 
-def wait_for_slurm_job(job_id: str | None, poll_seconds: float = 2.0) -> None:
-    """Block until `job_id` (and its array tasks) no longer appear in `squeue` (no accounting: no sacct)."""
-    if not job_id:
-        return
+def _current_venv() -> str | None:
+    """The activate script of the virtual environment this process runs in, so Slurm jobs use the same Python."""
+    activate = Path(sys.prefix) / "bin" / "activate"
+    return str(activate) if sys.prefix != sys.base_prefix and activate.is_file() else None
+
+
+def wait_for_slurm_jobs(job_name: str, poll_seconds: float = 2.0) -> None:
+    """Block until no job named `job_name` (array tasks and datatrove's stats job) is left in `squeue`.
+
+    The jobs are found by name because the Debian single-node setup has no accounting (no `sacct`).
+    """
     while True:
         out = subprocess.run(
-            ["squeue", "-h", "-j", str(job_id), "-o", "%i"], capture_output=True, text=True, check=False
+            ["squeue", "-h", "--name", job_name, "-o", "%i %r"], capture_output=True, text=True, check=False
         )
-        if out.returncode != 0 or not out.stdout.strip():
+        lines = out.stdout.strip().splitlines()
+        if out.returncode != 0 or not lines:
+            return
+        if all(
+            "DependencyNeverSatisfied" in line for line in lines
+        ):  # the array failed: the stats job never runs
             return
         time.sleep(poll_seconds)
