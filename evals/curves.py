@@ -93,16 +93,20 @@ def find_curve_files(path: Path | str) -> list[Path]:
 
 
 def load_curves(path: Path | str, compute_column: str | None = None, dedupe: bool = True) -> list[Curve]:
-    """All accuracy curves under PATH; identical (name, values) pairs exported twice are read once."""
-    curves: list[Curve] = []
-    seen: set[tuple] = set()
-    for file in find_curve_files(path):
-        # A file with no accuracy-looking column (e.g. only lengths) is forecast as it is, not skipped.
-        found = read_curves_csv(file, compute_column=compute_column)
-        for curve in found or read_curves_csv(file, compute_column=compute_column, accuracy_only=False):
-            key = (curve.name, tuple(np.round(curve.y, 9)))
-            if dedupe and key in seen:
-                continue
-            seen.add(key)
-            curves.append(curve)
-    return curves
+    """All accuracy curves under PATH; identical (name, values) pairs exported twice are read once.
+
+    Where PATH holds no accuracy-looking column at all (e.g. only lengths), every column is read instead.
+    """
+    for accuracy_only in (True, False):
+        curves: list[Curve] = []
+        seen: set[tuple] = set()
+        for file in find_curve_files(path):
+            for curve in read_curves_csv(file, compute_column=compute_column, accuracy_only=accuracy_only):
+                key = (curve.name, tuple(np.round(curve.y, 9)))
+                if dedupe and key in seen:
+                    continue
+                seen.add(key)
+                curves.append(curve)
+        if curves:
+            return curves
+    return []

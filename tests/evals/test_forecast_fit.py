@@ -66,6 +66,13 @@ def test_read_curves_csv_skips_bands_lengths_and_gaps(tmp_path):
     assert curves["run_a - val/score"].y.tolist() == [0.1, 0.2, 0.3]
 
 
+def test_load_curves_falls_back_to_all_columns_when_none_is_an_accuracy(tmp_path):
+    (tmp_path / "lengths.csv").write_text("Step,run_a - response_length\n0,100\n4,150\n8,180\n")
+    assert [c.name for c in load_curves(tmp_path / "lengths.csv")] == ["run_a - response_length"]
+    (tmp_path / "acc.csv").write_text("Step,run_a - score\n0,0.1\n4,0.2\n")
+    assert [c.name for c in load_curves(tmp_path)] == ["run_a - score"]  # lengths skipped next to accuracies
+
+
 def test_forecast_cli_json_prints_run_predicted_actual(tmp_path):
     from mathmix.cli import app
 
