@@ -141,3 +141,30 @@ def test_sweep_fit_recovers_slopes_and_ranking():
     assert fit["log_Cmid"]["slope_log_lr"] == pytest.approx(-0.5, abs=1e-9)
     assert rank_by_asymptote(records)[0]["run"] == "lr2e-06_bs32"
     assert parse_hparams("probe_lr1e-6_bs64") == {"lr": 1e-6, "batch_size": 64.0}
+
+
+def test_compare_and_sweep_fit_cli_on_a_sweep_csv(tmp_path):
+    from mathmix.cli import app
+
+    x = np.arange(0, 240, 4.0)
+    runs = {f"probe_lr{lr:g}_bs{bs} - heldout": (lr, bs) for lr in (5e-7, 1e-6, 2e-6) for bs in (32, 64)}
+    cols = {
+        name: sigmoid_curve(x, 0.05, 0.3 + 0.05 * math.log2(lr / 5e-7) + (0.02 if bs == 32 else 0), 2.0, 50.0)
+        for name, (lr, bs) in runs.items()
+    }
+    lines = ["Step," + ",".join(cols)] + [
+        f"{s}," + ",".join(f"{cols[c][j]:.4f}" for c in cols) for j, s in enumerate(x)
+    ]
+    path = tmp_path / "sweep.csv"
+    path.write_text("\n".join(lines) + "\n")
+    ranking = tmp_path / "ranking.json"
+    result = CliRunner().invoke(app, ["eval", "compare", str(path), "--n-boot", "5", "-o", str(ranking)])
+    assert result.exit_code == 0, result.output
+    ranked = json.loads(ranking.read_text())
+    assert ranked[0]["run"] == "probe_lr2e-06_bs32 - heldout" and ranked[0]["rank"] == 1
+    fit_path = tmp_path / "fit.json"
+    result = CliRunner().invoke(app, ["eval", "sweep-fit", str(path), "-o", str(fit_path)])
+    assert result.exit_code == 0, result.output
+    fit = json.loads(fit_path.read_text())
+    assert fit["A"]["slope_log_lr"] == pytest.approx(0.05 / math.log(2), abs=0.015)
+    assert fit["A"]["slope_log_batch_size"] < 0
