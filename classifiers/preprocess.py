@@ -19,6 +19,10 @@ MAX_LINE_TOKENS = 256
 MAX_DOC_TOKENS = 4096
 
 _NON_ALNUM = re.compile(r"[\W_]+")
+# Chinese, Japanese and Korean characters: each becomes `<cjk>`. Unsplit, a sentence is one (dropped or never
+# seen) token and a page is scored on its numbers alone; one shared token lets the model learn the script.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+CJK_TOKEN = "<cjk>"
 _DIGITS = re.compile(r"\d+")
 
 
@@ -40,9 +44,9 @@ def normalize_line(line: str) -> list[str]:
     `_` included, separate tokens.
     """
     tokens: list[str] = []
-    line = _TEX.sub(_tex_token, line)
+    line = _CJK.sub(f" {CJK_TOKEN} ", _TEX.sub(_tex_token, line))
     for raw in unicodedata.normalize("NFKC", line).lower().split():
-        if raw == MATH_MARK or raw.endswith(CMD_SUFFIX):
+        if raw in (MATH_MARK, CJK_TOKEN) or raw.endswith(CMD_SUFFIX):
             tokens.append(raw)
             continue
         if len(raw) > MAX_TOKEN_CHARS:

@@ -137,8 +137,8 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
         train_file = Path(tmp) / "train.txt"
         counts = build_training_file(pos_train, neg_train, s, train_file)
         min_count = effective_min_count(s, counts["examples_written"])
-        model, lr_used = _fit(train_file, s, min_count)
-        model.save_model(str(out))
+        out.unlink(missing_ok=True)
+        used = _fit(train_file, out, s, min_count)
     _write_train_pages(out, pos_train + neg_train)
     clf = MathClassifier(out)
     threshold, held_out = _choose_threshold(clf, pos_test, neg_test, s.target_precision)
@@ -161,7 +161,7 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
             "by_source": _source_counts(data.positives, data.negatives),
             **counts,
         },
-        "hyperparameters": {**asdict(s), "min_count_used": min_count, "lr_used": lr_used},
+        "hyperparameters": {**asdict(s), "min_count_used": min_count, **used},
         "preprocess": {
             "max_doc_tokens": MAX_DOC_TOKENS,
             "max_token_chars": MAX_TOKEN_CHARS,
@@ -177,31 +177,46 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
     return card
 
 
-def _fit(train_file: Path, s: TrainSettings, min_count: int):
-    """Train; on fastText's "Encountered NaN" (lr too high for this data) retry with half the lr, 3 times."""
-    import fasttext
+# Runs in a fresh interpreter (see `_fit`): train with the JSON kwargs in argv[1], save to argv[2].
+_FIT_SCRIPT = (
+    "import fasttext, json, sys; fasttext.train_supervised(**json.loads(sys.argv[1])).save_model(sys.argv[2])"
+)
 
-    lr = s.lr
-    for attempt in range(4):
-        try:
-            model = fasttext.train_supervised(
-                input=str(train_file),
-                dim=s.dim,
-                lr=lr,
-                wordNgrams=s.word_ngrams,
-                minCount=min_count,
-                epoch=s.epoch,
-                bucket=s.bucket,
-                thread=s.threads,
-                seed=s.seed,
-                verbose=0,
-            )
-            return model, lr
-        except RuntimeError as err:
-            if "NaN" not in str(err) or attempt == 3:
-                raise
-            lr /= 2
-    raise AssertionError("unreachable")
+
+def _fit(train_file: Path, out: Path, s: TrainSettings, min_count: int) -> dict:
+    """Train in a fresh process and save to `out`; returns the lr and word n-grams that trained.
+
+    This fastText wheel raises "Encountered NaN" on easily separable data with unigram features (any lr), and
+    after a failure later trainings in the same process can fail too. So each try runs in its own process
+    (which also makes reruns give the same model), and the fallbacks are: half the lr, then word bigrams.
+    """
+    import json
+    import subprocess
+    import sys
+
+    errors = []
+    tries = [(s.lr, s.word_ngrams), (s.lr / 2, s.word_ngrams)]
+    if s.word_ngrams < 2:
+        tries += [(s.lr, 2), (s.lr / 2, 2)]
+    for lr, ngrams in tries:
+        kwargs = dict(
+            input=str(train_file),
+            dim=s.dim,
+            lr=lr,
+            wordNgrams=ngrams,
+            minCount=min_count,
+            epoch=s.epoch,
+            bucket=s.bucket,
+            thread=s.threads,
+            seed=s.seed,
+            verbose=0,
+        )
+        cmd = [sys.executable, "-c", _FIT_SCRIPT, json.dumps(kwargs), str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode == 0 and out.is_file():
+            return {"lr_used": lr, "word_ngrams_used": ngrams}
+        errors.append((proc.stderr.strip().splitlines() or ["?"])[-1])
+    raise RuntimeError(f"fastText training failed for lr/word n-grams {tries}: {errors}")
 
 
 def _choose_threshold(clf: MathClassifier, pos: list[LabelledDoc], neg: list[LabelledDoc], target: float):
@@ -212,8 +227,13 @@ def _choose_threshold(clf: MathClassifier, pos: list[LabelledDoc], neg: list[Lab
         scores = clf.score([d.text for d in pos] + [d.text for d in neg])
         labels = np.array([True] * len(pos) + [False] * len(neg))
         chosen = threshold_for_precision(scores, labels, target)
-        # Never below 0.5: a threshold that low only fits this split's few pages, not the next crawl.
-        threshold = max(DEFAULT_THRESHOLD, chosen) if chosen is not None else DEFAULT_THRESHOLD
+        if chosen is None or at_threshold(scores, labels, DEFAULT_THRESHOLD)["precision"] >= target:
+            threshold = DEFAULT_THRESHOLD
+        else:
+            # Midway between the chosen score and the next score below it keeps the same pages with a margin;
+            # never below 0.5: lower would only fit this split's few pages, not the next crawl.
+            below = scores[scores < chosen]
+            threshold = max(DEFAULT_THRESHOLD, (chosen + below.max()) / 2 if len(below) else chosen)
     held_out = evaluate_docs(clf, pos, neg, threshold) if pos and neg else None
     return round(float(threshold), 6), held_out
 

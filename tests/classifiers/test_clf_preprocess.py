@@ -48,3 +48,7 @@ def test_preprocess_is_one_line_capped():
 def test_chunks_pack_whole_lines():
     assert chunk_document("a b c\nd e\nf g h i", chunk_tokens=4) == ["a b c", "d e", "f g h i"]
     assert chunk_document("a\nb\nc\nd\ne", chunk_tokens=2, max_chunks=2) == ["a b", "c d"]
+
+
+def test_cjk_characters_become_one_shared_token():
+    assert normalize_line("中文abc 한국 x") == ["<cjk>", "<cjk>", "abc", "<cjk>", "<cjk>", "x"]

@@ -53,7 +53,9 @@ def pooled(shared_data, tmp_path_factory) -> dict:
     truth = np.concatenate(labels)
     assert truth.sum() == len(math) and (~truth).sum() == len(nonmath)
     pred = np.concatenate(preds).astype(float)
-    return {"at_threshold": at_threshold(pred, truth, 0.5), "auc": roc_auc(np.concatenate(scores), truth)}
+    result = {"at_threshold": at_threshold(pred, truth, 0.5), "auc": roc_auc(np.concatenate(scores), truth)}
+    print(f"held-out pages, two folds pooled: {result}")
+    return result
 
 
 def test_heldout_pages_rank_math_above_nonmath(pooled):

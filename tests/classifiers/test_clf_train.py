@@ -179,7 +179,7 @@ def test_bad_model_files_are_clear_errors(model, tmp_path):
     train = _jsonl(tmp_path / "t.txt", [])
     train.write_text("__label__sports a b c\n__label__news d e f\n" * 20)
     ft = fasttext.train_supervised(
-        input=str(train), dim=4, lr=0.05, epoch=1, minCount=1, bucket=100, verbose=0
+        input=str(train), dim=4, epoch=1, minCount=1, wordNgrams=2, bucket=1000, verbose=0
     )
     ft.save_model(str(other))
     with pytest.raises(ModelError, match="not a math classifier"):
