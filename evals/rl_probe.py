@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evals.benchmarks import BENCHMARKS, load_benchmark
+from evals.benchmarks import BENCHMARKS, SUITES, load_benchmark
 from evals.grading import boxed_reward
 from mathmix.cli_util import write_json
 
@@ -70,21 +70,37 @@ def load_prompts(path: Path) -> list[dict[str, str]]:
 
 
 def check_overlap(
-    prompts: list[dict[str, str]], eval_files: list[Path], policy: str, ngram: int = 13
+    prompts: list[dict[str, str]],
+    eval_files: list[Path],
+    policy: str,
+    ngram: int = 13,
+    min_fraction: float = 0.5,
 ) -> tuple[list[dict[str, str]], dict[str, Any]]:
-    """Drop (or refuse, or only report) prompts sharing an n-gram with an eval set."""
+    """Drop (or refuse, or only report) prompts that are eval problems: 13-gram hits over >= min_fraction of them.
+
+    A bare 13-gram hit is not enough: competition boilerplate ("where m and n are relatively prime positive
+    integers. Find m+n") is shared by unrelated problems (187 of MATH8K's 8,521 prompts hit AIME24 that way).
+    """
     try:
-        from curate.decont import find_overlaps
+        from curate.decont import decont_tokens, find_overlaps
     except ImportError:  # the decontamination package is optional for a probe run elsewhere
         return prompts, {"checked": False, "reason": "curate.decont not importable"}
     if not eval_files:
         return prompts, {"checked": False, "reason": "no eval set found"}
-    hits = find_overlaps([p["question"] for p in prompts], [str(f) for f in eval_files], ngram=ngram)
-    bad = [i for i, h in enumerate(hits) if h]
+    texts = [p["question"] for p in prompts]
+    hits = find_overlaps(texts, [str(f) for f in eval_files], ngram=ngram)
+    any_hit = [i for i, h in enumerate(hits) if h]
+    bad = []
+    for i in any_hit:
+        positions = max(1, len(decont_tokens(texts[i])) - ngram + 1)
+        if max(o.n_matched for o in hits[i]) / positions >= min_fraction:
+            bad.append(i)
     report = {
         "checked": True,
         "eval_sets": [str(f) for f in eval_files],
         "ngram": ngram,
+        "min_fraction": min_fraction,
+        "prompts_with_any_hit": len(any_hit),
         "overlapping_prompts": len(bad),
         "examples": [{"prompt": i, "overlaps": [o.to_dict() for o in hits[i][:2]]} for i in bad[:5]],
     }
@@ -93,18 +109,22 @@ def check_overlap(
             f"{len(bad)} RL prompts overlap eval sets (first: prompt {bad[0]}); see --on-overlap"
         )
     if policy == "drop":
-        keep = set(range(len(prompts))) - set(bad)
-        prompts = [p for i, p in enumerate(prompts) if i in keep]
+        drop = set(bad)
+        prompts = [p for i, p in enumerate(prompts) if i not in drop]
         report["dropped"] = len(bad)
     return prompts, report
 
 
 def eval_set_files(data_dir: Path | None) -> list[Path]:
-    """Test files of every known benchmark present under the bench data folder."""
+    """Test files of the OctoThinker suite's benchmarks (MATH500 included) present under the bench data folder.
+
+    The full MATH test set is not one of them: MATH8K is drawn from MATH train + test by design.
+    """
     if data_dir is None:
         return []
     files = []
-    for spec in BENCHMARKS.values():
+    for name, _ in SUITES["octothinker"]:
+        spec = BENCHMARKS[name]
         found = next((data_dir / c for c in spec.test if (data_dir / c).exists()), None)
         if found is not None and found not in files:
             files.append(found)
