@@ -12,16 +12,19 @@ import numpy as np
 from evals.curves import Curve
 from evals.forecast import SigmoidFit
 
+MAX_PANELS = 30  # a folder of 100+ curves would make an unreadable poster; forecast.json holds them all
+
 
 def plot_forecasts(
     items: list[tuple[Curve, SigmoidFit, int]], path: Path, target: float | None = None
 ) -> Path:
-    """One panel per curve: observed points (fitted ones filled), posterior-mean fit and 5-95% band."""
+    """One panel per curve (the first MAX_PANELS): observed points (fitted ones filled), posterior-mean fit, band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    items = items[:MAX_PANELS]
     cols = min(3, len(items))
     rows = math.ceil(len(items) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
