@@ -18,6 +18,9 @@ from classifiers.preprocess import MAX_DOC_TOKENS, preprocess
 MATH_LABEL = "__label__math"
 NONMATH_LABEL = "__label__nonmath"
 DEFAULT_THRESHOLD = 0.5
+# Fewer tokens than this say nothing about a page (a title and a stray `x` scored 1.0): such texts score 0 and
+# the scoring step drops them as `too_short`.
+MIN_TOKENS = 16
 
 
 class ModelError(ValueError):
@@ -87,10 +90,10 @@ class MathClassifier:
         return out
 
     def score(self, texts: list[str]) -> np.ndarray:
-        """P(math) for raw texts; a text with no token left after preprocessing scores 0."""
+        """P(math) for raw texts; a text with fewer than MIN_TOKENS tokens after preprocessing scores 0."""
         lines = [preprocess(t, self.max_tokens) for t in texts]
         scores = np.zeros(len(texts), dtype=np.float32)
-        keep = [i for i, line in enumerate(lines) if line]
+        keep = [i for i, line in enumerate(lines) if line.count(" ") + 1 >= MIN_TOKENS]
         if keep:
             scores[keep] = self.score_lines([lines[i] for i in keep])
         return scores

@@ -33,7 +33,8 @@ class MathScoreFilter(BaseFilter):
         max_doc_chars: documents longer than this are dropped as `too_large`.
         exclusion_writer: optional writer for dropped documents.
 
-    Drop reasons: `empty_text` (nothing left to score), `too_large`, `low_math_score` (threshold) or
+    Drop reasons: `empty_text` (nothing left to score), `too_short` (under 16 tokens: nothing to judge by),
+    `too_large`, `low_math_score` (threshold) or
     `below_top_percent` (top-k%).
     """
 
@@ -77,6 +78,7 @@ class MathScoreFilter(BaseFilter):
 
     def _score_batch(self, batch: list[Document]) -> list[str | None]:
         """Write math_score into each scorable document; return a drop reason (or None) per document."""
+        from classifiers.model import MIN_TOKENS
         from classifiers.preprocess import preprocess
 
         clf = self.classifier
@@ -88,8 +90,9 @@ class MathScoreFilter(BaseFilter):
                 reasons.append("too_large")
                 continue
             line = preprocess(text, clf.max_tokens)
-            reasons.append(None if line else "empty_text")
-            if line:
+            n_tokens = line.count(" ") + 1 if line else 0
+            reasons.append(None if n_tokens >= MIN_TOKENS else "too_short" if n_tokens else "empty_text")
+            if n_tokens >= MIN_TOKENS:
                 lines.append(line)
                 targets.append(doc)
         for doc, score in zip(targets, clf.score_lines(lines), strict=True):

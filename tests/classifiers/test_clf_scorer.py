@@ -35,7 +35,9 @@ def model(tmp_path_factory) -> Path:
 
 
 def _docs() -> list[Document]:
-    texts = _texts(MATH_WORDS, 6, 3) + _texts(TEXT_WORDS, 6, 4) + ["", "!!! ??? ..."]
+    texts = (
+        _texts(MATH_WORDS, 6, 3) + _texts(TEXT_WORDS, 6, 4) + ["", "!!! ??? ...", "x\nSimulators — LessWrong"]
+    )
     return [Document(text=t, id=str(i)) for i, t in enumerate(texts)]
 
 
@@ -58,7 +60,8 @@ def test_threshold_keeps_math_and_counts_every_drop(model):
     assert all(d.metadata["math_score"] >= step.threshold for d in kept)
     assert all("math_score" in d.metadata for d in docs[:12])
     assert _count(stats, "dropped_low_math_score") == 6 and _count(stats, "dropped_empty_text") == 2
-    assert _count(stats, "total") == len(docs) == len(kept) + 8
+    assert _count(stats, "dropped_too_short") == 1 and "math_score" not in docs[14].metadata
+    assert _count(stats, "total") == len(docs) == len(kept) + 9
 
 
 def test_top_percent_keeps_the_best_share(model):
@@ -68,6 +71,7 @@ def test_top_percent_keeps_the_best_share(model):
     scored = sorted((d.metadata["math_score"] for d in docs[:12]), reverse=True)
     assert len(kept) == 3 and sorted(d.metadata["math_score"] for d in kept) == sorted(scored[:3])
     assert _count(stats, "dropped_below_top_percent") == 9 and _count(stats, "dropped_empty_text") == 2
+    assert _count(stats, "dropped_too_short") == 1
 
 
 def test_huge_documents_are_counted_drops(model):

@@ -74,9 +74,9 @@ def test_card_records_inputs_counts_hyperparameters_threshold_metrics(model, cor
 def test_scores_separate_unseen_texts(model):
     clf = MathClassifier(model)
     math, text = _docs(MATH_WORDS, 5, 9), _docs(TEXT_WORDS, 5, 10)
-    scores = clf.score(math + text + [""])
+    scores = clf.score(math + text + ["", "prove theorem lemma integral"])
     assert (scores[:5] > 0.5).all() and (scores[5:10] < 0.5).all()
-    assert scores[10] == 0.0
+    assert scores[10] == 0.0 and scores[11] == 0.0  # empty, and too short to judge (< 16 tokens)
 
 
 def test_eval_json_has_the_issue_keys_and_leaves_out_training_pages(model, corpora, tmp_path):
