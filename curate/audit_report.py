@@ -156,9 +156,15 @@ def funnel_section(b: ReportBuilder) -> Section:
             expr, label = b.tokens(view)
             parts.append(f"SELECT {pos} AS pos, '{view}' AS stage, count(*) AS docs_out, sum({expr})::BIGINT AS tokens_out, "
                          f"'{label}' AS token_source FROM \"{view}\"")  # fmt: skip
+    if b.session.has("shards") and {"tokens", "documents"} <= set(b.session.columns("shards")):
+        # Real token counts exist once the shards stage has tokenized the corpus and the branches.
+        parts.append("SELECT 9 AS pos, 'shards' AS stage, sum(documents)::BIGINT AS docs_out, "
+                     "sum(tokens)::BIGINT AS tokens_out, 'tokens (shards manifest)' AS token_source FROM shards "
+                     "WHERE manifest = 'shards/manifest.json'")  # fmt: skip
     if parts:
-        b.add(s, "tokens", "Documents and tokens in each stage's output (tokens_in = previous stage's tokens_out)",
-              "SELECT stage, docs_out, lag(tokens_out) OVER (ORDER BY pos) AS tokens_in, tokens_out, token_source "
+        b.add(s, "tokens", "Documents and tokens in each stage's output (tokens_in = the previous stage's tokens_out, counted alike)",
+              "SELECT stage, docs_out, CASE WHEN lag(token_source) OVER (ORDER BY pos) = token_source "
+              "THEN lag(tokens_out) OVER (ORDER BY pos) END AS tokens_in, tokens_out, token_source "
               "FROM (" + " UNION ALL ".join(parts) + ") ORDER BY pos")  # fmt: skip
     if b.session.has("rejects"):
         expr, label = b.tokens("rejects")

@@ -100,6 +100,13 @@ def contamination_section(b: ReportBuilder) -> Section:
         s.figures.append(ReportFigure("benchmarks", "Contaminated documents per benchmark", "benchmarks",
                                       "benchmark", "docs"))  # fmt: skip
         return s
+    if b.session.has("summaries") and b.session.scalar(
+        "SELECT count(*) FROM summaries WHERE stage = 'decont' AND (extra -> 'hits_per_benchmark') IS NOT NULL"
+    ):
+        b.add(s, "benchmarks", "Contaminated documents per benchmark (decont summary.json)",
+              "SELECT k AS benchmark, (extra -> 'hits_per_benchmark' ->> k)::BIGINT AS docs FROM (SELECT extra, "
+              "unnest(json_keys(extra -> 'hits_per_benchmark')) AS k FROM summaries WHERE stage = 'decont') "
+              "ORDER BY docs DESC, benchmark")  # fmt: skip
     if not s.tables:
         _drops_fallback(b, s, "decont", "a benchmark column")
     return s

@@ -52,6 +52,9 @@ def test_funnel_equals_the_summaries(report, run_dir):
         assert tokens[stage]["tokens_out"] == round(sum(r["n_chars"] / 4 for r in rows))
         assert tokens[stage]["token_source"] == "est. tokens (chars/4)"
     assert tokens["dedup"]["tokens_in"] == tokens["web"]["tokens_out"]
+    manifest = json.loads((run_dir / "shards" / "manifest.json").read_text())["sources"]
+    assert tokens["shards"]["tokens_out"] == sum(s["tokens"] for s in manifest.values())
+    assert tokens["shards"]["tokens_in"] is None  # real tokens vs. estimates: not chained
 
 
 def test_domains_scores_lengths_languages(report, run_dir):
