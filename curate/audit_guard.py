@@ -84,7 +84,8 @@ def _check_statement(kind: duckdb.StatementType, query: str) -> None:
 def _check_select_tree(query: str) -> None:
     parser = duckdb.connect()  # a bare connection used only to parse; nothing here touches the run's views
     try:
-        tree = json.loads(parser.execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0])
+        row = parser.execute("SELECT json_serialize_sql(?)", [query]).fetchone()
+        tree = json.loads(row[0]) if row else {"error": True}
     finally:
         parser.close()
     if tree.get("error"):

@@ -155,8 +155,9 @@ def stats_rows(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
         if not isinstance(summary, dict):
             continue
         stage = _stage_name(run_dir, folder)
-        dropped = summary.get("dropped") if isinstance(summary.get("dropped"), dict) else {}
-        base = {
+        raw_dropped = summary.get("dropped")
+        dropped: dict[str, Any] = raw_dropped if isinstance(raw_dropped, dict) else {}
+        base: dict[str, Any] = {
             "stage": stage,
             "position": _position(stage),
             "docs_in": _int(summary.get("docs_in")),
@@ -167,7 +168,7 @@ def stats_rows(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
         summaries.append(
             base | {"dropped_total": sum(_int(v) or 0 for v in dropped.values()), "extra": json.dumps(extra)}
         )
-        for reason, count in sorted(dropped.items()) or [(None, 0)]:
+        for reason, count in sorted(dropped.items()) or [(None, 0)]:  # type: ignore[list-item]
             stats.append(base | {"reason": reason, "dropped": _int(count)})
     order = lambda row: (row["position"], row["stage"])  # noqa: E731 - pipeline order, not folder order
     return sorted(stats, key=order), sorted(summaries, key=order)
