@@ -1,0 +1,111 @@
+"""The quickstart's curation stages on a real single-node Slurm and a local Ray cluster give the local run's output.
+
+Slurm is started by scripts/slurm-up.sh (Debian's slurm-wlm + munge, daemons started by hand); the tests skip with
+the reason where it cannot be installed or started (not root, no apt). Ray needs the `ray` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.recipe import load_recipe
+from pipelines.runner import run_recipe
+from pipelines.sample import write_sample
+
+REPO = Path(__file__).resolve().parents[2]
+CURATION = """
+stages:
+  web: {inputs: ["{run_dir}/sample/pages.warc.gz"]}
+  dedup: {}
+  decont: {benchmarks: ["{run_dir}/sample/bench"]}
+"""
+
+
+def _run(tmp: Path, name: str, executor: str) -> Path:
+    run_dir = tmp / name
+    shutil.copytree(tmp / "sample", run_dir / "sample")
+    recipe_file = tmp / f"{name}.yaml"
+    recipe_file.write_text(f"name: {name}\noutput_dir: {run_dir}\nexecutor: {executor}\n{CURATION}")
+    run_recipe(load_recipe(recipe_file))
+    return run_dir
+
+
+def _docs(run_dir: Path, stage: str) -> list[tuple[str, str]]:
+    data = run_dir / stage / "data"
+    if not data.exists() or not any(data.glob("*.parquet")):
+        return []
+    table = pq.read_table(data, columns=["id", "text"]).to_pylist()
+    return sorted((r["id"], r["text"]) for r in table)
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cluster")
+    write_sample(tmp / "sample")
+    return tmp, _run(tmp, "local", "{kind: local, tasks: 2, workers: 2}")
+
+
+def _assert_same(run_dir: Path, local_dir: Path) -> None:
+    for stage in ("web", "dedup", "decont"):
+        expected = _docs(local_dir, stage)
+        assert expected, f"the local run produced no {stage} output"
+        got = _docs(run_dir, stage)
+        assert len({i for i, _ in got}) == len(got), f"{stage}: a document twice"
+        assert got == expected, f"{stage}: output differs from the local run"
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    if os.geteuid() != 0:
+        pytest.skip("starting Slurm needs root (apt-get install and daemons)")
+    if shutil.which("apt-get") is None and shutil.which("slurmctld") is None:
+        pytest.skip("no apt-get and no slurmctld: Slurm cannot be installed here")
+    proc = subprocess.run(["bash", str(REPO / "scripts" / "slurm-up.sh")], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"Slurm could not be started here: {proc.stderr.strip()[-300:]}")
+
+
+def test_slurm_run_equals_local_run(local_run, slurm):
+    tmp, local_dir = local_run
+    run_dir = _run(
+        tmp, "slurm", "{kind: slurm, partition: debug, tasks: 2, cpus_per_task: 1, mem_per_cpu_gb: 2}"
+    )
+    assert list((run_dir / "web" / "logs").glob("launch_script.slurm")), (
+        "the web stage did not go through sbatch"
+    )
+    _assert_same(run_dir, local_dir)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'mathmix[ray]')")
+    ray_bin = Path(ray.__file__).parents[3].parent / "bin" / "ray"
+    ray_cmd = str(ray_bin) if ray_bin.exists() else shutil.which("ray")
+    if ray_cmd is None:
+        pytest.skip("the ray command is not on PATH")
+    subprocess.run([ray_cmd, "stop", "--force"], capture_output=True)
+    started = subprocess.run(
+        [ray_cmd, "start", "--head", "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats"],
+        capture_output=True,
+        text=True,
+    )
+    if started.returncode != 0:
+        pytest.skip(f"ray start --head failed: {started.stderr[-300:]}")
+    os.environ["RAY_ADDRESS"] = "auto"
+    yield
+    os.environ.pop("RAY_ADDRESS", None)
+    if ray.is_initialized():
+        ray.shutdown()
+    subprocess.run([ray_cmd, "stop", "--force"], capture_output=True)
+
+
+def test_ray_run_equals_local_run(local_run, ray_cluster):
+    tmp, local_dir = local_run
+    run_dir = _run(tmp, "ray", "{kind: ray, tasks: 2, workers: 2, cpus_per_task: 1, mem_per_cpu_gb: 1}")
+    _assert_same(run_dir, local_dir)
