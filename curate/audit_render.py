@@ -113,6 +113,11 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
     """Write the HTML report (and the Markdown twin with its PNGs); return the files written."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"<h1>{html.escape(title)}</h1><p>generated {stamp} by <code>mathmix audit report</code></p>"]
+    body.append(
+        "<ul>"
+        + "".join(f"<li><a href='#{s.key}'>{html.escape(s.title)}</a></li>" for s in sections)
+        + "</ul>"
+    )
     markdown = [f"# {title}", "", f"generated {stamp} by `mathmix audit report`", ""]
     written = []
     plot_dir = md_path.with_name(md_path.stem + "_plots") if md_path else None
