@@ -105,7 +105,10 @@ def _figures(section: Section) -> list[tuple[ReportFigure, bytes]]:
     for figure in section.figures:
         table = section.table(figure.table)
         if table is not None and table.rows:
-            out.append((figure, render_png(figure, table)))
+            try:
+                out.append((figure, render_png(figure, table)))
+            except (ValueError, TypeError) as err:  # e.g. non-numeric values where a plot needs numbers
+                section.notes.append(f"plot {figure.title!r} not drawn: {err}")
     return out
 
 

@@ -202,7 +202,7 @@ def domains_section(b: ReportBuilder) -> Section:
     return s
 
 
-def score_section(b: ReportBuilder) -> Section:
+def math_score_section(b: ReportBuilder) -> Section:
     """math_score histogram (kept and rejected pages of the web stage) with the threshold."""
     s = Section("math_score", "math_score histogram")
     column = b.find_column("web", SCORE_COLUMNS) if b.session.has("web") else None
@@ -237,7 +237,7 @@ def score_section(b: ReportBuilder) -> Section:
     return s
 
 
-def length_section(b: ReportBuilder) -> Section:
+def lengths_section(b: ReportBuilder) -> Section:
     """Document length (characters) per stage: quantiles and a log-scale histogram."""
     s = Section("lengths", "Length distributions (characters)")
     views = [v for v in (*DOCUMENT_VIEWS, "branches") if b.session.has(v)]

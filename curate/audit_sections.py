@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from curate.audit import AuditSession
+import duckdb
+
+from curate.audit import AuditRefused, AuditSession
 from curate.audit_render import render
 from curate.audit_report import (
     ReportBuilder,
@@ -20,8 +22,8 @@ from curate.audit_report import (
     domains_section,
     funnel_section,
     language_section,
-    length_section,
-    score_section,
+    lengths_section,
+    math_score_section,
 )
 
 CLUSTER_COLUMNS = ("minhash_cluster_size", "cluster_size", "dup_count", "duplicates")
@@ -180,8 +182,8 @@ def mixture_section(b: ReportBuilder) -> Section:
 SECTIONS = [
     funnel_section,
     domains_section,
-    score_section,
-    length_section,
+    math_score_section,
+    lengths_section,
     language_section,
     dedup_section,
     contamination_section,
@@ -195,7 +197,17 @@ def build_report(
 ) -> list[Section]:
     """Every section of the canned report, computed through `session`'s views."""
     builder = ReportBuilder(session, math_threshold=math_threshold, top_n=top_n)
-    return [make(builder) for make in SECTIONS]
+    sections = []
+    for make in SECTIONS:
+        try:
+            sections.append(make(builder))
+        except (duckdb.Error, AuditRefused, ValueError, KeyError, TypeError) as err:
+            # Outputs of a stage this report has not seen yet must not cost the rest of the report.
+            key = make.__name__.removesuffix("_section")
+            title = (make.__doc__ or key).splitlines()[0].rstrip(".")
+            message = str(err).splitlines()[0] if str(err) else type(err).__name__
+            sections.append(Section(key, title, notes=[f"could not be computed: {message}"]))
+    return sections
 
 
 def report_data(sections: list[Section]) -> dict[str, Any]:

@@ -164,3 +164,21 @@ def test_audit_stage_writes_report_and_summary(run_dir, tmp_path):
     with AuditSession(run_dir) as session:
         assert not any(r.startswith("audit") for r in session.relations)
         assert session.scalar("SELECT count(*) FROM summaries WHERE stage = 'audit'") == 0
+
+
+def test_a_section_that_fails_says_so_and_the_rest_is_written(tmp_path):
+    import duckdb
+
+    run = tmp_path / "odd"
+    (run / "web" / "data").mkdir(parents=True)
+    duckdb.sql(
+        "COPY (SELECT 'd' || i AS id, 'text ' || i AS text, 'https://a.org/' || i AS url, 'high' AS math_score, "
+        f"10 AS n_chars FROM range(5) t(i)) TO '{run}/web/data/0.parquet'"
+    )
+    (run / "web" / "summary.json").write_text(json.dumps({"docs_in": 7, "docs_out": 5, "dropped": {"x": 2}}))
+    result = write_report(run, tmp_path / "odd.html", None)
+    assert result["sections"]["math_score"]["notes"][0].startswith("could not be computed")
+    assert result["sections"]["funnel"]["stages"][0]["docs_out"] == 5
+    assert result["sections"]["domains"]["by_docs"] == [
+        {"domain": "a.org", "docs": 5, "tokens": 12, "doc_share": 1.0}
+    ]
