@@ -3,7 +3,7 @@
 Both sides are normalised the same way (NFKC, case, whitespace, punctuation, LaTeX spacing commands), then cut
 into word/number tokens (`curate.dedup_text`). Benchmark n-grams are kept as sorted 64-bit hashes (one array per
 index, a few bytes per n-gram), so the full set of benchmarks fits in memory and a lookup is one `searchsorted`.
-N-grams never span two fields of a record, so a problem and its answer are matched separately.
+Each field of a record is indexed alone and all fields read in a row (story then question for SVAMP/ASDiv).
 """
 
 from __future__ import annotations
@@ -24,19 +24,19 @@ from curate.dedup_text import TOKEN_RE, ngram_hashes, normalize_math_text, token
 # Fields holding problem / solution text across GSM8K, MATH, MATH500, AIME, AMC, OlympiadBench, Minerva/OCW, SAT,
 # SVAMP, ASDiv, MATH8K prompts (names differ per set; see ../shared/data/README.md).
 TEXT_FIELDS = (
+    "context",
+    "Body",
+    "body",
     "problem",
     "question",
     "Question",
-    "Body",
-    "body",
     "prompt",
-    "context",
     "solution",
     "answer",
     "Answer",
     "final_answer",
     "options",
-)
+)  # in reading order: SVAMP / ASDiv put the story in `Body` and the question after it
 BENCH_SUFFIXES = (".jsonl",)
 # LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
 _DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
@@ -125,7 +125,10 @@ class BenchmarkIndex:
         hashes, owners = [], []
         for name, path in benchmark_files(paths):
             for line_no, record in _read_jsonl(path):
-                grams = [prose_ngrams(decont_tokens(t), ngram, min_words)[0] for t in record_texts(record)]
+                texts = record_texts(record)
+                if len(texts) > 1:  # also the fields read in a row, as a page would show them
+                    texts.append("\n".join(texts))
+                grams = [prose_ngrams(decont_tokens(t), ngram, min_words)[0] for t in texts]
                 grams = [g for g in grams if len(g)]
                 self.benchmarks[name] += 1
                 if not grams:

@@ -19,10 +19,14 @@ import numpy as np
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 TOKEN_RE = re.compile(rf"[{_CJK}]|[^\W\d_{_CJK}]+|\d+")
 # LaTeX spacing and sizing commands that change how a formula is typed, not what it says.
+# (applied to lower-cased text)
 _LATEX_SPACING_RE = re.compile(
-    r"\\(?:quad|qquad|displaystyle|textstyle|left|right|big|Big|bigg|Bigg|[,;:! ])(?![a-zA-Z])|~"
+    r"\\(?:quad|qquad|displaystyle|textstyle|left|right|bigg?[lr]?|[,;:! ])(?![a-z])|~"
 )
-_LATEX_SYNONYMS = (("\\dfrac", "\\frac"), ("\\tfrac", "\\frac"), ("\\le ", "\\leq "), ("\\ge ", "\\geq "))
+_LATEX_SYNONYMS = (
+    (re.compile(r"\\[dt]frac(?![a-z])"), r"\\frac"),
+    (re.compile(r"\\(le|ge|ne)(?:qslant)?(?![a-z])"), r"\\\1q"),
+)
 
 _P = np.uint64(0x100000001B3)  # odd multiplier of the rolling n-gram hash (FNV prime)
 _TOKEN_CACHE: dict[str, int] = {}
@@ -38,13 +42,14 @@ _ASY_RE = re.compile(r"\[asy\].*?(\[/asy\]|$)", re.S | re.I)
 
 
 def normalize_math_text(text: str) -> str:
-    """NFKC, Asymptote code and LaTeX spacing commands removed, a few LaTeX synonyms unified (decontamination).
+    """Lower-cased NFKC, Asymptote code and LaTeX spacing commands removed, LaTeX synonyms unified (decont).
 
     Asymptote blocks go because MATH problems share long drawing preambles (`size(150); real ticklen=3; ...`):
     hundreds of equal 13-grams between unrelated problems."""
     text = unicodedata.normalize("NFKC", _ASY_RE.sub(" ", text) if "[asy]" in text.lower() else text)
-    for old, new in _LATEX_SYNONYMS:
-        text = text.replace(old, new)
+    text = text.lower()
+    for pattern, repl in _LATEX_SYNONYMS:
+        text = pattern.sub(repl, text)
     return _LATEX_SPACING_RE.sub(" ", text)
 
 
