@@ -170,7 +170,7 @@ def funnel_section(b: ReportBuilder) -> Section:
         expr, label = b.tokens("rejects")
         b.add(s, "reject_tokens", f"Rejected documents written to rejects/ ({label})",
               f"SELECT stage, reason, count(*) AS docs, sum({expr})::BIGINT AS tokens FROM rejects "
-              "GROUP BY ALL ORDER BY stage, docs DESC")  # fmt: skip
+              "GROUP BY ALL ORDER BY stage, docs DESC, reason")  # fmt: skip
     return s
 
 

@@ -40,7 +40,7 @@ def _stage_relations(b: ReportBuilder, prefix: str) -> list[str]:
 def _drops_fallback(b: ReportBuilder, s: Section, stage: str, what: str) -> None:
     if b.session.has("stats"):
         b.add(s, "drops", f"{stage} drops by reason (summary.json)",
-              f"SELECT reason, dropped FROM stats WHERE stage = '{stage}' AND reason IS NOT NULL ORDER BY dropped DESC")  # fmt: skip
+              f"SELECT reason, dropped FROM stats WHERE stage = '{stage}' AND reason IS NOT NULL ORDER BY dropped DESC, reason")  # fmt: skip
     s.notes.append(
         f"not available: no {stage} relation has {what}; showing the stage's drops by reason instead"
     )
