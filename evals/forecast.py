@@ -5,8 +5,8 @@ Cmid are weakly identified and a least-squares fit extrapolates wildly (it loses
 For fixed (B, Cmid, A) the curve is linear in R0, so R0 is profiled exactly and the rest is a dense grid over
 (B, Cmid, A) with a Student-t likelihood (robust to eval glitches), a noise scale measured from the data itself
 (robust scatter around a running median, at least one point of accuracy), and weak
-priors: log B ~ N(log 1.5, 1), log Cmid ~ N(log C_last_seen, 1), a half-normal (0.1) on A above the best value
-seen. The forecast is the posterior mean, which shrinks uncertain extrapolations toward what was observed.
+priors: log B ~ N(log 1.5, 1), log Cmid ~ N(log C_last_seen, 1), a half-normal on A above the best value seen,
+as wide as the rise seen so far (at least 0.05). The forecast is the posterior mean, which shrinks uncertain extrapolations toward what was observed.
 """
 
 from __future__ import annotations
@@ -30,8 +30,19 @@ class Priors:
     log_b_mean: float = math.log(1.5)
     log_b_sd: float = 1.0
     log_cmid_sd: float = 1.0
-    a_above_max_sd: float = 0.1
+    a_above_max_rel: float = 1.0  # sd of A above the best value seen, relative to the rise seen so far
+    a_above_max_min: float = 0.05  # ... and at least this (a flat start says little about the rise to come)
     cmid_span: float = 20.0  # the Cmid grid reaches this multiple of the last compute seen
+
+
+def a_prior_sd(y: np.ndarray, priors: Priors) -> float:
+    """Scale of the half-normal on A above the best value seen: the rise seen so far (10-90% quantile range).
+
+    A sigmoid in log-compute is symmetric about Cmid: at the midpoint the gain still to come equals the gain so
+    far, and past it less remains, so the rise already seen is the natural scale for the rise to come.
+    """
+    rise = float(np.quantile(y, 0.9) - np.quantile(y, 0.1)) if len(y) else 0.0
+    return max(priors.a_above_max_min, priors.a_above_max_rel * rise)
 
 
 def sigmoid_curve(c: np.ndarray | float, r0: float, a: float, b: float, cmid: float) -> np.ndarray:
@@ -137,7 +148,7 @@ def _log_posterior(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors) -
     logp += (-0.5 * ((np.log(B_GRID) - priors.log_b_mean) / priors.log_b_sd) ** 2)[:, None, None]
     logp += (-0.5 * ((np.log(cmid_grid) - math.log(c_last)) / priors.log_cmid_sd) ** 2)[None, :, None]
     excess = np.maximum(A_GRID - float(y.max()), 0.0)
-    logp += (-0.5 * (excess / priors.a_above_max_sd) ** 2)[None, None, :]
+    logp += (-0.5 * (excess / a_prior_sd(y, priors)) ** 2)[None, None, :]
     return logp, r0_all, cmid_grid
 
 
@@ -152,13 +163,13 @@ def _grid_fit(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors, keep: 
     return samples, weights, samples[best]
 
 
-def _neg_log_posterior(theta, x, y, sigma, priors: Priors, c_last: float, y_max: float) -> float:
+def _neg_log_posterior(theta, x, y, sigma, priors: Priors, c_last: float, y_max: float, a_sd: float) -> float:
     r0, a, log_b, log_c = theta
     z = (y - (r0 + (a - r0) * _shape(x, math.exp(log_b), math.exp(log_c)))) / sigma
     nll = (STUDENT_NU + 1) / 2 * float(np.log1p(z * z / STUDENT_NU).sum())
     nll += 0.5 * ((log_b - priors.log_b_mean) / priors.log_b_sd) ** 2
     nll += 0.5 * ((log_c - math.log(c_last)) / priors.log_cmid_sd) ** 2
-    return nll + 0.5 * (max(a - y_max, 0.0) / priors.a_above_max_sd) ** 2
+    return nll + 0.5 * (max(a - y_max, 0.0) / a_sd) ** 2
 
 
 def _refine(x, y, start, sigma: float, priors: Priors) -> np.ndarray:
@@ -175,7 +186,7 @@ def _refine(x, y, start, sigma: float, priors: Priors) -> np.ndarray:
         (math.log(0.1), math.log(20.0)),
         (math.log(c_lo), math.log(c_last * priors.cmid_span)),
     ]
-    args = (x, y, sigma, priors, c_last, float(y.max()))
+    args = (x, y, sigma, priors, c_last, float(y.max()), a_prior_sd(y, priors))
     result = minimize(
         _neg_log_posterior,
         theta0,
