@@ -131,8 +131,14 @@ def _scorer_threshold(executor_json: Path) -> float | None:
     except (OSError, ValueError, AttributeError):
         return None
     for step in steps if isinstance(steps, list) else []:
-        if isinstance(step, dict) and "model_path" in step and isinstance(step.get("threshold"), int | float):
+        if not isinstance(step, dict) or "model_path" not in step:
+            continue
+        if isinstance(step.get("threshold"), int | float):
             return float(step["threshold"])
+        if step.get("keep_top_percent") is None:  # the scorer then takes the threshold from the model's card
+            from classifiers.model import DEFAULT_THRESHOLD, read_card
+
+            return float(read_card(step["model_path"]).get("threshold", DEFAULT_THRESHOLD))
     return None
 
 

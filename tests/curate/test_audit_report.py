@@ -182,3 +182,17 @@ def test_a_section_that_fails_says_so_and_the_rest_is_written(tmp_path):
     assert result["sections"]["domains"]["by_docs"] == [
         {"domain": "a.org", "docs": 5, "tokens": 12, "doc_share": 1.0}
     ]
+
+
+def test_math_threshold_from_the_scorer_step_or_its_model_card(tmp_path):
+    from curate.audit_report import _scorer_threshold
+
+    (tmp_path / "model.card.json").write_text(json.dumps({"threshold": 0.37}))
+    executor = tmp_path / "executor.json"
+    step = {"model_path": str(tmp_path / "model.bin"), "threshold": None, "keep_top_percent": None}
+    executor.write_text(json.dumps({"pipeline": [{"languages": ["en"], "threshold": 0.65}, step]}))
+    assert _scorer_threshold(executor) == 0.37  # the language filter's threshold is not the math threshold
+    executor.write_text(json.dumps({"pipeline": [step | {"threshold": 0.8}]}))
+    assert _scorer_threshold(executor) == 0.8
+    executor.write_text(json.dumps({"pipeline": [step | {"keep_top_percent": 10}]}))
+    assert _scorer_threshold(executor) is None
