@@ -79,6 +79,16 @@ def is_binary(body: bytes) -> bool:
     return head.startswith(signatures)
 
 
+def _next_record_start(path: str, after: int) -> int:
+    """Byte offset of the next gzip member or `WARC/` header after `after` (the file size when there is none)."""
+    import mmap
+
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        marker = b"\x1f\x8b\x08" if data[:2] == b"\x1f\x8b" else b"WARC/"
+        found = data.find(marker, after)
+        return found if found >= 0 else len(data)
+
+
 def doc_id(*parts: object) -> str:
     return hashlib.sha1("|".join(str(p) for p in parts).encode()).hexdigest()[:24]
 
@@ -112,30 +122,38 @@ class WebPageReader(BaseDiskReader):
             yield from self._read_jsonl(path)
 
     def _read_warc(self, path: str) -> Iterator[Document]:
+        """Read every record; after a malformed one, resume at the next record boundary instead of giving up."""
         from warcio.archiveiterator import ArchiveIterator
 
-        end = 0
+        size = Path(path).stat().st_size
+        start, end = 0, 0
         with open(path, "rb") as stream:
-            iterator = ArchiveIterator(stream, arc2warc=True)
-            try:
-                for record in iterator:
-                    if record.rec_type not in DOC_RECORD_TYPES:
-                        self.stat_update("non_document_records")
-                        iterator.read_to_end(record)
-                        end = iterator.get_record_offset() + iterator.get_record_length()
-                        continue
+            while start < size:
+                stream.seek(start)
+                iterator = ArchiveIterator(stream, arc2warc=True)
+                try:
+                    for record in iterator:
+                        if record.rec_type not in DOC_RECORD_TYPES:
+                            self.stat_update("non_document_records")
+                            iterator.read_to_end(record)
+                            end = iterator.get_record_offset() + iterator.get_record_length()
+                            continue
+                        self.stat_update("docs_in")
+                        doc = self._warc_record(record, iterator, path)
+                        end = iterator.get_record_offset() + (iterator.get_record_length() or 0)
+                        if doc:
+                            yield doc
+                    break
+                except Exception as err:  # garbage between records, bad headers
                     self.stat_update("docs_in")
-                    doc = self._warc_record(record, iterator, path)
-                    end = iterator.get_record_offset() + (iterator.get_record_length() or 0)
-                    if doc:
-                        yield doc
-            except Exception as err:  # garbage between records, bad headers
-                self.stat_update("docs_in")
-                self.stat_update("dropped_warc_read_error")
-                self.stat_update(f"warc_error_{type(err).__name__}")
-                return
+                    self.stat_update("dropped_warc_read_error")
+                    self.stat_update(f"warc_error_{type(err).__name__}")
+                    start = _next_record_start(path, max(start, end) + 1)
+                    end = start if start < size else end
+                    if start >= size:
+                        return
         # warcio stops quietly at a truncated gzip member: bytes left after the last record are a lost record.
-        if Path(path).stat().st_size - end > 8:
+        if size - end > 8:
             self.stat_update("docs_in")
             self.stat_update("dropped_truncated_record")
 

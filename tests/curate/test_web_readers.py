@@ -127,3 +127,20 @@ def test_decode_and_binary_helpers():
     assert decode_html("naïve".encode("cp1252"), None)[0] == "naïve"
     assert decode_html(b'<meta charset="koi8-r">' + "мир".encode("koi8-r"), None)[1] == "koi8-r"
     assert is_binary(b"%PDF-1.4 ...") and is_binary(b"ab\x00cd") and not is_binary(b"<html>")
+
+
+def test_reader_resumes_after_a_malformed_record(tmp_path):
+    good = tmp_path / "good.warc"
+    _warc(good, [(f"https://ok.example/{i}", b"<p>page %d</p>" % i, "text/html") for i in range(2)])
+    data = good.read_bytes()
+    cut = data.index(b"WARC/1", 10)  # start of the second record
+    garbage = b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 12\r\n\r\nnot http at all\r\n\r\n"
+    mixed = tmp_path / "mixed.warc"
+    mixed.write_bytes(data[:cut] + garbage + data[cut:])
+    docs, summary = _read(tmp_path, [str(mixed)])
+    assert [d.metadata["url"] for d in docs] == ["https://ok.example/0", "https://ok.example/1"]
+    assert set(summary["dropped"]) == {
+        "warc_read_error"
+    }  # the malformed region, counted; nothing lost after it
+    second = docs[1].metadata
+    assert mixed.read_bytes()[second["warc_offset"] :].startswith(b"WARC/1")
