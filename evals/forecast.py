@@ -2,7 +2,7 @@
 
 Why a grid posterior and not least squares: early RL curves are short, noisy and often still mid-rise, so A and
 Cmid are weakly identified and a least-squares fit extrapolates wildly (it loses to persistence on real curves).
-For fixed (B, Cmid, A) the curve is linear in R0, so R0 is profiled exactly and the rest is a dense grid over
+For fixed (B, Cmid, A) the curve is linear in R0, so R0 is profiled exactly (0 <= R0 <= A) and the rest is a dense grid over
 (B, Cmid, A) with a Student-t likelihood (robust to eval glitches), a noise scale measured from the data itself
 (robust scatter around a running median, at least one point of accuracy), and weak
 priors: log B ~ N(log 1.5, 1), log Cmid ~ N(log C_last_seen, 1), a half-normal on A above the best value seen,
@@ -136,7 +136,7 @@ def _log_posterior(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors) -
         r0 = ((u * y).sum(-1)[:, None] - A_GRID[None, :] * (u * s).sum(-1)[:, None]) / np.maximum(
             (u * u).sum(-1)[:, None], 1e-12
         )
-        r0 = np.clip(r0, 0.0, 1.0)
+        r0 = np.clip(r0, 0.0, A_GRID[None, :])  # RL curves rise: R0 <= A
         # float32 and in-place ops: this (nC, nA, n) block is the whole cost of a fit.
         z = y32 - r0.astype(np.float32)[..., None] * u.astype(np.float32)[:, None, :]
         z -= a32[None, :, None] * s.astype(np.float32)[:, None, :]
@@ -169,6 +169,7 @@ def _neg_log_posterior(theta, x, y, sigma, priors: Priors, c_last: float, y_max:
     nll = (STUDENT_NU + 1) / 2 * float(np.log1p(z * z / STUDENT_NU).sum())
     nll += 0.5 * ((log_b - priors.log_b_mean) / priors.log_b_sd) ** 2
     nll += 0.5 * ((log_c - math.log(c_last)) / priors.log_cmid_sd) ** 2
+    nll += 1e4 * max(r0 - a, 0.0) ** 2  # the grid's R0 <= A, kept off the grid too
     return nll + 0.5 * (max(a - y_max, 0.0) / a_sd) ** 2
 
 
