@@ -58,18 +58,16 @@ def pooled(shared_data, tmp_path_factory) -> dict:
     return result
 
 
-def test_heldout_pages_rank_math_above_nonmath(pooled):
-    """Regression guard on what the model reaches today (measured ROC-AUC 0.97-0.99, F1 ~0.85)."""
+def test_heldout_pages_reach_f1_target(pooled):
+    """Issue target F1 >= 0.90 (measured 0.92: precision 0.93, recall 0.90, ROC-AUC 0.99)."""
     assert pooled["auc"] >= 0.95, pooled
-    assert pooled["at_threshold"]["f1"] >= 0.75, pooled
+    assert pooled["at_threshold"]["f1"] >= 0.90, pooled
 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 4 target not reached yet: measured precision ~0.88, F1 ~0.85 "
-    "(number-dense pages such as sports tables and CJK pages score as math)",
+    reason="issue 4 precision target not reached yet: measured 0.93 (3 false positives of 289 non-math pages: "
+    "a physics abstract with MathML symbols, a NASCAR standings table, an SQL statistics tutorial)",
 )
-def test_heldout_pages_reach_issue_target(pooled):
-    m = pooled["at_threshold"]
-    assert m["f1"] >= 0.90, m
-    assert m["precision"] >= 0.95, m
+def test_heldout_pages_reach_precision_target(pooled):
+    assert pooled["at_threshold"]["precision"] >= 0.95, pooled
