@@ -81,12 +81,16 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
     rule = list(config.keep_rule)
 
+    stage_seconds: dict[str, float] = {}
+
     def run(name: str, pipeline: list, n: int) -> None:
+        t0 = time.time()
         # one-task stages run in this process (workers=1): no process pool to start for them
         workers = 1 if n == 1 else None
         executor.run(
             executor.build(pipeline, logs / name, job_name=f"mathmix-dedup-{name}", tasks=n, workers=workers)
         )
+        stage_seconds[name] = round(time.time() - t0, 2)
 
     run(
         "1_exact_hashes",
@@ -122,6 +126,7 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     run("6_filter", _filter_pipeline(config, files, out_dir, output_schema(files[0], EXTRA_COLUMNS)), tasks)
     summary = summarize_logs(logs / "6_filter", seconds=time.time() - start)
     summary.update(_report(work / "report", out_dir / "clusters.jsonl"))
+    summary["stage_seconds"] = stage_seconds
     summary["minhash"] = (
         {"n_grams": config.n_grams, "bands": config.bands, "rows": config.rows} if config.minhash else None
     )
