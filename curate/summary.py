@@ -25,15 +25,16 @@ def _total(value: Any) -> float:
 
 def read_step_stats(logging_dir: Path | str) -> list[tuple[str, dict[str, float]]]:
     """Merge `stats/*.json` of every task: one (step name, {label: total}) per pipeline step, in order."""
-    merged: list[tuple[str, Counter]] = []
+    merged: list[tuple[str, dict[str, float]]] = []
     stats_dir = Path(logging_dir) / "stats"
     for path in sorted(stats_dir.glob("*.json")):
         steps = json.loads(path.read_text())
         for i, step in enumerate(steps):
             if i >= len(merged):
-                merged.append((step["name"], Counter()))
+                merged.append((step["name"], {}))
+            counts = merged[i][1]
             for label, value in step.get("stats", {}).items():
-                merged[i][1][label] += _total(value)
+                counts[label] = counts.get(label, 0) + _total(value)
     return [(name, dict(counts)) for name, counts in merged]
 
 
