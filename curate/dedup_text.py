@@ -89,7 +89,7 @@ def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
 
 def normalized_text_hash(text: str) -> int:
     """64-bit hash of the text with case, whitespace and punctuation differences removed (exact dedup)."""
-    norm = " ".join(tokenize(unicodedata.normalize("NFKC", text)))
+    norm = " ".join(tokenize(text if text.isascii() else unicodedata.normalize("NFKC", text)))
     return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "little")
 
 

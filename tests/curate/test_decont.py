@@ -99,3 +99,25 @@ def test_filter_removes_or_flags_and_reports(bench_dir: Path, tmp_path: Path, mo
     [line] = (tmp_path / "report" / "00000.jsonl").read_text().splitlines()
     assert json.loads(line)["overlaps"][0]["benchmark"] == "gsm8k/test"
     assert step.stats["hits_gsm8k/test"].total == 1
+
+
+def test_real_benchmarks_pasted_into_real_pages(shared_data: Path) -> None:
+    import random
+
+    from resiliparse.extract.html2text import extract_plain_text
+
+    evals = [shared_data / "bench" / "gsm8k" / "test.jsonl", shared_data / "bench" / "math500" / "test.jsonl"]
+    pages = sorted((shared_data / "html" / "math").glob("*.html"))[:12]
+    texts = [extract_plain_text(p.read_text(errors="replace"), main_content=True) for p in pages]
+    rng = random.Random(0)
+    problems = [json.loads(line)["question"] for line in evals[0].read_text().splitlines()[:10]]
+    problems += [json.loads(line)["problem"] for line in evals[1].read_text().splitlines()[100:110]]
+    planted = []
+    for problem in problems:
+        altered = " ".join(w.upper() if rng.random() < 0.2 else w for w in problem.split()).replace(" ", "  ")
+        altered = altered.replace("\\frac", "\\dfrac").replace("=", " = ")
+        planted.append(rng.choice(texts) + "\n\n" + altered + "\n")
+    hits = find_overlaps(texts + planted, evals)
+    assert [h for h in hits[: len(texts)] if h] == []  # clean pages: no hit
+    found = sum(bool(h) for h in hits[len(texts) :])
+    assert found >= len(problems) - 1, f"{found}/{len(problems)}"  # a 1-line problem may have no 13-gram
