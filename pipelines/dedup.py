@@ -127,6 +127,7 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     summary = summarize_logs(logs / "6_filter", seconds=time.time() - start)
     summary.update(_report(work / "report", out_dir / "clusters.jsonl"))
     summary["stage_seconds"] = stage_seconds
+    summary.update(_minhash_counts(logs))
     summary["minhash"] = (
         {"n_grams": config.n_grams, "bands": config.bands, "rows": config.rows} if config.minhash else None
     )
@@ -195,6 +196,20 @@ def _report(report_dir: Path, out_path: Path) -> dict:
         "largest_cluster": max((g["size"] for g in near), default=0),
         "report": str(out_path),
     }
+
+
+def _minhash_counts(logs: Path) -> dict:
+    """Kept documents too short for one shingle (no signature) and pairs the number guard kept apart."""
+    from curate.summary import read_step_stats
+
+    counts = {}
+    for folder, label, key in (
+        ("3_signatures", "docs_too_short_for_minhash", "too_short_for_minhash"),
+        ("5_clusters", "pairs_blocked_by_numbers", "pairs_blocked_by_numbers"),
+    ):
+        if (logs / folder / "stats").is_dir():
+            counts[key] = int(sum(stats.get(label, 0) for _, stats in read_step_stats(logs / folder)))
+    return counts
 
 
 def run_stage(config: Config, ctx) -> dict:

@@ -164,3 +164,23 @@ def test_rerun_gives_identical_output(dedup_run: Path) -> None:
 def test_missing_input_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["dedup", str(tmp_path / "nope.parquet"), "-o", str(tmp_path / "o")])
     assert result.exit_code == 2 and "nope.parquet" in result.output
+
+
+def test_datatrove_filter_reads_our_cluster_files(dedup_run: Path, tmp_path: Path) -> None:
+    from datatrove.pipeline.dedup.minhash import MinhashDedupFilter
+
+    from curate.dedup_exact import ExactDedupFilter
+    from curate.dedup_io import build_readers, document_files
+
+    work = dedup_run / "work"
+    kept = set()
+    for rank in range(2):
+        [reader] = build_readers(document_files([dedup_run.parent / "in"]), tmp_path)
+        docs = ExactDedupFilter(work / "exact_groups").run(reader.run(None, rank, 2), rank, 2)
+        step = MinhashDedupFilter(str(work / "clusters"), load_cluster_ids=True, load_cluster_sizes=True)
+        kept |= {d.id for d in step.run(docs, rank, 2)}
+    assert kept == set(_survivors(dedup_run))
+    summary = json.loads((dedup_run / "summary.json").read_text())
+    assert (
+        summary["too_short_for_minhash"] == 1 and summary["pairs_blocked_by_numbers"] > 0
+    )  # one_word; u5 copies
