@@ -65,17 +65,33 @@ def decont_tokens(text: str) -> list[str]:
     return _DECONT_TOKEN_RE.findall(normalize_math_text(text).lower())
 
 
+_CODES: dict[str, int] = {}  # token -> 64-bit hash whose lowest bit says "prose word"
+
+
+def _token_codes(tokens: list[str]) -> np.ndarray:
+    """Stable token hashes (cached per process) with the lowest bit set for prose words."""
+    try:
+        return np.fromiter(map(_CODES.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    except KeyError:
+        if len(_CODES) > 2_000_000:
+            _CODES.clear()
+        missing = list(set(tokens).difference(_CODES))
+        for tok, h in zip(missing, token_hashes(missing).tolist(), strict=True):
+            _CODES[tok] = (h & ~1) | int(len(tok) > 1 and tok.isalpha())
+        return np.fromiter(map(_CODES.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
 def prose_ngrams(tokens: list[str], ngram: int, min_words: int) -> tuple[np.ndarray, np.ndarray]:
     """(hashes, start positions) of the n-grams holding at least `min_words` prose words.
 
     A prose word has two or more letters and is not a LaTeX command: n-grams made only of formula pieces
     (`sqrt 3 r 1 r 2 ...`) are common to unrelated pages and would be false hits.
     """
-    hashes = ngram_hashes(token_hashes(tokens), ngram)
+    codes = _token_codes(tokens)
+    hashes = ngram_hashes(codes, ngram)
     if not len(hashes) or min_words <= 0:
         return hashes, np.arange(len(hashes))
-    is_word = np.fromiter((len(t) > 1 and t.isalpha() for t in tokens), dtype=np.int32, count=len(tokens))
-    csum = np.concatenate([[0], np.cumsum(is_word)])
+    csum = np.concatenate([[0], np.cumsum(codes & np.uint64(1), dtype=np.int64)])
     keep = np.nonzero(csum[ngram:] - csum[: len(hashes)] >= min_words)[0]
     return hashes[keep], keep
 
@@ -153,9 +169,13 @@ class BenchmarkIndex:
         if not len(grams) or not len(self.hashes):
             return []
         lo = np.searchsorted(self.hashes, grams, side="left")
-        hi = np.searchsorted(self.hashes, grams, side="right")
+        found = np.flatnonzero(self.hashes[np.minimum(lo, len(self.hashes) - 1)] == grams)
+        if not len(found):
+            return []
+        hi = np.zeros_like(lo)
+        hi[found] = np.searchsorted(self.hashes, grams[found], side="right")
         by_record: dict[int, list[int]] = {}
-        for i in np.nonzero(hi > lo)[0].tolist():
+        for i in found.tolist():
             pos = int(starts[i])
             for rec in self.owners[lo[i] : hi[i]].tolist():
                 by_record.setdefault(rec, []).append(pos)
