@@ -10,6 +10,7 @@ Generation and validation are separate so that validation can change (and rerun)
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -48,7 +49,11 @@ class RewriteSettings(BaseModel):
     model_max_context: int = Field(8192, ge=64)
     max_concurrent: int = Field(64, ge=1, description="requests in flight at once")
     request_timeout_s: float = Field(600.0, gt=0)
+    server_ready_timeout_s: float = Field(
+        1800.0, gt=0, description="wait this long for the server to come up"
+    )
     retries: int = Field(2, ge=0)
+    retry_backoff_s: float = Field(2.0, ge=0, description="first retry delay; doubles each retry")
     tp: int = Field(1, ge=1)
     dp: int = Field(1, ge=1)
     cpu_threads: int = Field(0, ge=0, description="torch threads of the CPU server (0: torch's default)")
@@ -134,17 +139,21 @@ def inference_config(settings: RewriteSettings, model: str, log_dir: Path):
         tp=settings.tp,
         dp=settings.dp,
     )
+    # Poll readiness often where the server is up in seconds (CPU server, a running endpoint); datatrove's 5 s
+    # default would dominate short runs. The total wait stays `server_ready_timeout_s`.
+    delay = 5.0 if settings.server in ("vllm", "sglang") else 0.5
+    common.update(server_ready_delay_sec=delay,
+                  server_ready_max_attempts=max(1, math.ceil(settings.server_ready_timeout_s / delay)))  # fmt: skip
     if settings.server == "transformers":
         kwargs = {"server_script": CPU_SERVER, "model": model, "max-context": settings.model_max_context}
         if settings.cpu_threads:
             kwargs["threads"] = settings.cpu_threads
-        # Poll readiness often: the CPU server is up in seconds, datatrove's 5 s default would dominate.
-        return InferenceConfig(server_type="custom", model_kwargs=kwargs, server_ready_delay_sec=0.5,
-                               server_ready_max_attempts=1200, **common)  # fmt: skip
+        return InferenceConfig(server_type="custom", model_kwargs=kwargs, **common)
     if settings.server == "endpoint":
         if not settings.endpoint:
             raise ValueError("server 'endpoint' needs an endpoint URL (--endpoint / endpoint:)")
-        return InferenceConfig(server_type="endpoint", endpoint_url=settings.endpoint,
+        # Nothing to restart: one readiness window, then the run fails with a clear error.
+        return InferenceConfig(server_type="endpoint", endpoint_url=settings.endpoint, server_start_max_retries=0,
                                api_key=os.environ.get(settings.api_key_env), **common)  # fmt: skip
     return InferenceConfig(server_type=settings.server, **common)
 
@@ -153,18 +162,19 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
     """readers -> InferenceRunner writing OUT/raw with checkpoints in OUT/checkpoints."""
     from functools import partial
 
-    from datatrove.pipeline.inference.run_inference import InferenceRunner
     from datatrove.pipeline.writers import JsonlWriter
 
-    from curate.rewrite.rollout import rewrite_rollout
+    from curate.rewrite.rollout import TimedInferenceRunner, rewrite_rollout
 
     rollout = partial(
         rewrite_rollout, task=task, prompt_version=settings.prompt_version, sampling=settings.sampling(),
-        max_input_chars=settings.max_input_chars, request_timeout_s=settings.request_timeout_s,
+        max_input_chars=settings.max_input_chars,
         retries=settings.retries,
+        backoff_s=settings.retry_backoff_s,
     )  # fmt: skip
-    runner = InferenceRunner(
+    runner = TimedInferenceRunner(
         rollout_fn=rollout,
+        request_timeout_s=settings.request_timeout_s,
         config=inference_config(settings, model, out_dir / "logs" / "server"),
         output_writer=JsonlWriter(
             str(out_dir / "raw"), output_filename="${rank}_chunk_${chunk_index}.jsonl.gz"
@@ -228,14 +238,11 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
     steps = generation_pipeline(inputs, out_dir, task, settings, model)
-    executor.run(
-        executor.build(
-            steps, gen_logs, job_name=f"rewrite-{task}-gen", tasks=settings.inference_tasks, workers=1
-        )
-    )
+    _run_all(executor, steps, gen_logs, f"rewrite-{task}-gen", settings.inference_tasks)
     gen_seconds = time.time() - start
     steps, decont = validation_pipeline(out_dir, task, settings, model)
-    executor.run(executor.build(steps, val_logs, job_name=f"rewrite-{task}-val", tasks=1, workers=1))
+    _run_all(executor, steps, val_logs, f"rewrite-{task}-val", 1)
+    _ensure_data_file(out_dir / "data", task)
     generated, summary = summarize_logs(gen_logs), summarize_logs(val_logs)
     summary["docs_in"] = generated["docs_in"]  # the inputs, not the raw records the validator re-reads
     missing = summary["docs_in"] - summary["docs_out"] - sum(summary["dropped"].values())
@@ -254,3 +261,26 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     )  # fmt: skip
     write_summary(out_dir, summary)
     return summary
+
+
+def _run_all(executor: Any, steps: list, logging_dir: Path, name: str, tasks: int) -> None:
+    """Run a datatrove job and fail loudly if any task did not finish (Slurm/Ray do not raise for them)."""
+    built = executor.build(steps, logging_dir, job_name=name, tasks=tasks, workers=1)
+    executor.run(built)
+    unfinished = built.get_incomplete_ranks(range(tasks), skip_completed=True)
+    if unfinished:
+        raise RuntimeError(
+            f"{name}: tasks {unfinished} did not finish (logs in {logging_dir}); rerun to resume"
+        )
+
+
+def _ensure_data_file(data_dir: Path, task: str) -> None:
+    """A task that kept nothing still gets one empty Parquet file with its schema, so readers find the columns."""
+    if any(data_dir.glob("*.parquet")):
+        return
+    import pyarrow.parquet as pq
+
+    from curate.rewrite.steps import output_schema
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(output_schema(task).empty_table(), data_dir / "00000_empty.parquet")

@@ -1,10 +1,13 @@
-"""The rollout function given to datatrove's InferenceRunner: one request per sample, with timeout and retries.
+"""The rollout function given to datatrove's InferenceRunner: one request per sample, with retries.
 
 datatrove retries connection errors itself (5 s, 10 s, 20 s, ... apart), but a 503, a malformed JSON body or a
-hung local server reach the rollout as an InferenceError or never return. Those are retried here with backoff a
-few times; after that the sample is recorded as failed (`{"error": ...}`) and later counted under a reason, so a
-bad request never stops the run and never vanishes. A ServerError (the server died for good) is not caught: the
-task fails, and a rerun resumes from datatrove's checkpoints.
+timed-out request reach the rollout as an InferenceError. Those are retried here with backoff a few times;
+after that the sample is recorded as failed (`{"error": ...}`) and later counted under a reason, so a bad
+request never stops the run and never vanishes. A ServerError (the server died for good, or never came up) is
+not caught: the task fails, and a rerun resumes from datatrove's checkpoints.
+
+`TimedInferenceRunner` puts the request timeout around the HTTP call itself, after the server is ready: a
+timeout around the whole callback would also count a slow server start (minutes for a large model) as failures.
 """
 
 from __future__ import annotations
@@ -12,9 +15,37 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from datatrove.pipeline.inference.run_inference import InferenceRunner
+from datatrove.pipeline.inference.types import InferenceError
 from loguru import logger
 
 from curate.rewrite.tasks import build_messages, source_text
+
+
+class TimedInferenceRunner(InferenceRunner):
+    """datatrove's InferenceRunner with a per-request timeout for every server kind.
+
+    datatrove applies `request_timeout` only to remote endpoints; its local-server client waits forever, so a hung
+    server would hang the run. A timed-out request becomes an InferenceError (retried by the rollout), not a
+    TimeoutError, which datatrove would take for a dead connection and retry for minutes.
+    """
+
+    def __init__(self, *args: Any, request_timeout_s: float = 600.0, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.request_timeout_s = request_timeout_s
+
+    def _init_server(self, rank: int):
+        server = super()._init_server(rank)
+        inner, timeout = server._make_request, self.request_timeout_s
+
+        async def timed_request(payload: dict) -> dict:
+            try:
+                return await asyncio.wait_for(inner(payload), timeout)
+            except TimeoutError as err:
+                raise InferenceError(None, f"request timed out after {timeout}s") from err
+
+        server._make_request = timed_request
+        return server
 
 
 async def rewrite_rollout(
@@ -25,29 +56,23 @@ async def rewrite_rollout(
     prompt_version: str,
     sampling: dict[str, Any],
     max_input_chars: int = 12_000,
-    request_timeout_s: float = 600.0,
     retries: int = 2,
     backoff_s: float = 2.0,
 ) -> dict[str, Any]:
     """Generate one sample for `document`; return {"text", "reasoning", "finish_reason", "usage"} or {"error"}."""
-    from datatrove.pipeline.inference.types import InferenceError
-
     source = source_text(task, document.text, document.metadata)
     messages = build_messages(task, source, prompt_version, max_input_chars)
-    error, message = "request_failed", ""
+    message = ""
     for attempt in range(retries + 1):
         if attempt:
             await asyncio.sleep(backoff_s * 2 ** (attempt - 1))
         try:
             # A fresh payload each time: datatrove adds keys to it, and its request cache hashes it.
-            result = await asyncio.wait_for(generate({"messages": messages, **sampling}), request_timeout_s)
-        except TimeoutError:
-            error, message = "request_failed", f"timed out after {request_timeout_s}s"
+            result = await generate({"messages": messages, **sampling})
         except InferenceError as err:
             message = str(err.error)[:500]
             if "BadRequestError" in message:  # the same request would fail again
                 return {"error": "bad_request", "message": message}
-            error = "request_failed"
         else:
             return {
                 "text": result.text,
@@ -56,4 +81,4 @@ async def rewrite_rollout(
                 "usage": dict(result.usage or {}),
             }
         logger.warning(f"rewrite {task} doc {document.id}: attempt {attempt + 1} failed: {message}")
-    return {"error": error, "message": message}
+    return {"error": "request_failed", "message": message}

@@ -1,0 +1,214 @@
+"""The rewrite job end to end through datatrove's InferenceRunner against an OpenAI-compatible endpoint.
+
+The endpoint is a scripted HTTP server in the test: it answers each document with a hand-written output or
+misbehaves on purpose (malformed JSON, 503 then success, hangs, 400), so that every path from request to
+Parquet row or counted drop is exercised over real HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from curate.rewrite.job import RewriteSettings, run_task
+from curate.summary import is_balanced
+from pipelines.executors import ExecutorConfig
+
+QA = (
+    "Question: What is ${a} + {b}$?\nSolution: Adding {a} and {b} gives {c}, so the answer is \\boxed{{{c}}}."
+)
+SCORE = "The page works through an addition problem step by step, clear for primary school.\nFinal score: {s}"
+
+
+def qa_answer(i: int) -> str:
+    return QA.format(a=i, b=i + 1, c=2 * i + 1)
+
+
+class Script:
+    """What the scripted endpoint answers for document `DOC-i` (found in the prompt)."""
+
+    def __init__(self, task: str):
+        self.task = task
+        self.calls: dict[int, int] = {}
+        self.lock = threading.Lock()
+
+    def respond(self, prompt: str) -> tuple[int, bytes, float]:
+        i = int(prompt.split("DOC-")[1].split()[0].strip(".,"))
+        with self.lock:
+            self.calls[i] = self.calls.get(i, 0) + 1
+            n = self.calls[i]
+        if self.task == "score":
+            return 200, _completion(SCORE.format(s=i % 6)), 0.0
+        if i == 5:
+            return 200, b'{"choices": [{"message": {"content": "Question', 0.0  # malformed JSON, every time
+        if i == 6 and n == 1:
+            return 503, b'{"error": "overloaded"}', 0.0  # transient: the retry succeeds
+        if i == 7:
+            return 200, _completion(qa_answer(i)), 5.0  # hangs past the request timeout
+        if i == 8:
+            return 400, b'{"error": {"type": "BadRequestError", "message": "prompt too long"}}', 0.0
+        if i == 9:
+            return 200, _completion(qa_answer(i)[:40], finish="length"), 0.0
+        text = qa_answer(0 if i == 4 else i)  # document 4 gets the same output as document 0: exact dedup
+        return 200, _completion(text), 0.0
+
+
+def _completion(text: str, finish: str = "stop") -> bytes:
+    body = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+    return json.dumps(body).encode()
+
+
+@pytest.fixture
+def endpoint():
+    """Start a scripted OpenAI-compatible server on 127.0.0.1; yields (url, set_script)."""
+    state: dict = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # noqa: N802
+            self._send(200, b'{"object": "list", "data": [{"id": "scripted"}]}')
+
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            status, payload, delay = state["script"].respond(body["messages"][0]["content"])
+            time.sleep(delay)
+            try:
+                self._send(status, payload)
+            except OSError:  # the client gave up (timeout): nothing to answer
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", lambda script: state.__setitem__("script", script)
+    server.shutdown()
+    server.server_close()
+
+
+def write_stage_input(folder: Path, n: int = 10) -> Path:
+    """A stage folder like RUN/decont/: data/*.parquet (id, text, url) plus a rejects/ that must be ignored."""
+    rows = [
+        {
+            "id": f"web-{i}",
+            "text": f"DOC-{i} Worked example: {i} + {i + 1} = {2 * i + 1}.",
+            "url": f"https://x/{i}",
+        }
+        for i in range(n)
+    ]
+    (folder / "data").mkdir(parents=True)
+    (folder / "rejects").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), folder / "data" / "00000.parquet")
+    pq.write_table(
+        pa.Table.from_pylist([{"id": "rejected", "text": "DOC-99 never read"}]),
+        folder / "rejects" / "r.parquet",
+    )
+    return folder
+
+
+def settings(url: str, **kw) -> RewriteSettings:
+    base = dict(model="scripted-model", server="endpoint", endpoint=url, max_tokens=64, temperature=0.0,
+                request_timeout_s=1.0, retries=1, retry_backoff_s=0.05, max_concurrent=4,
+                server_ready_timeout_s=3)  # fmt: skip
+    return RewriteSettings(**{**base, **kw})
+
+
+def read_rows(folder: Path) -> list[dict]:
+    files = sorted(folder.glob("*.parquet"))
+    return [row for f in files for row in pq.read_table(f).to_pylist()]
+
+
+def test_qa_end_to_end_with_misbehaving_endpoint(tmp_path, endpoint):
+    url, set_script = endpoint
+    script = Script("qa")
+    set_script(script)
+    inputs = [str(write_stage_input(tmp_path / "decont"))]
+    out = tmp_path / "branches" / "qa"
+    summary = run_task(inputs, out, "qa", settings(url), ExecutorConfig(tasks=1))
+
+    assert summary["docs_in"] == 10 and is_balanced(summary) and "unaccounted" not in summary
+    assert summary["dropped"] == {"bad_request": 1, "duplicate": 1, "request_failed": 2, "truncated": 1}
+    rows = read_rows(out / "data")
+    assert sorted(r["source_id"] for r in rows) == ["web-0", "web-1", "web-2", "web-3", "web-6"]
+    row = next(r for r in rows if r["source_id"] == "web-3")
+    assert row["id"] == "web-3/qa" and row["answer"] == "7" and row["question"] == "What is $3 + 4$?"
+    assert row["task"] == "qa" and row["prompt_version"] == "qa.v1" and row["model"] == "scripted-model"
+    assert json.loads(row["sampling"]) == {"max_tokens": 64, "temperature": 0.0, "top_p": 0.95}
+    assert (
+        row["source_url"] == "https://x/3" and row["prompt_tokens"] == 100 and row["completion_tokens"] == 20
+    )
+    assert (
+        script.calls[6] == 2 and script.calls[5] == 2 and script.calls[8] == 1
+    )  # retried, or not when futile
+    rejects = {r["source_id"]: r["reason"] for r in read_rows(out / "rejects")}
+    assert rejects == {
+        "web-5": "request_failed",
+        "web-7": "request_failed",
+        "web-8": "bad_request",
+        "web-9": "truncated",
+    }
+    report = json.loads((out / "throughput.json").read_text())
+    assert report["tokens_in"] == 100 * report["requests"] and report["tokens_out_per_s"] > 0
+    assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_score_task_gives_math_score_llm(tmp_path, endpoint):
+    url, set_script = endpoint
+    set_script(Script("score"))
+    inputs = [str(write_stage_input(tmp_path / "decont", n=6))]
+    summary = run_task(inputs, tmp_path / "score", "score", settings(url), ExecutorConfig(tasks=1))
+    assert summary["docs_out"] == 6 and summary["dropped"] == {}
+    table = pq.read_table(next((tmp_path / "score" / "data").glob("*.parquet")))
+    assert table.schema.field("math_score_llm").type == pa.int64()
+    scores = dict(
+        zip(table.column("source_id").to_pylist(), table.column("math_score_llm").to_pylist(), strict=True)
+    )
+    assert scores == {f"web-{i}": i % 6 for i in range(6)}  # 0 is a score, not a missing value
+    assert table.column("text").to_pylist()[0].startswith("DOC-")
+
+
+def test_rerun_of_a_finished_task_changes_nothing(tmp_path, endpoint):
+    url, set_script = endpoint
+    script = Script("score")
+    set_script(script)
+    inputs = [str(write_stage_input(tmp_path / "decont", n=3))]
+    first = run_task(inputs, tmp_path / "score", "score", settings(url), ExecutorConfig(tasks=1))
+    before = read_rows(tmp_path / "score" / "data")
+    calls = sum(script.calls.values())
+    second = run_task(inputs, tmp_path / "score", "score", settings(url), ExecutorConfig(tasks=1))
+    assert sum(script.calls.values()) == calls  # completion markers: no request sent again
+    assert read_rows(tmp_path / "score" / "data") == before
+    assert {k: second[k] for k in ("docs_in", "docs_out", "dropped")} == {
+        k: first[k] for k in ("docs_in", "docs_out", "dropped")
+    }
+
+
+def test_endpoint_down_fails_loudly_without_a_summary(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    inputs = [str(write_stage_input(tmp_path / "decont", n=2))]
+    with pytest.raises(Exception, match="(?i)server|ready"):
+        run_task(inputs, tmp_path / "qa", "qa", settings(f"http://127.0.0.1:{port}"), ExecutorConfig(tasks=1))
+    assert not (tmp_path / "qa" / "summary.json").exists()
+    assert not list((tmp_path / "qa").glob("data/*.parquet"))
