@@ -20,9 +20,10 @@ from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
-from curate.dedup_text import TOKEN_RE, normalized_text_hash, url_hash
+from curate.dedup_text import TOKEN_RE, url_hash
 from curate.minhash import _score
 from curate.minhash_cluster import choose_keepers
+from curate.minhash_tokens import batch_text_hashes
 
 HASH_DTYPE = np.dtype([("url", "<u8"), ("text", "<u8"), ("score", "<f4"), ("length", "<u4")])
 GROUP_DTYPE = np.dtype([("doc", "<u4"), ("group", "<u4"), ("size", "<u4"), ("keep", "u1"), ("reason", "u1")])
@@ -45,18 +46,29 @@ class ExactDedupHasher(PipelineStep):
         self.score_key, self.url_key = score_key, url_key
 
     def run(self, data, rank: int = 0, world_size: int = 1):
-        rows = []
+        parts, batch = [], []
         for doc in data:
-            with self.track_time():
-                text = doc.text or ""
-                t_hash = 0 if _is_empty(text) else normalized_text_hash(text) | 1
-                u_hash = url_hash(doc.metadata.get(self.url_key))
-                rows.append((u_hash, t_hash, _score(doc.metadata.get(self.score_key)), len(text)))
-                self.stat_update("hashed")
+            batch.append(doc)
+            if len(batch) == 512:
+                parts.append(self._hash_batch(batch))
+                batch = []
+        if batch:
+            parts.append(self._hash_batch(batch))
         self.output_folder.mkdir(parents=True, exist_ok=True)
-        np.save(self.output_folder / f"{rank:05d}.npy", np.array(rows, dtype=HASH_DTYPE))
+        rows = np.concatenate(parts) if parts else np.empty(0, dtype=HASH_DTYPE)
+        np.save(self.output_folder / f"{rank:05d}.npy", rows)
         return
         yield  # a generator step that yields nothing (datatrove runs it for its side effects)
+
+    def _hash_batch(self, batch: list[Document]) -> np.ndarray:
+        with self.track_time():
+            rows = np.zeros(len(batch), dtype=HASH_DTYPE)
+            rows["text"] = batch_text_hashes([d.text or "" for d in batch])
+            rows["url"] = [url_hash(d.metadata.get(self.url_key)) for d in batch]
+            rows["score"] = [_score(d.metadata.get(self.score_key)) for d in batch]
+            rows["length"] = [len(d.text or "") for d in batch]
+            self.stat_update("hashed", value=len(batch))
+        return rows
 
 
 def _equal_key_edges(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -87,12 +87,6 @@ def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
     return acc
 
 
-def normalized_text_hash(text: str) -> int:
-    """64-bit hash of the text with case, whitespace and punctuation differences removed (exact dedup)."""
-    norm = " ".join(tokenize(text if text.isascii() else unicodedata.normalize("NFKC", text)))
-    return int.from_bytes(hashlib.blake2b(norm.encode("utf-8"), digest_size=8).digest(), "little")
-
-
 _TRACKING_PARAMS = {"fbclid", "gclid", "mc_cid", "mc_eid", "ref", "sessionid", "sid", "phpsessid"}
 
 

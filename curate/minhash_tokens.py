@@ -105,3 +105,23 @@ def batch_tokens(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     nul = np.flatnonzero(data == 0)
     bounds = np.searchsorted(starts, np.concatenate([[0], nul, [n]]))
     return hashes, np.diff(bounds).astype(np.int64), cls[starts] == _DIGIT
+
+
+def batch_text_hashes(texts: list[str]) -> np.ndarray:
+    """Per text, a 64-bit hash of its token sequence (case of ASCII letters, whitespace and punctuation do not
+    count); 0 for a text without any token. The exact-dedup key, computed for a whole batch in numpy."""
+    hashes, counts, _ = batch_tokens(texts)
+    if not len(hashes):
+        return np.zeros(len(texts), dtype=np.uint64)
+    pw, inv = _powers(len(hashes) + 1)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    with np.errstate(over="ignore"):
+        prefix = np.concatenate([[np.uint64(0)], np.cumsum(hashes * pw[: len(hashes)], dtype=np.uint64)])
+        out = (prefix[ends] - prefix[starts]) * inv[np.minimum(starts, len(hashes))]
+        out ^= counts.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        out ^= out >> np.uint64(29)
+        out *= np.uint64(0xBF58476D1CE4E5B9)
+        out ^= out >> np.uint64(32)
+    out[counts == 0] = 0
+    return out | (counts > 0).astype(np.uint64)  # non-empty texts never hash to 0

@@ -97,3 +97,13 @@ def test_canonical_url() -> None:
     )
     assert canonical_url("http://example.com") == "http://example.com/"
     assert canonical_url("") is None and canonical_url(None) is None
+
+
+def test_exact_text_hash_ignores_case_space_punctuation_only() -> None:
+    from curate.minhash_tokens import batch_text_hashes
+
+    h = batch_text_hashes(
+        ["Hello,  World!", "hello world", "world hello", "", "...", "hello world 2", "hello"]
+    )
+    assert h[0] == h[1] and len({h[1], h[2], h[5], h[6]}) == 4
+    assert h[3] == 0 and h[4] == 0 and (h[[0, 2, 5, 6]] != 0).all()
