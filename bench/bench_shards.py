@@ -8,7 +8,8 @@ Parquet (x --repeat). One BPE tokenizer is trained on them first (not timed). Th
              (also encode_batch_fast, which skips offsets and is what mathmix calls)
   mathmix    `shards build` end to end: datatrove Parquet reader -> tokenize -> .bin/.idx -> sha256 -> manifest
   datatrove  ParquetReader -> MegatronDocumentTokenizer (same tokenizer, same EOS, same batch size)
-Each pipeline runs one datatrove task in-process, so all three use the same cores (tokenizers' own threads).
+Each pipeline runs one datatrove task in-process, so all use the same cores (tokenizers' own threads). The
+contenders run round-robin, --rounds times, and each keeps its best time (shared machines only add noise).
 Targets: mathmix >= 0.9x raw, and >= datatrove.
 """
 
@@ -85,9 +86,8 @@ def bench_datatrove(corpus: Path, tok_dir: Path, out: Path, batch_size: int) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--repeat", type=int, default=2, help="copies of the texts (more tokens, steadier rates)"
-    )
+    parser.add_argument("--repeat", type=int, default=1, help="copies of the texts (more tokens)")
+    parser.add_argument("--rounds", type=int, default=3, help="round-robin rounds; each keeps its best time")
     parser.add_argument("--vocab-size", type=int, default=16_384)
     parser.add_argument("--batch-size", type=int, default=1000)
     args = parser.parse_args()
@@ -110,16 +110,28 @@ def main() -> None:
             )
         tok_dir = train_tokenizer(texts[:20_000], tmp / "tok", vocab_size=args.vocab_size)
         print(f"{len(texts):,} documents, {sum(map(len, texts)) / 1e6:.1f} M chars, vocab {args.vocab_size}")
-        raw = bench_raw(tok_dir / "tokenizer.json", texts, args.batch_size)
-        raw_fast = bench_raw(tok_dir / "tokenizer.json", texts, args.batch_size, fast=True)
-        ours = bench_mathmix(corpus, tok_dir, tmp / "mathmix", args.batch_size)
-        theirs = bench_datatrove(corpus, tok_dir, tmp / "datatrove", args.batch_size)
+        contenders = {
+            "raw encode_batch": lambda r: bench_raw(tok_dir / "tokenizer.json", texts, args.batch_size),
+            "raw encode_batch_fast": lambda r: bench_raw(
+                tok_dir / "tokenizer.json", texts, args.batch_size, True
+            ),
+            "mathmix shards build": lambda r: bench_mathmix(
+                corpus, tok_dir, tmp / f"mathmix{r}", args.batch_size
+            ),
+            "datatrove": lambda r: bench_datatrove(corpus, tok_dir, tmp / f"datatrove{r}", args.batch_size),
+        }
+        # round-robin, best of N: on a shared machine, other load only ever slows a run down
+        best: dict[str, tuple[int, float]] = {}
+        for r in range(args.rounds):
+            for name, run in contenders.items():
+                tokens, seconds = run(r)
+                if name not in best or seconds < best[name][1]:
+                    best[name] = (tokens, seconds)
     rates = {}
-    runs = {"raw encode_batch": raw, "raw encode_batch_fast": raw_fast, "mathmix shards build": ours}
-    for name, (tokens, seconds) in (runs | {"datatrove": theirs}).items():
+    for name, (tokens, seconds) in best.items():
         rates[name] = tokens / seconds
         print(f"{name:>22}: {tokens:>11,} tokens in {seconds:6.2f} s = {rates[name] / 1e6:6.3f} M tokens/s")
-    assert ours[0] == theirs[0] == raw[0], "the three paths produced different token counts"
+    assert len({tokens for tokens, _ in best.values()}) == 1, "the paths produced different token counts"
     print(
         f"mathmix / raw encode_batch = {rates['mathmix shards build'] / rates['raw encode_batch']:.2f}x (target >= 0.9)"
     )
