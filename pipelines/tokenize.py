@@ -33,6 +33,9 @@ class Config(BaseModel):
     vocab_size: int = Field(2048, ge=300, description="vocabulary size when tokenizer is 'train'")
     tokenizer_max_docs: int = Field(20_000, ge=1, description="documents to train the tokenizer on")
     branches: bool = Field(True, description="also shard RUN/branches/<task>/data (rewriter outputs)")
+    skip_branches: list[str] = Field(
+        default_factory=lambda: ["score"], description="branches that are not training text (score: labels)"
+    )
     corpus_name: str = "corpus"
     eos_token: str | None = None
     batch_size: int = Field(1000, ge=1)
@@ -51,7 +54,10 @@ def sources(config: Config, ctx: StageContext) -> dict[str, list[str]]:
     found = {config.corpus_name: corpus} if corpus else {}
     branches = ctx.previous.get("rewrite", ctx.run_dir / "branches")
     if config.branches and branches.is_dir():
-        for task_dir in sorted(p for p in branches.iterdir() if (p / "data").is_dir()):
+        tasks = [
+            p for p in branches.iterdir() if (p / "data").is_dir() and p.name not in config.skip_branches
+        ]
+        for task_dir in sorted(tasks):
             if corpus_files([task_dir / "data"]):
                 found[task_dir.name] = [str(task_dir / "data")]
     return found

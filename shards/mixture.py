@@ -151,7 +151,17 @@ class BlendedDocuments:
         self.config = config
         self.sources = [_Source(spec) for spec in config.sources]
         available = {s.name: int(s.sizes.sum()) for s in self.sources}
-        self.targets = plan_tokens(config, available, total_tokens)
+        # A branch that produced nothing (e.g. every rewrite rejected) leaves an empty shard folder: its share
+        # goes to the other sources, with a warning, rather than failing the whole run.
+        self.empty = [name for name, n in available.items() if n == 0]
+        if len(self.empty) == len(self.sources):
+            raise ValueError(f"mixture {config.name}: every source is empty ({self.empty})")
+        for name in self.empty:
+            log.warning(
+                "mixture %s: source %s has no tokens; its share goes to the others", config.name, name
+            )
+        kept = config.model_copy(update={"sources": [s for s in config.sources if s.name not in self.empty]})
+        self.targets = plan_tokens(kept, available, total_tokens) | {name: 0 for name in self.empty}
         source_ids, doc_ids, positions = [], [], []
         for k, src in enumerate(self.sources):
             rng = np.random.default_rng([config.seed, zlib.crc32(src.name.encode())])
@@ -217,6 +227,7 @@ class BlendedDocuments:
                     "share": tokens / total,
                     "epochs": round(epochs, 4),
                     "repeated": epochs > 1.0,
+                    "empty": available == 0,
                 }
             )
         return {

@@ -156,3 +156,15 @@ def test_cli_mix_reports_repetition(three_sources, tmp_path):
 
     rows = {r["name"]: r for r in json.loads(out.read_text())["sources"]}
     assert rows["longcot"]["repeated"] and rows["longcot"]["tokens"] + rows["web"]["tokens"] > 599_000
+
+
+def test_empty_source_gives_its_share_to_the_others(three_sources, tmp_path):
+    empty = tmp_path / "empty"
+    write_indexed(empty / "00000", [], vocab_size=16)
+    paths = dict(three_sources, qa=str(empty / "00000"))
+    blend = BlendedDocuments(_config(paths, web=0.7, qa=0.3), total_tokens=100_000)
+    report = {r["name"]: r for r in blend.report()["sources"]}
+    assert report["qa"]["empty"] and report["qa"]["tokens"] == 0
+    assert abs(report["web"]["tokens"] - 100_000) < 200
+    with pytest.raises(ValueError, match="every source is empty"):
+        BlendedDocuments(_config({"qa": str(empty / "00000")}, qa=1.0), total_tokens=10)

@@ -34,10 +34,13 @@ def test_stage_shards_corpus_and_branches(tmp_path):
         run / "branches" / "qa" / "data", [f"Q: what is {i}+{i}? A: \\boxed{{{2 * i}}}" for i in range(40)]
     )
     (run / "branches" / "longcot" / "data").mkdir(parents=True)  # a branch without output is skipped
+    _parquet(run / "branches" / "score" / "data", corpus[:5])  # classifier labels, not training text
+    _parquet(run / "branches" / "refine" / "data", [])  # every rewrite rejected: an empty source
     config = Config(vocab_size=300)
     ctx = StageContext(run_dir=run, out_dir=run / "shards", inputs=[], executor=ExecutorConfig(tasks=1))
     summary = run_stage(config, ctx)
-    assert set(summary["sources"]) == {"corpus", "qa"}
+    assert set(summary["sources"]) == {"corpus", "qa", "refine"}
+    assert summary["sources"]["refine"]["docs_out"] == 0
     assert (
         summary["docs_in"] == 161 and summary["docs_out"] == 160 and summary["dropped"] == {"empty_text": 1}
     )
@@ -46,7 +49,7 @@ def test_stage_shards_corpus_and_branches(tmp_path):
     manifest = json.loads((run / "shards" / "manifest.json").read_text())
     assert manifest["tokenizer"] == str(run / "shards" / "tokenizer") and manifest["dtype"] == "uint16"
     assert manifest["sources"]["qa"]["documents"] == 40
-    for name in ("corpus", "qa"):
+    for name in ("corpus", "qa", "refine"):
         assert validate_path(run / "shards" / name)["ok"]
     ds = IndexedDataset(resolve_prefixes(run / "shards" / "qa")[0])
     assert summary["tokens_out"] == manifest["sources"]["corpus"]["tokens"] + ds.num_tokens
@@ -56,6 +59,7 @@ def test_stage_shards_corpus_and_branches(tmp_path):
         sources=[
             MixtureSource(name="corpus", paths=[str(run / "shards" / "corpus")], weight=0.7),
             MixtureSource(name="qa", paths=[str(run / "shards" / "qa")], weight=0.3),
+            MixtureSource(name="refine", paths=[str(run / "shards" / "refine")], weight=0.3),
         ]
     )
     blend = BlendedDocuments(mix, total_tokens=5000)
