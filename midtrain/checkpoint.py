@@ -12,6 +12,7 @@ import json
 import random
 import shutil
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,16 @@ from torch.distributed.checkpoint.state_dict import (
 )
 
 STATE_FILE = "trainer_state.json"
-# A single process without a process group is a supported DCP case (one plain model), not a mistake.
-warnings.filterwarnings("ignore", message=".*assuming the intent is to (save|load) in a single process.*")
+
+
+@contextmanager
+def _single_process_ok():
+    """A single process without a process group is a supported DCP case (a plain model), not a mistake."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=".*assuming the intent is to (save|load) in a single process.*"
+        )
+        yield
 
 
 def _barrier() -> None:
@@ -76,7 +85,8 @@ def save_checkpoint(
         tmp.mkdir(parents=True)
     _barrier()
     model_sd, optim_sd = get_state_dict(model, optimizer)
-    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(tmp))
+    with _single_process_ok():
+        dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(tmp))
     torch.save(rng_state(), tmp / f"rng_rank{_rank()}.pt")
     _barrier()
     if _rank() == 0:
@@ -94,7 +104,8 @@ def load_checkpoint(path: Path, model, optimizer, restore_rng: bool = True) -> d
     """Load model + optimizer (+ this rank's RNG) from `path`; return its trainer state."""
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state = {"model": model_sd, "optim": optim_sd}
-    dcp.load(state, checkpoint_id=str(path))
+    with _single_process_ok():
+        dcp.load(state, checkpoint_id=str(path))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
     rng_file = path / f"rng_rank{_rank()}.pt"
     if restore_rng and rng_file.exists():
@@ -106,7 +117,8 @@ def load_model_weights(path: Path, model) -> None:
     """Load only the model weights of a checkpoint (any number of ranks, sharded or not)."""
     model_sd = get_model_state_dict(model)
     state = {"model": model_sd}
-    dcp.load(state, checkpoint_id=str(path))
+    with _single_process_ok():
+        dcp.load(state, checkpoint_id=str(path))
     set_model_state_dict(model, state["model"], options=StateDictOptions(strict=True))
 
 

@@ -37,20 +37,41 @@ def decoder_layers(model: nn.Module) -> list[nn.Module]:
 
 
 def build_model(config: ModelConfig, device: torch.device, world_size: int, seed: int) -> nn.Module:
-    """Build, then (in this order) activation checkpointing, compile, FSDP2 when world_size > 1 or on GPU."""
+    """Build, then activation checkpointing, then FSDP2 when world_size > 1 or on GPU (each decoder layer
+    compiled first when `compile`: FSDP's hooks sit between layers). One CPU process stays a plain module, and
+    `causal_lm_loss` compiles forward + loss as one graph instead."""
     torch.manual_seed(seed)  # same random init on every rank
     model = config.build(resolve_attn_implementation(config.attn_implementation, device))
     model.config.use_cache = False
     if config.activation_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    if config.compile:
-        for layer in decoder_layers(model):
-            layer.compile()
     if world_size > 1 or device.type == "cuda":
+        if config.compile:
+            for layer in decoder_layers(model):
+                layer.compile()
         _fully_shard(model, device)
     else:
         model.to(device)
     return model
+
+
+def is_sharded(model: nn.Module) -> bool:
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(model, FSDPModule)
+
+
+def causal_lm_loss(model: nn.Module, inputs, targets, positions):
+    """Mean next-token cross-entropy; inputs/targets/positions [B, T] (positions None: 0..T-1, plain causal)."""
+    logits = model(input_ids=inputs, position_ids=positions, use_cache=False).logits  # [B, T, V]
+    return nn.functional.cross_entropy(logits.float().flatten(0, 1), targets.flatten())
+
+
+def loss_function(model: nn.Module, compile: bool):
+    """`causal_lm_loss`, compiled whole (embedding, layers, head, loss: ~25% faster on CPU) for a plain module."""
+    if compile and not is_sharded(model):
+        return torch.compile(causal_lm_loss)
+    return causal_lm_loss
 
 
 def _fully_shard(model: nn.Module, device: torch.device) -> None:

@@ -15,13 +15,19 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from midtrain import checkpoint as ckpt
 from midtrain.config import StageConfig, TrainRecipe
 from midtrain.data import PackedSequences
 from midtrain.metrics import MetricsLogger
-from midtrain.model import build_model, flops_per_token, matmul_parameters, peak_flops
+from midtrain.model import (
+    build_model,
+    flops_per_token,
+    is_sharded,
+    loss_function,
+    matmul_parameters,
+    peak_flops,
+)
 from midtrain.schedule import wsd_lr
 
 DONE_FILE = "done.json"
@@ -80,7 +86,9 @@ def build_optimizer(model, recipe: TrainRecipe) -> torch.optim.Optimizer:
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=t.lr, betas=t.betas, eps=t.eps, foreach=True)
+    # one fused kernel per step for a plain module; FSDP2's DTensor parameters take the foreach path
+    kind = {"foreach": True} if is_sharded(model) else {"fused": True}
+    return torch.optim.AdamW(groups, lr=t.lr, betas=t.betas, eps=t.eps, **kind)
 
 
 def train_stage(
@@ -97,6 +105,7 @@ def train_stage(
     peak_lr = stage.lr or t.lr
 
     model = build_model(recipe.model, ranks.device, ranks.world_size, t.seed)
+    loss_fn = loss_function(model, recipe.model.compile)
     hf_config = model.config
     optimizer = build_optimizer(model, recipe)
     packer = PackedSequences(
@@ -131,7 +140,7 @@ def train_stage(
                     stage.decay_shape, t.min_lr_ratio)  # fmt: skip
         for group in optimizer.param_groups:
             group["lr"] = lr
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         # 2) forward/backward over `accum` micro-batches of [B, T] per rank; grads sync on the last one only
         loss_sum = torch.zeros((), device=ranks.device)
         for micro in range(accum):
@@ -143,8 +152,7 @@ def train_stage(
             data_seconds += time.perf_counter() - d0
             if hasattr(model, "set_requires_gradient_sync"):
                 model.set_requires_gradient_sync(micro == accum - 1)
-            logits = model(input_ids=inputs, position_ids=positions, use_cache=False).logits  # [B, T, V]
-            loss = F.cross_entropy(logits.float().flatten(0, 1), targets.flatten()) / accum
+            loss = loss_fn(model, inputs, targets, positions if t.intra_document else None) / accum
             loss.backward()
             loss_sum += loss.detach()
         # 3) clip, step
@@ -167,6 +175,7 @@ def train_stage(
                 "stage": stage.name, "step": step, "tokens": state["tokens"], "run_tokens": state["run_tokens"],
                 "loss": loss_val, "lr": lr, "grad_norm": norm_val, "tokens_per_s": round(tps, 1),
                 "mfu": round(fpt * tps / (peak * ranks.world_size), 4) if peak else None,
+                "step_s": round(dt, 4), "cpu_s": round(time.process_time() - c0, 4),
             })  # fmt: skip
         bar.update(1)
         bar.set_postfix(loss=f"{loss_val:.4f}", lr=f"{lr:.2e}")
