@@ -209,16 +209,13 @@ def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, mod
     ]  # fmt: skip
     decont = "off (no decont_benchmarks)"
     if settings.decont_benchmarks:
-        try:
-            from curate.decont import DecontFilter
-        except (
-            ImportError
-        ):  # TODO(decont): the dedup engineer's DecontFilter had not landed; wire-up is ready
-            decont = "SKIPPED: curate.decont.DecontFilter is not available"
-            logger.warning(f"rewrite {task}: {decont}")
-        else:
-            steps.append(DecontFilter(settings.decont_benchmarks, ngram=settings.decont_ngram, mode="remove"))
-            decont = f"{settings.decont_ngram}-gram vs {len(settings.decont_benchmarks)} benchmark path(s)"
+        from curate.decont import DecontFilter
+
+        steps.append(
+            DecontFilter(settings.decont_benchmarks, ngram=settings.decont_ngram, mode="remove",
+                         report_folder=out_dir / "decont")
+        )  # fmt: skip
+        decont = f"{settings.decont_ngram}-gram vs {len(settings.decont_benchmarks)} benchmark path(s)"
     steps += [
         ExactDedupFilter(),
         ParquetWriter(str(out_dir / "data"), output_filename="${rank}.parquet", adapter=flat_adapter,

@@ -142,12 +142,20 @@ def test_qa_end_to_end_with_misbehaving_endpoint(tmp_path, endpoint):
     set_script(script)
     inputs = [str(write_stage_input(tmp_path / "decont"))]
     out = tmp_path / "branches" / "qa"
-    summary = run_task(inputs, out, "qa", settings(url), ExecutorConfig(tasks=1))
+    bench = tmp_path / "bench" / "toy" / "test.jsonl"  # a benchmark holding document 2's generated problem
+    bench.parent.mkdir(parents=True)
+    bench.write_text(
+        json.dumps({"problem": "What is $2 + 3$?", "solution": qa_answer(2).split("Solution: ")[1]})
+    )
+    run = settings(url, decont_benchmarks=[str(bench.parent.parent)], decont_ngram=8)
+    summary = run_task(inputs, out, "qa", run, ExecutorConfig(tasks=1))
 
     assert summary["docs_in"] == 10 and is_balanced(summary) and "unaccounted" not in summary
-    assert summary["dropped"] == {"bad_request": 1, "duplicate": 1, "request_failed": 2, "truncated": 1}
+    expected = {"bad_request": 1, "contaminated": 1, "duplicate": 1, "request_failed": 2, "truncated": 1}
+    assert summary["dropped"] == expected
+    assert summary["decont"].startswith("8-gram")
     rows = read_rows(out / "data")
-    assert sorted(r["source_id"] for r in rows) == ["web-0", "web-1", "web-2", "web-3", "web-6"]
+    assert sorted(r["source_id"] for r in rows) == ["web-0", "web-1", "web-3", "web-6"]
     row = next(r for r in rows if r["source_id"] == "web-3")
     assert row["id"] == "web-3/qa" and row["answer"] == "7" and row["question"] == "What is $3 + 4$?"
     assert row["task"] == "qa" and row["prompt_version"] == "qa.v1" and row["model"] == "scripted-model"

@@ -1,0 +1,89 @@
+"""The recipe stage `rewrite` (model: auto, as in the quickstart) and the `mathmix rewrite` command line."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from curate.summary import is_balanced
+from pipelines.executors import ExecutorConfig
+from pipelines.recipe import Recipe
+from pipelines.stages import StageContext
+
+QUICKSTART_BLOCK = {
+    "tasks": ["qa"],
+    "model": "auto",
+    "max_docs": 10,
+    "max_tokens": 16,
+    "temperature": 0.0,
+    "max_input_chars": 2000,
+    "cpu_threads": 1,
+    "decont_benchmarks": ["{run_dir}/sample/bench"],
+}
+
+
+def test_stage_with_auto_model(tmp_path):
+    from pipelines.rewrite import Config, run_stage
+
+    rows = [
+        {"id": f"web-{i}", "text": f"Worked example {i}: $x + {i} = {2 * i}$ gives $x = {i}$."}
+        for i in range(12)
+    ]
+    (tmp_path / "decont" / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "decont" / "data" / "00000.parquet")
+    bench = tmp_path / "sample" / "bench" / "gsm8k"
+    bench.mkdir(parents=True)
+    (bench / "test.jsonl").write_text(
+        json.dumps({"question": "What is 1 + 1?", "answer": "2\n#### 2"}) + "\n"
+    )
+    ctx = StageContext(
+        run_dir=tmp_path,
+        out_dir=tmp_path / "branches",
+        inputs=[str(tmp_path / "decont" / "data")],
+        executor=ExecutorConfig(tasks=1),
+    )
+    start = time.time()
+    summary = run_stage(Config.model_validate(QUICKSTART_BLOCK), ctx)
+    seconds = time.time() - start
+    assert summary["docs_in"] == 10 and is_balanced(summary) and "unaccounted" not in summary
+    assert summary["tasks"]["qa"]["docs_in"] == 10
+    assert json.loads((tmp_path / "branches" / "summary.json").read_text()) == summary
+    task_summary = json.loads((tmp_path / "branches" / "qa" / "summary.json").read_text())
+    assert task_summary["decont"].startswith("13-gram") and task_summary["model"].endswith("_model")
+    assert (tmp_path / "branches" / "_model" / "PLUMBING_ONLY.txt").is_file()
+    assert list((tmp_path / "branches" / "qa" / "data").glob("*.parquet"))
+    assert seconds < 180, f"the quickstart share of the rewrite stage took {seconds:.0f}s"
+    # A rerun of a finished stage reuses each task's summary.
+    again = run_stage(Config.model_validate(QUICKSTART_BLOCK), ctx)
+    assert {k: again[k] for k in ("docs_in", "docs_out", "dropped")} == {
+        k: summary[k] for k in ("docs_in", "docs_out", "dropped")
+    }
+
+
+def test_recipe_block_validates_and_names_bad_keys():
+    recipe = Recipe.model_validate({"name": "q", "stages": {"rewrite": QUICKSTART_BLOCK}})
+    assert recipe.stages["rewrite"].tasks == ["qa"]
+    with pytest.raises(ValueError, match="max_tokenz"):
+        Recipe.model_validate({"name": "q", "stages": {"rewrite": {"max_tokenz": 3}}})
+    with pytest.raises(ValueError, match="tasks"):
+        Recipe.model_validate({"name": "q", "stages": {"rewrite": {"tasks": ["poem"]}}})
+
+
+def test_cli_help_and_bad_options(tmp_path):
+    from mathmix.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["rewrite", "run", "--help"])
+    assert result.exit_code == 0 and "--task" in result.output and "--server" in result.output
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    bad_task = runner.invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o"), "--task", "poem",
+                                   "--model", "auto"])  # fmt: skip
+    assert bad_task.exit_code == 2 and "--task" in bad_task.output
+    no_url = runner.invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o"), "--task", "qa",
+                                 "--model", "m", "--server", "endpoint"])  # fmt: skip
+    assert no_url.exit_code == 2 and "--endpoint" in no_url.output
