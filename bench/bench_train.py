@@ -57,7 +57,7 @@ def recipe(shards: Path, out: Path, args, steps: int, intra_document: bool):
     return TrainRecipe.model_validate({
         "name": "bench", "output_dir": str(out),
         "model": {"config": {**MODELS[args.model_size], "max_position_embeddings": args.seq_len, "eos_token_id": 0},
-                  "activation_checkpointing": args.device == "cuda", "compile": args.compile},
+                  "activation_checkpointing": args.activation_checkpointing, "compile": args.compile},
         "trainer": {"seq_len": args.seq_len, "global_batch_tokens": args.seq_len * args.micro_batch * args.accum,
                     "micro_batch_size": args.micro_batch, "lr": 1e-3, "device": args.device,
                     "intra_document": intra_document, "checkpoint_every": 10**9},
@@ -149,9 +149,18 @@ def main() -> None:
     print(f"model {args.model_size}, seq {args.seq_len}, batch {args.micro_batch}x{args.accum} sequences, "
           f"{args.steps} steps, device {args.device}, threads {torch.get_num_threads()}")  # fmt: skip
     if gpu:
-        result = run_mathmix(shards, tmp / "gpu", args, intra_document=True)
-        print(f"mathmix GPU: {result['tokens_per_s']:,.0f} tokens/s, MFU {result['mfu']}, "
-              f"data loading {100 * result['data_fraction']:.2f}% of step time")  # fmt: skip
+        from midtrain.model import resolve_attn_implementation
+
+        print(
+            f"attention: {resolve_attn_implementation('auto', torch.device('cuda'))}, {torch.cuda.get_device_name()}"
+        )
+        for intra in (
+            False,
+            True,
+        ):  # plain causal (flash/sdpa causal) and packed documents (varlen or masked)
+            res = run_mathmix(shards, tmp / f"gpu{int(intra)}", args, intra_document=intra)
+            print(f"mathmix GPU, intra_document={intra}: {res['tokens_per_s']:,.0f} tokens/s, MFU {res['mfu']}, "
+                  f"data loading {100 * res['data_fraction']:.2f}% of step time")  # fmt: skip
         return
     runs: dict[str, list[dict]] = {"hf": [], "ours": [], "intra": []}
     for r in range(args.rounds):  # alternate, so a load change on a shared machine hits both alike

@@ -50,6 +50,9 @@ def setup_ranks(device_pref: str) -> Ranks:
         torch.cuda.set_device(device)
     if world_size > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+    elif use_cuda and not dist.is_initialized():
+        # one GPU still goes through FSDP2 (bf16 mixed precision), which needs a process group: a local one
+        dist.init_process_group(backend="nccl", store=dist.HashStore(), rank=0, world_size=1)
     rank = dist.get_rank() if dist.is_initialized() else 0
     return Ranks(rank, world_size, device)
 
