@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ class MegatronShardWriter(PipelineStep):
 
         tok = load_tokenizer(self.tokenizer_name, self.eos_token)
         self.output_folder.mkdir(parents=True, exist_ok=True)
-        shard, entries = 0, []
+        shard, entries = 0, []  # type: tuple[int, list[dict[str, Any]]]
         writer = self._open(rank, shard, tok)
         batch: list[str] = []
         for doc in data or ():
@@ -132,7 +133,7 @@ def _readers(files: list[Path], list_dir: Path) -> list[PipelineStep]:
 
 
 def build_shards(
-    inputs: list[str | Path],
+    inputs: Sequence[str | Path],
     out_dir: str | Path,
     tokenizer: str,
     executor: Any = None,

@@ -36,7 +36,8 @@ def plot_lengths(sizes: np.ndarray, path: Path, title: str) -> Path:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     top = max(int(sizes.max()) if len(sizes) else 1, 2)
-    ax.hist(sizes, bins=np.unique(np.geomspace(1, top, 50).astype(int)), color="#4477aa")
+    bins = np.unique(np.geomspace(1, top, 50).astype(int)).tolist()
+    ax.hist(sizes, bins=bins, color="#4477aa")
     ax.set_xscale("log")
     ax.set_xlabel("document length (tokens, incl. EOS)")
     ax.set_ylabel("documents")

@@ -42,6 +42,7 @@ def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> Lo
         ValueError: no fast (Rust) tokenizer, or no EOS token.
     """
     folder = Path(name_or_path)
+    backend: Any
     if (folder / "tokenizer.json").is_file():
         from tokenizers import Tokenizer
 
