@@ -77,6 +77,7 @@ def contamination_section(b: ReportBuilder) -> Section:
     """Benchmark contamination: hits and documents per benchmark."""
     s = Section("contamination", "Contamination hits per benchmark")
     _flagged(b, s)
+    _rewriter_contamination(b, s)
     for relation in _stage_relations(b, "decont"):
         if "overlaps" not in b.session.columns(relation):
             continue
@@ -112,6 +113,20 @@ def contamination_section(b: ReportBuilder) -> Section:
     if not s.tables:
         _drops_fallback(b, s, "decont", "a benchmark column")
     return s
+
+
+def _rewriter_contamination(b: ReportBuilder, s: Section) -> None:
+    """The rewriter decontaminates its outputs too (branches/<task>/decont/*.jsonl, same line format)."""
+    parts = [
+        f"SELECT '{r.removeprefix('branches_').removesuffix('_decont')}' AS task, id, unnest(\"overlaps\") AS o "
+        f'FROM "{r}"'
+        for r in b.session.relations
+        if r.startswith("branches_") and r.endswith("_decont") and "overlaps" in b.session.columns(r)
+    ]
+    if parts:
+        b.add(s, "rewriter", "Contaminated rewriter outputs per task and benchmark (removed)",
+              "SELECT task, o.benchmark AS benchmark, count(DISTINCT id) AS docs, sum(o.n_matched)::BIGINT AS "
+              f"ngram_hits FROM ({' UNION ALL '.join(parts)}) GROUP BY ALL ORDER BY task, docs DESC, benchmark")  # fmt: skip
 
 
 def _flagged(b: ReportBuilder, s: Section) -> None:

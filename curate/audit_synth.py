@@ -4,7 +4,7 @@ same `n_docs` always gives the same folder, and millions of rows take seconds.
 
 What each stage writes here follows its module: web (pipelines/web.py columns; datatrove exclusion writers in
 rejects/<Step>/ with a `metadata` struct and `filter_reason`; the scorer threshold only in logs/executor.json),
-dedup (flat columns, rejects with `reason`, clusters.jsonl), decont (report/<rank>.jsonl with `overlaps`),
+dedup (flat columns, rejects with `reason`, clusters.jsonl), decont (contamination.jsonl with `overlaps`, `hits_per_benchmark`),
 branches/<task>/ (+ throughput.json, branches/summary.json), shards (manifest.json `sources` + per-source ones).
 """
 
@@ -52,6 +52,11 @@ def _copy(con: duckdb.DuckDBPyConnection, select: str, path: Path) -> int:
 def _json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1))
+
+
+def _open(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path.open("w")
 
 
 def _summary(folder: Path, docs_in: int, docs_out: int, dropped: dict[str, int], **extra: object) -> None:
@@ -130,12 +135,14 @@ def _decont(con: duckdb.DuckDBPyConnection, run: Path, n_in: int) -> int:
     hits = con.execute(
         "SELECT id, bench, 1 + hash(id, 10) % 5 FROM checked WHERE bench IS NOT NULL"
     ).fetchall()
-    (run / "decont/report").mkdir(parents=True, exist_ok=True)
-    with (run / "decont/report/00000.jsonl").open("w") as f:
+    with _open(run / "decont/contamination.jsonl") as f:  # pipelines/decont.py merges work/report/ into it
         for doc_id, name, n in hits:
             overlap = {"benchmark": name, "item": n, "n_matched": n, "ngrams": ["a b c"]}
             f.write(json.dumps({"id": doc_id, "mode": "remove", "overlaps": [overlap]}) + "\n")
-    _summary(run / "decont", n_in, kept, {"contaminated": len(hits)})
+    per_bench = {b: sum(1 for h in hits if h[1] == b) for b in sorted({h[1] for h in hits})}
+    _summary(
+        run / "decont", n_in, kept, {"contaminated": len(hits)}, mode="remove", hits_per_benchmark=per_bench
+    )
     return kept
 
 
@@ -146,7 +153,14 @@ def _branches(con: duckdb.DuckDBPyConnection, run: Path, n_corpus: int) -> None:
                   f"FROM checked WHERE bench IS NULL AND hash(id, {20 + k}) % 4 <> 0")  # fmt: skip
         out = _copy(con, select, run / f"branches/{task}/data/00000.parquet")
         failed = n_corpus - out
-        dropped = {"no_answer": failed // 3, "too_short": failed - failed // 3}
+        # the rewriter's own decontamination: two outputs of each task match a benchmark and are removed
+        contaminated = min(2, failed)
+        with _open(run / f"branches/{task}/decont/00000.jsonl") as f:
+            for i in range(contaminated):
+                overlap = {"benchmark": BENCHMARKS[i], "item": i, "n_matched": 3 + i, "ngrams": ["x y z"]}
+                f.write(json.dumps({"id": f"out-{task}-{i}", "mode": "remove", "overlaps": [overlap]}) + "\n")
+        rest = failed - contaminated
+        dropped = {"contaminated": contaminated, "no_answer": rest // 3, "too_short": rest - rest // 3}
         _summary(run / f"branches/{task}", n_corpus, out, dropped)
         _json(run / f"branches/{task}/throughput.json", {"requests": n_corpus, "seconds": 1.0})
         overall["docs_in"] += n_corpus

@@ -86,13 +86,18 @@ def test_dedup_contamination_rewriter_mixture(report, run_dir):
     clusters = [json.loads(line) for line in (run_dir / "dedup" / "clusters.jsonl").read_text().splitlines()]
     by_size = {r["size"]: r["clusters"] for r in sections["dedup"]["clusters"]}
     assert by_size == dict(Counter(c["size"] for c in clusters))
-    lines = (run_dir / "decont" / "report" / "00000.jsonl").read_text().splitlines()
+    lines = (run_dir / "decont" / "contamination.jsonl").read_text().splitlines()
     expected: dict[str, tuple[int, int]] = {}
     for overlap in (o for line in lines for o in json.loads(line)["overlaps"]):
         docs, hits = expected.get(overlap["benchmark"], (0, 0))
         expected[overlap["benchmark"]] = (docs + 1, hits + overlap["n_matched"])
     got = {r["benchmark"]: (r["docs"], r["ngram_hits"]) for r in sections["contamination"]["benchmarks"]}
     assert got == expected
+    rewritten = {(r["task"], r["benchmark"]): r["docs"] for r in sections["contamination"]["rewriter"]}
+    for task in ("qa", "refine"):
+        lines = (run_dir / "branches" / task / "decont" / "00000.jsonl").read_text().splitlines()
+        found = Counter(json.loads(line)["overlaps"][0]["benchmark"] for line in lines)
+        assert {b: n for (t, b), n in rewritten.items() if t == task} == dict(found)
     accept = {r["task"]: r["acceptance"] for r in sections["rewriter"]["acceptance"]}
     reasons = {(r["task"], r["reason"]): r["dropped"] for r in sections["rewriter"]["reasons"]}
     for task in ("qa", "refine"):

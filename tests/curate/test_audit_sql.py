@@ -36,7 +36,8 @@ def _parquet_rows(folder: Path) -> list[dict]:
 
 def test_every_view_is_there_and_queryable(session):
     expected = {"web", "dedup", "decont", "corpus", "branches", "rejects", "stats", "summaries", "shards",
-                "decont_report", "dedup_clusters", "branches_qa_throughput", "branches_refine_throughput"}  # fmt: skip
+                "decont_contamination", "dedup_clusters", "branches_qa_throughput", "branches_refine_throughput",
+                "branches_qa_decont", "branches_refine_decont"}  # fmt: skip
     assert set(session.relations) == expected
     for name in expected:
         assert session.scalar(f'SELECT count(*) FROM "{name}"') > 0, name
@@ -82,8 +83,8 @@ def test_branches_rejects_stats_shards(session, run_dir):
             f"SELECT prefix, tokens FROM shards WHERE manifest = 'shards/{name}/manifest.json'"
         )
         assert rows == [{"prefix": f["prefix"], "tokens": f["tokens"]} for f in files]
-    report = [json.loads(line) for line in (run_dir / "decont/report/00000.jsonl").read_text().splitlines()]
-    got = session.rows('SELECT id, "overlaps"[1].benchmark AS b FROM decont_report ORDER BY id')
+    report = [json.loads(line) for line in (run_dir / "decont/contamination.jsonl").read_text().splitlines()]
+    got = session.rows('SELECT id, "overlaps"[1].benchmark AS b FROM decont_contamination ORDER BY id')
     assert got == sorted(
         ({"id": r["id"], "b": r["overlaps"][0]["benchmark"]} for r in report), key=lambda r: r["id"]
     )
