@@ -35,8 +35,9 @@ def plot_lengths(sizes: np.ndarray, path: Path, title: str) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    top = max(int(sizes.max()) if len(sizes) else 1, 2)
-    bins = np.unique(np.geomspace(1, top, 50).astype(int)).tolist()
+    low = max(int(sizes.min()) if len(sizes) else 1, 1)
+    top = max(int(sizes.max()) if len(sizes) else 1, low + 1)
+    bins = np.unique(np.geomspace(low, top + 1, 50).astype(int)).tolist()
     ax.hist(sizes, bins=bins, color="#4477aa")
     ax.set_xscale("log")
     ax.set_xlabel("document length (tokens, incl. EOS)")
