@@ -140,6 +140,13 @@ class IndexedDataset:
                 f"{int((self.offsets + self.sizes).max())})"
             )
 
+    def __getstate__(self) -> dict[str, Any]:
+        # DataLoader workers get the path and reopen the memmaps, not a copy of the tokens.
+        return {"path_prefix": self.path_prefix}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path_prefix"])  # type: ignore[misc]
+
     def __len__(self) -> int:
         return len(self.sizes)
 

@@ -98,3 +98,14 @@ def test_truncated_files_fail_naming_the_file(tmp_path):
     idx_path.write_bytes(idx_path.read_bytes()[:60])
     with pytest.raises(IndexFormatError, match="toy.idx"):
         IndexedDataset(tmp_path / "toy")
+
+
+def test_pickles_by_path_not_by_tokens(tmp_path):
+    import pickle
+
+    write_indexed(tmp_path / "toy", DOCS * 1000, vocab_size=32)
+    ds = IndexedDataset(tmp_path / "toy")
+    blob = pickle.dumps(ds)
+    assert len(blob) < 1000  # the path, not 32 KB of tokens
+    again = pickle.loads(blob)
+    assert len(again) == 4000 and again[2].tolist() == DOCS[2]
