@@ -13,6 +13,7 @@ timeout around the whole callback would also count a slow server start (minutes 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from datatrove.pipeline.inference.run_inference import InferenceRunner
@@ -33,19 +34,31 @@ class TimedInferenceRunner(InferenceRunner):
     def __init__(self, *args: Any, request_timeout_s: float = 600.0, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.request_timeout_s = request_timeout_s
+        self._span: list[float] = []  # first request sent, last answer received (server start excluded)
 
     def _init_server(self, rank: int):
         server = super()._init_server(rank)
         inner, timeout = server._make_request, self.request_timeout_s
 
         async def timed_request(payload: dict) -> dict:
+            start = time.monotonic()
+            self._span = [min(self._span[0], start), self._span[1]] if self._span else [start, start]
             try:
                 return await asyncio.wait_for(inner(payload), timeout)
             except TimeoutError as err:
                 raise InferenceError(None, f"request timed out after {timeout}s") from err
+            finally:
+                self._span[1] = max(self._span[1], time.monotonic())
 
         server._make_request = timed_request
         return server
+
+    def run(self, data: Any, rank: int = 0, world_size: int = 1) -> None:
+        try:
+            super().run(data, rank, world_size)
+        finally:
+            if self._span:  # throughput without the server's start-up (minutes for a large model)
+                self.stat_update("generation_seconds", value=self._span[1] - self._span[0], unit="task")
 
 
 async def rewrite_rollout(
