@@ -89,6 +89,13 @@ def test_shards_cut_by_size_and_rerun_is_identical(tmp_path, tokenizer_dir):
         [corpus], out, str(tokenizer_dir), ExecutorConfig(tasks=1), batch_size=8, max_shard_bytes=2000
     )
     assert read_manifest(out) == manifest  # completed task skipped, same files and checksums
+    fresh = tmp_path / "fresh"  # built again from scratch: byte-identical shards
+    build_shards(
+        [corpus], fresh, str(tokenizer_dir), ExecutorConfig(tasks=1), batch_size=8, max_shard_bytes=2000
+    )
+    assert [f["bin"]["sha256"] for f in read_manifest(fresh)["files"]] == [
+        f["bin"]["sha256"] for f in manifest["files"]
+    ]
 
 
 def test_megatron_core_reads_built_shards(tmp_path, tokenizer_dir):
