@@ -14,47 +14,55 @@ import unicodedata
 NUM_TOKEN = "<NUM>"
 MAX_TOKEN_CHARS = 100
 MAX_LINE_TOKENS = 256
-# Scoring a document reads at most this many tokens: bounds the cost of enormous pages, and training chunks are
-# far shorter, so the model never saw longer inputs anyway.
-MAX_DOC_TOKENS = 4096
+# Scoring a document reads at most this many tokens (4 training chunks): bounds the scoring cost per page.
+MAX_DOC_TOKENS = 512
 
-_NON_ALNUM = re.compile(r"[\W_]+")
 # Chinese, Japanese and Korean characters: each becomes `<cjk>`. Unsplit, a sentence is one (dropped or never
 # seen) token and a page is scored on its numbers alone; one shared token lets the model learn the script.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-CJK_TOKEN = "<cjk>"
-_DIGITS = re.compile(r"\d+")
-
-
 # A formula delimiter (`$`, `$$`, not the escaped `\$` the extractor writes for money) or a TeX command.
 _TEX = re.compile(r"(?<!\\)\$\$?|\\[a-zA-Z]+")
-MATH_MARK = "<math>"
-CMD_SUFFIX = "<cmd>"
+MATH_MARK, CJK_TOKEN, CMD_SUFFIX = "<math>", "<cjk>", "<cmd>"
+# Marker tokens travel through tokenization as letter-only placeholders (`ǂ`, U+01C2, is a letter).
+_MARK = "\u01c2"
+_MATH, _CJK_MARK, _CMD = f"{_MARK}math{_MARK}", f"{_MARK}cjk{_MARK}", f"{_MARK}cmd{_MARK}"
+_LONG_TOKEN = re.compile(r"(?<!\S)\S{" + str(MAX_TOKEN_CHARS + 1) + r",}")
+# `\w+` is the fastest tokenizer `re` has; `_` is turned into a space first and digit runs are split off after.
+_WORD = re.compile(r"\w+")
+_DIGITS = re.compile(r"\d+")
 
 
 def _tex_token(m: re.Match) -> str:
     tex = m.group(0)
-    return f" {MATH_MARK} " if tex[0] == "$" else f" {tex[1:]}{CMD_SUFFIX} "
+    return f" {_MARK}math{_MARK} " if tex[0] == "$" else f" {tex[1:]}{_MARK}cmd{_MARK} "
+
+
+def normalize(text: str) -> str:
+    """A text -> its tokens joined by spaces (line breaks are ordinary whitespace here).
+
+    Formula delimiters -> `<math>`, TeX commands -> `name<cmd>`, CJK characters -> `<cjk>`, NFKC, lowercase,
+    tokens over 100 characters dropped, symbols stripped (letters of every script kept: Greek letters are a
+    math signal), digit runs -> `<NUM>` (`x2` -> `x <NUM>`, `3.14` -> `<NUM> <NUM>`). Only whole-string passes,
+    no Python loop over tokens: scoring must cost far less than extraction.
+    """
+    if "$" in text or "\\" in text:
+        text = _TEX.sub(_tex_token, text)
+    text = _CJK.sub(f" {_MARK}cjk{_MARK} ", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    text = text.lower()
+    if max(map(len, text.split()), default=0) > MAX_TOKEN_CHARS:
+        text = _LONG_TOKEN.sub(" ", text)
+    joined = " ".join(_WORD.findall(text.replace("_", " ")))
+    joined = _DIGITS.sub(f" {NUM_TOKEN} ", joined)
+    if _MARK in joined:
+        joined = joined.replace(_MATH, MATH_MARK).replace(_CJK_MARK, CJK_TOKEN).replace(_CMD, CMD_SUFFIX)
+    return joined
 
 
 def normalize_line(line: str) -> list[str]:
-    """One line of text -> its tokens (NFKC, lowercase, long tokens dropped, non-alphanumerics stripped).
-
-    Letters of every script count as alphanumeric (Greek letters are a math signal); symbols and punctuation,
-    `_` included, separate tokens.
-    """
-    tokens: list[str] = []
-    line = _CJK.sub(f" {CJK_TOKEN} ", _TEX.sub(_tex_token, line))
-    for raw in unicodedata.normalize("NFKC", line).lower().split():
-        if raw in (MATH_MARK, CJK_TOKEN) or raw.endswith(CMD_SUFFIX):
-            tokens.append(raw)
-            continue
-        if len(raw) > MAX_TOKEN_CHARS:
-            continue
-        for piece in _NON_ALNUM.sub(" ", raw).split():
-            # A digit run becomes its own token: `x2` -> `x <NUM>`, `3.14` -> `<NUM> <NUM>`.
-            tokens.extend(_DIGITS.sub(f" {NUM_TOKEN} ", piece).split())
-    return tokens
+    """One line of text -> its tokens (see `normalize`)."""
+    return normalize(line).split()
 
 
 def preprocess_lines(text: str, max_line_tokens: int = MAX_LINE_TOKENS) -> list[str]:
@@ -68,13 +76,12 @@ def preprocess_lines(text: str, max_line_tokens: int = MAX_LINE_TOKENS) -> list[
 
 
 def preprocess(text: str, max_tokens: int = MAX_DOC_TOKENS) -> str:
-    """A document -> the single fastText input line it is scored on (at most `max_tokens` tokens)."""
-    tokens: list[str] = []
-    for line in preprocess_lines(text):
-        tokens.extend(line.split())
-        if len(tokens) >= max_tokens:
-            break
-    return " ".join(tokens[:max_tokens])
+    """A document -> the single fastText input line it is scored on (at most `max_tokens` tokens).
+
+    Only the first `6 * max_tokens` characters are read (English text averages ~6 characters a token): scoring
+    a prefix keeps its cost far below extraction's, whatever the page length.
+    """
+    return " ".join(normalize(text[: 6 * max_tokens]).split()[:max_tokens])
 
 
 def chunk_document(

@@ -173,15 +173,17 @@ def test_bad_model_files_are_clear_errors(model, tmp_path):
     corrupt.write_bytes(b"\x00garbage" * 100)
     with pytest.raises(ModelError, match="not a readable fastText model"):
         MathClassifier(corrupt)
-    import fasttext
+    import subprocess
+    import sys
+
+    from classifiers.train import _FIT_SCRIPT
 
     other = tmp_path / "other.bin"
-    train = _jsonl(tmp_path / "t.txt", [])
+    train = tmp_path / "t.txt"
     train.write_text("__label__sports a b c\n__label__news d e f\n" * 20)
-    ft = fasttext.train_supervised(
-        input=str(train), dim=4, epoch=1, minCount=1, wordNgrams=2, bucket=1000, verbose=0
-    )
-    ft.save_model(str(other))
+    kwargs = {"input": str(train), "dim": 4, "epoch": 1, "minCount": 1, "wordNgrams": 2, "bucket": 1000}
+    # a fresh interpreter, as training does: this fastText wheel can fail after other trainings in-process
+    subprocess.run([sys.executable, "-c", _FIT_SCRIPT, json.dumps(kwargs), str(other)], check=True)
     with pytest.raises(ModelError, match="not a math classifier"):
         MathClassifier(other)
 
