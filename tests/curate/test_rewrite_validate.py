@@ -170,3 +170,27 @@ def test_prompts_are_versioned_files_with_a_slot():
     assert "x" * 1001 not in messages[0]["content"]
     with pytest.raises(FileNotFoundError):
         prompt_template("qa", "v999")
+
+
+def _math500(shared_data, n: int = 60) -> list[dict]:
+    import json
+
+    lines = (shared_data / "bench" / "math500" / "test.jsonl").read_text().splitlines()[:n]
+    return [json.loads(line) for line in lines]
+
+
+def test_real_math500_solutions_pass_as_qa_and_wrong_references_are_caught(shared_data):
+    """Real MATH500 solutions written as QA outputs: kept with answer_check=match; a shifted reference is caught."""
+    records = _math500(shared_data)
+    kept = mismatched = 0
+    for i, rec in enumerate(records):
+        text = f"Question: {rec['problem']}\nSolution: {rec['solution']}"
+        source = "A web page about: " + rec["problem"]
+        verdict = check("qa", text, {"answer": rec["answer"]}, source)
+        kept += verdict.ok and verdict.fields["answer_check"] == "match"
+        other = records[(i + 1) % len(records)]["answer"]
+        if other != rec["answer"]:
+            wrong = check("qa", text, {"answer": other}, source)
+            mismatched += wrong.reason == "answer_mismatch"
+    assert kept >= 0.9 * len(records), f"only {kept}/{len(records)} real solutions kept"
+    assert mismatched >= 0.9 * (len(records) - 1), f"only {mismatched} wrong references caught"
