@@ -59,14 +59,14 @@ def pooled(shared_data, tmp_path_factory) -> dict:
 
 
 def test_heldout_pages_reach_f1_target(pooled):
-    """Issue target F1 >= 0.90 (measured 0.92: precision 0.93, recall 0.90, ROC-AUC 0.99)."""
+    """Issue target F1 >= 0.90 (measured 0.90: precision 0.93, recall 0.88, ROC-AUC 0.99)."""
     assert pooled["auc"] >= 0.95, pooled
     assert pooled["at_threshold"]["f1"] >= 0.90, pooled
 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 4 precision target not reached yet: measured 0.93 (3 false positives of 289 non-math pages: "
+    reason="issue 4 precision target not reached yet: measured 0.925 (3 false positives of 289 non-math pages: "
     "a physics abstract with MathML symbols, a NASCAR standings table, an SQL statistics tutorial)",
 )
 def test_heldout_pages_reach_precision_target(pooled):
