@@ -220,3 +220,27 @@ def test_endpoint_down_fails_loudly_without_a_summary(tmp_path):
         run_task(inputs, tmp_path / "qa", "qa", settings(f"http://127.0.0.1:{port}"), ExecutorConfig(tasks=1))
     assert not (tmp_path / "qa" / "summary.json").exists()
     assert not list((tmp_path / "qa").glob("data/*.parquet"))
+
+
+class VotingScript(Script):
+    """Three samples per document: DOC-0 answers 1, 1, 2 (majority 2/3); DOC-1 answers 1, 2, 3 (no majority)."""
+
+    def respond(self, prompt: str) -> tuple[int, bytes, float]:
+        i = int(prompt.split("DOC-")[1].split()[0].strip(".,"))
+        with self.lock:
+            self.calls[i] = n = self.calls.get(i, 0) + 1
+        answer = [1, 1, 2][n - 1] if i == 0 else n
+        return 200, _completion(QA.format(a=i, b=answer - i, c=answer)), 0.0
+
+
+def test_self_consistency_over_samples(tmp_path, endpoint):
+    url, set_script = endpoint
+    set_script(VotingScript("qa"))
+    inputs = [str(write_stage_input(tmp_path / "decont", n=2))]
+    summary = run_task(
+        inputs, tmp_path / "qa", "qa", settings(url, samples=3, max_concurrent=1), ExecutorConfig()
+    )
+    assert summary["docs_out"] == 1 and summary["dropped"] == {"self_consistency": 1}
+    (row,) = read_rows(tmp_path / "qa" / "data")
+    assert row["source_id"] == "web-0" and row["answer"] == "1" and row["rollouts"] == 3
+    assert row["agreement"] == pytest.approx(2 / 3, abs=1e-3)
