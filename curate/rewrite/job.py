@@ -262,7 +262,9 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
 
 def _run_all(executor: Any, steps: list, logging_dir: Path, name: str, tasks: int) -> None:
     """Run a datatrove job and fail loudly if any task did not finish (Slurm/Ray do not raise for them)."""
-    built = executor.build(steps, logging_dir, job_name=name, tasks=tasks, workers=1)
+    # Locally one task at a time (each starts its own server on the same CPUs/GPUs); a cluster runs them all.
+    workers = 1 if getattr(executor, "kind", "local") == "local" else None
+    built = executor.build(steps, logging_dir, job_name=name, tasks=tasks, workers=workers)
     executor.run(built)
     unfinished = built.get_incomplete_ranks(range(tasks), skip_completed=True)
     if unfinished:
