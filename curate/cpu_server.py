@@ -55,10 +55,10 @@ class CausalLMService:
                 raise BadRequest("'messages' must be a non-empty list")
             if not self.tokenizer.chat_template:
                 raise BadRequest("this model's tokenizer has no chat template: use /v1/completions")
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+            ids: Any = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
             if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # some versions return a BatchEncoding
                 ids = ids["input_ids"]
-            return list(ids)
+            return [int(i) for i in ids]
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             raise BadRequest("'prompt' must be a string")
@@ -94,7 +94,7 @@ class CausalLMService:
         eos = self.tokenizer.eos_token_id
         if eos is not None and eos in new:
             new, finish = new[: new.index(eos)], "stop"
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        text = str(self.tokenizer.decode(new, skip_special_tokens=True))
         text, stopped = _apply_stop(text, body.get("stop"))
         if stopped:
             finish = "stop"

@@ -26,7 +26,7 @@ Task = Literal["refine", "qa", "longcot", "score"]
 class Config(RewriteSettings):
     """Stage settings: the rewriter's settings plus which tasks to run and on what."""
 
-    tasks: list[Task] = Field(default_factory=lambda: ["qa"], min_length=1)
+    tasks: list[Task] = Field(default_factory=lambda: list[Task](["qa"]), min_length=1)
     inputs: list[str] | None = Field(
         None, description="input folders/files (default: the previous stage's data)"
     )

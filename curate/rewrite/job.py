@@ -212,7 +212,7 @@ def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, mod
         from curate.decont import DecontFilter
 
         steps.append(
-            DecontFilter(settings.decont_benchmarks, ngram=settings.decont_ngram, mode="remove",
+            DecontFilter(list[str | Path](settings.decont_benchmarks), ngram=settings.decont_ngram, mode="remove",
                          report_folder=out_dir / "decont")
         )  # fmt: skip
         decont = f"{settings.decont_ngram}-gram vs {len(settings.decont_benchmarks)} benchmark path(s)"

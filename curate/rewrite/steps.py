@@ -98,7 +98,7 @@ class RewriteValidator(PipelineStep):
         if not verdict.ok:
             self.stat_update(f"dropped_{verdict.reason}")
             if self.rejects_writer is not None:
-                self.rejects_writer.write(self._reject_doc(doc, rollouts[0], verdict.reason), rank=rank)
+                self.rejects_writer.write(self._reject_doc(doc, rollouts[0], str(verdict.reason)), rank=rank)
             return None
         kept = rollouts[verdicts.index(verdict)]
         usage = kept.get("usage") or {}

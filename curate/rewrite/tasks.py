@@ -176,7 +176,7 @@ def decide(task: str, verdicts: list[Verdict], settings: ValidationSettings) -> 
     valid = [x for x in verdicts if x.ok]
     if not valid:
         # The most common reason among the samples (ties: the first sample's) names the document's drop.
-        return _reject(Counter(x.reason for x in verdicts).most_common(1)[0][0]), 0.0
+        return _reject(Counter(x.reason or "empty" for x in verdicts).most_common(1)[0][0]), 0.0
     if len(verdicts) == 1 or task == "refine":
         return valid[0], len(valid) / len(verdicts) if task != "refine" else 1.0
     groups: list[list[Verdict]] = []

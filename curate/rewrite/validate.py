@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
@@ -143,7 +144,7 @@ class LanguageCheck:
     def __init__(self, languages: tuple[str, ...] = ("en",), threshold: float = 0.5):
         self.languages = tuple(languages)
         self.threshold = threshold
-        self._lid = None
+        self._lid: Any = None
 
     def ok(self, text: str) -> bool:
         if not self.languages:
