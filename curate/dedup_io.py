@@ -2,8 +2,8 @@
 
 Documents keep their ids; every other input column travels in metadata and comes back as a column of
 OUT/data/*.parquet (schema: the inputs' Parquet schema plus the stage's own columns, so every output file has
-the same columns). Rows with empty or missing text are read as a single space, so that the stage counts them as
-dropped `empty` instead of datatrove's readers skipping them silently.
+the same columns). Rows with empty or missing text are read as a single space (and written back empty), so that
+they are counted (dedup drops them as `empty`) instead of datatrove's readers skipping them silently.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pyarrow as pa
 
 PARQUET_SUFFIXES = (".parquet",)
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst")
-_INTERNAL = ("file_path", "reason", "filter_reason")
+_INTERNAL = ("file_path", "reason", "filter_reason", "_empty_text")
 
 
 def document_files(inputs: list[str | Path]) -> tuple[list[Path], list[Path]]:
@@ -43,6 +43,8 @@ def _read_adapter(self, data: dict, path: str, id_in_file: int | str) -> dict:
     metadata = data.pop("metadata", None)
     meta = dict(metadata) if isinstance(metadata, dict) else {}
     meta.update(data)
+    if not (isinstance(text, str) and text):
+        meta["_empty_text"] = True  # written back as "" by the writer
     return {
         "text": text if isinstance(text, str) and text else " ",
         "id": str(doc_id) if doc_id is not None else f"{Path(path).name}/{id_in_file}",
@@ -86,8 +88,8 @@ def output_schema(parquet_files: list[Path], extra: list[tuple[str, pa.DataType]
 
 
 def _write_adapter(names: tuple[str, ...] | None, self, document) -> dict:
-    row = {k: v for k, v in document.metadata.items() if k not in _INTERNAL}
-    row["id"], row["text"] = document.id, document.text
+    row = {"id": document.id, "text": "" if document.metadata.get("_empty_text") else document.text}
+    row.update((k, v) for k, v in document.metadata.items() if k not in _INTERNAL and k not in row)
     if names is not None:
         row = {name: row.get(name) for name in names}
     return row
@@ -114,4 +116,5 @@ def build_rejects_writer(out_folder: Path, filename: str) -> Any:
 
 
 def _rejects_adapter(self, document) -> dict:
-    return {"id": document.id, "text": document.text, "reason": document.metadata.get("reason", "")}
+    text = "" if document.metadata.get("_empty_text") else document.text
+    return {"id": document.id, "text": text, "reason": document.metadata.get("reason", "")}
