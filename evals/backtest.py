@@ -3,7 +3,9 @@
 Protocol (the same in `mathmix eval forecast --fit-fraction`, the bench script and the tests): the fit sees the
 first ceil(F * n) points of an n-point curve; the final accuracy is the mean of the last ceil(n / 10) points; the
 forecast is the posterior mean of the fitted curve averaged over those points' compute; the persistence forecast
-is the mean of the last 3 points the fit saw.
+is the mean of the last 3 points the fit saw. Runs of one CSV are fitted together (`fit_experiment` pools the
+prior on the gain still to come), and the fitter only ever receives truncated copies of the curves (`seen_part`):
+no value past any curve's fit fraction, its own or a sibling's, can reach a forecast.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from evals.curves import Curve
-from evals.forecast import SigmoidFit, fit_sigmoid
+from evals.forecast import SigmoidFit, fit_experiment
 
 TAIL_FRACTION = 0.1
 PERSISTENCE_POINTS = 3
@@ -28,6 +30,39 @@ def tail_positions(x: np.ndarray, target: float | None = None) -> np.ndarray:
     return upto[-max(1, math.ceil(TAIL_FRACTION * len(upto))) :]
 
 
+def seen_part(curve: Curve, fit_fraction: float) -> Curve:
+    """The first ceil(F * n) points of a curve (at least 2): all a forecast at fraction F may look at."""
+    k = max(2, math.ceil(fit_fraction * len(curve.x)))
+    return Curve(curve.name, curve.x[:k].copy(), curve.y[:k].copy(), curve.source)
+
+
+def forecast_curves(
+    curves: list[Curve],
+    fit_fraction: float = 1.0,
+    target: float | None = None,
+    skip_fraction: float = 0.0,
+    n_boot: int = 0,
+) -> list[tuple[dict[str, Any], SigmoidFit]]:
+    """Fit the first `fit_fraction` of each curve and forecast its final accuracy; one (record, fit) per curve.
+
+    Runs from one file (one experiment) are fitted together by `fit_experiment` (the gain prior is pooled), and
+    only on their seen parts: the fitter is handed truncated copies, so nothing past ANY curve's fit fraction
+    can reach a forecast. The record holds {"run", "predicted_final", "actual_final", "persistence", "target",
+    params, intervals}; `actual_final` is the mean of the last 10% of the points up to the target, or None where
+    the curve does not reach the target.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, curve in enumerate(curves):
+        groups.setdefault(curve.source, []).append(i)
+    fits: list[SigmoidFit | None] = [None] * len(curves)
+    seen = [seen_part(curve, fit_fraction) for curve in curves]
+    for members in groups.values():
+        group_fits = fit_experiment([(seen[i].x, seen[i].y) for i in members], skip_fraction, n_boot)
+        for i, fit in zip(members, group_fits, strict=True):
+            fits[i] = fit
+    return [_record(curve, part, fit, target) for curve, part, fit in zip(curves, seen, fits, strict=True)]
+
+
 def forecast_curve(
     curve: Curve,
     fit_fraction: float = 1.0,
@@ -35,20 +70,19 @@ def forecast_curve(
     skip_fraction: float = 0.0,
     n_boot: int = 0,
 ) -> tuple[dict[str, Any], SigmoidFit]:
-    """Fit the first `fit_fraction` of a curve and forecast the final accuracy.
+    """`forecast_curves` for a single curve (no other runs to pool with)."""
+    return forecast_curves([curve], fit_fraction, target, skip_fraction, n_boot)[0]
 
-    Returns ({"run", "predicted_final", "actual_final", "persistence", "target", params, intervals}, fit).
-    `actual_final` is the mean of the last 10% of the points up to the target, or None where the curve does not
-    reach the target.
-    """
+
+def _record(
+    curve: Curve, seen: Curve, fit: SigmoidFit, target: float | None
+) -> tuple[dict[str, Any], SigmoidFit]:
+    """The forecast record: the fit predicts at the target compute; the actual value comes from the full curve."""
     x, y = curve.x, curve.y
-    k = max(2, math.ceil(fit_fraction * len(x)))
-    fit = fit_sigmoid(x[:k], y[:k], skip_fraction=skip_fraction, n_boot=n_boot)
     goal = float(target) if target is not None else float(x[-1])
-    reaches = x[-1] >= goal
     tail = tail_positions(x, goal)
-    if reaches and len(tail):
-        predicted = float(np.mean(fit.predict(x[tail])))
+    if x[-1] >= goal and len(tail):
+        predicted = float(np.mean(fit.predict(x[tail])))  # where the tail is (compute only, never values)
         actual: float | None = float(np.mean(y[tail]))
     else:
         predicted, actual = float(fit.predict(goal)[0]), None
@@ -56,9 +90,9 @@ def forecast_curve(
         "run": curve.name,
         "predicted_final": round(predicted, 6),
         "actual_final": None if actual is None else round(actual, 6),
-        "persistence": round(float(np.mean(y[:k][-PERSISTENCE_POINTS:])), 6),
+        "persistence": round(float(np.mean(seen.y[-PERSISTENCE_POINTS:])), 6),
         "target": goal,
-        "fit_points": int(k),
+        "fit_points": len(seen.x),
         **{key: round(float(v), 6) for key, v in fit.params().items()},
         "sigma": round(fit.sigma, 6),
     }
@@ -69,11 +103,9 @@ def forecast_curve(
 
 def backtest(curves: list[Curve], fit_fraction: float, skip_fraction: float = 0.0) -> dict[str, Any]:
     """Median absolute error of the forecast and of persistence over curves, fitting the first `fit_fraction`."""
+    usable = [c for c in curves if len(c.x) >= 10]  # shorter: a first-20% / last-10% split means nothing
     records = []
-    for curve in curves:
-        if len(curve.x) < 10:  # too short for a first-20% / last-10% split to mean anything
-            continue
-        record, _ = forecast_curve(curve, fit_fraction=fit_fraction, skip_fraction=skip_fraction)
+    for record, _ in forecast_curves(usable, fit_fraction=fit_fraction, skip_fraction=skip_fraction):
         record["error"] = abs(record["predicted_final"] - record["actual_final"])
         record["persistence_error"] = abs(record["persistence"] - record["actual_final"])
         records.append(record)

@@ -148,7 +148,7 @@ def _forecast_all(
 ) -> list[tuple[dict, Any, Any, int]]:
     import math
 
-    from evals.backtest import forecast_curve
+    from evals.backtest import forecast_curves
     from evals.curves import load_curves
 
     if not path.exists():
@@ -156,13 +156,13 @@ def _forecast_all(
     curves = [c for c in load_curves(path, compute_column=compute_column) if not column or column in c.name]
     if not curves:
         fail(f"no accuracy curve in {path} (a CSV with a Step column, or a probe folder with validation.csv)")
-    results = []
-    for curve in curves:
-        if len(curve.x) < 3:
-            continue
-        record, fit = forecast_curve(curve, fit_fraction, target, skip_fraction, n_boot)
-        results.append((record, fit, curve, max(2, math.ceil(fit_fraction * len(curve.x)))))
-    return results
+    curves = [c for c in curves if len(c.x) >= 3]
+    # Runs of one CSV are forecast together (forecast_curves pools the gain prior over them).
+    pairs = forecast_curves(curves, fit_fraction, target, skip_fraction, n_boot)
+    return [
+        (record, fit, curve, max(2, math.ceil(fit_fraction * len(curve.x))))
+        for (record, fit), curve in zip(pairs, curves, strict=True)
+    ]
 
 
 @eval_app.command("forecast")

@@ -2,11 +2,20 @@
 
 Why a grid posterior and not least squares: early RL curves are short, noisy and often still mid-rise, so A and
 Cmid are weakly identified and a least-squares fit extrapolates wildly (it loses to persistence on real curves).
-For fixed (B, Cmid, A) the curve is linear in R0, so R0 is profiled exactly (0 <= R0 <= A) and the rest is a dense grid over
-(B, Cmid, A) with a Student-t likelihood (robust to eval glitches), a noise scale measured from the data itself
-(robust scatter around a running median, at least one point of accuracy), and weak
-priors: log B ~ N(log 1.5, 1), log Cmid ~ N(log C_last_seen, 1), a half-normal on A above the best value seen,
-as wide as the rise seen so far (at least 0.05). The forecast is the posterior mean, which shrinks uncertain extrapolations toward what was observed.
+For fixed (B, Cmid, A) the curve is linear in R0, so R0 is profiled exactly (0 <= R0 <= A) and the rest is a
+dense grid over (B, Cmid, A) with a Student-t likelihood (robust to eval glitches), a noise scale measured from
+the data itself (robust scatter around a running median, at least one point of accuracy), and weak priors:
+log B ~ N(log 1.5, 1), log Cmid ~ N(log C_last_seen, 1), and a half-normal on A above the best value seen. The
+forecast is the posterior mean, which shrinks uncertain extrapolations toward what was observed.
+
+The scale of that half-normal is the gain still to come, and it is pooled over an experiment (empirical Bayes):
+a sigmoid in log-compute gains as much after its midpoint as before, so one run's rise so far (10-90% quantile
+range of its fit window, at least 0.05) estimates it, noisily; runs of one CSV share the task and compute axis,
+so `fit_experiment` gives every run the median of those scales over all runs, each measured on the run's own
+fit window only. A run still flat at its fit fraction then gets room to rise when its siblings rose, and a run
+whose window caught a noisy jump gets less. Pooling the shape (B, Cmid) as well was measured and made the 20%
+back-test worse (0.061 vs 0.045 median error at 20%): sharing a shape sharpens every run onto
+the joint mode and drops the slower-rise hypotheses that the rising runs needed.
 """
 
 from __future__ import annotations
@@ -119,7 +128,7 @@ def value_range(y: np.ndarray) -> tuple[float, float]:
     return lo, hi
 
 
-def _log_posterior(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors) -> tuple:
+def _log_posterior(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors, a_sd: float) -> tuple:
     """Log posterior over the (B, Cmid, A) grid with R0 profiled; returns (logp, r0, cmid_grid)."""
     positive = x[x > 0]
     c_lo = positive.min() / 2 if len(positive) else 1.0
@@ -148,12 +157,12 @@ def _log_posterior(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors) -
     logp += (-0.5 * ((np.log(B_GRID) - priors.log_b_mean) / priors.log_b_sd) ** 2)[:, None, None]
     logp += (-0.5 * ((np.log(cmid_grid) - math.log(c_last)) / priors.log_cmid_sd) ** 2)[None, :, None]
     excess = np.maximum(A_GRID - float(y.max()), 0.0)
-    logp += (-0.5 * (excess / a_prior_sd(y, priors)) ** 2)[None, None, :]
+    logp += (-0.5 * (excess / a_sd) ** 2)[None, None, :]
     return logp, r0_all, cmid_grid
 
 
-def _grid_fit(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors, keep: float = 1e-7):
-    logp, r0, cmid_grid = _log_posterior(x, y, sigma, priors)
+def _grid_fit(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors, a_sd: float, keep: float = 1e-7):
+    logp, r0, cmid_grid = _log_posterior(x, y, sigma, priors, a_sd)
     w = np.exp(logp - logp.max())
     w /= w.sum()
     ib, ic, ia = np.nonzero(w > keep * w.max())
@@ -173,7 +182,7 @@ def _neg_log_posterior(theta, x, y, sigma, priors: Priors, c_last: float, y_max:
     return nll + 0.5 * (max(a - y_max, 0.0) / a_sd) ** 2
 
 
-def _refine(x, y, start, sigma: float, priors: Priors) -> np.ndarray:
+def _refine(x, y, start, sigma: float, priors: Priors, a_sd: float) -> np.ndarray:
     """Continuous MAP from a grid point (the grid is coarse: ~24% steps in B, ~15% in Cmid)."""
     from scipy.optimize import minimize
 
@@ -187,7 +196,7 @@ def _refine(x, y, start, sigma: float, priors: Priors) -> np.ndarray:
         (math.log(0.1), math.log(20.0)),
         (math.log(c_lo), math.log(c_last * priors.cmid_span)),
     ]
-    args = (x, y, sigma, priors, c_last, float(y.max()), a_prior_sd(y, priors))
+    args = (x, y, sigma, priors, c_last, float(y.max()), a_sd)
     result = minimize(
         _neg_log_posterior,
         theta0,
@@ -200,6 +209,44 @@ def _refine(x, y, start, sigma: float, priors: Priors) -> np.ndarray:
     return np.array([theta[0], theta[1], math.exp(theta[2]), math.exp(theta[3])])
 
 
+def _fit_window(x, y, skip_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """The points a fit uses: all but the first `skip_fraction` (at least the last 3)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    start = int(math.floor(skip_fraction * len(x)))
+    if len(x) - start < 3:
+        start = max(0, len(x) - 3)
+    return x[start:], y[start:]
+
+
+def pooled_gain_sd(runs: list[tuple[np.ndarray, np.ndarray]], skip_fraction: float, priors: Priors) -> float:
+    """Empirical-Bayes scale of the gain still to come, shared by the runs of one experiment.
+
+    Each run's own scale is the rise it has shown in its fit window (`a_prior_sd`, on its [0, 1] range); the
+    experiment's is the median over its runs. Only the points handed in (the seen windows) are used.
+    """
+    scales = []
+    for x, y in runs:
+        _, yw = _fit_window(x, y, skip_fraction)
+        if len(yw):
+            lo, hi = value_range(yw)
+            scales.append(a_prior_sd((yw - lo) / (hi - lo), priors))
+    return float(np.median(scales)) if scales else priors.a_above_max_min
+
+
+def fit_experiment(
+    runs: list[tuple[np.ndarray, np.ndarray]],
+    skip_fraction: float = 0.0,
+    n_boot: int = 0,
+    seed: int = 0,
+    priors: Priors | None = None,
+) -> list[SigmoidFit]:
+    """Fit the runs of one experiment (the run columns of one CSV): each gets its own curve, and the prior on
+    the gain still to come has the scale pooled over all of them (`pooled_gain_sd`)."""
+    priors = priors or Priors()
+    gain_sd = pooled_gain_sd(runs, skip_fraction, priors)
+    return [fit_sigmoid(x, y, skip_fraction, n_boot, seed, priors, gain_sd=gain_sd) for x, y in runs]
+
+
 def fit_sigmoid(
     x: np.ndarray,
     y: np.ndarray,
@@ -207,6 +254,7 @@ def fit_sigmoid(
     n_boot: int = 0,
     seed: int = 0,
     priors: Priors | None = None,
+    gain_sd: float | None = None,
 ) -> SigmoidFit:
     """Fit R(C) to accuracy y at compute x, leaving out the first `skip_fraction` of the points.
 
@@ -214,27 +262,28 @@ def fit_sigmoid(
         x, y: compute (steps, tokens, GPU-hours) and accuracy; any scale (mapped onto [0, 1] for the fit).
         skip_fraction: early fraction of the points left out of the fit (R0 stays free either way).
         n_boot: bootstrap resamples (moving blocks of residuals) for intervals on A, B and Cmid.
+        gain_sd: scale of the prior on A above the best value seen, in units of the curve's range (default:
+            this curve's own rise, `a_prior_sd`; `fit_experiment` passes the scale pooled over its runs).
     """
     priors = priors or Priors()
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    start = int(math.floor(skip_fraction * len(x)))
-    if len(x) - start < 3:
-        start = max(0, len(x) - 3)
-    x, y = x[start:], y[start:]
+    x, y = _fit_window(x, y, skip_fraction)
     if len(x) < 2:
         raise ValueError("a forecast needs at least 2 points")
     lo, hi = value_range(y)
     yn = (y - lo) / (hi - lo)
     sigma = noise_scale(yn)
-    samples, weights, best = _grid_fit(x, yn, sigma, priors)
-    best = _refine(x, yn, best, sigma, priors)
+    a_sd = gain_sd if gain_sd is not None else a_prior_sd(yn, priors)
+    samples, weights, best = _grid_fit(x, yn, sigma, priors, a_sd)
+    best = _refine(x, yn, best, sigma, priors, a_sd)
     fit = SigmoidFit(*best, sigma=sigma, scale=(lo, hi), samples=samples, weights=weights, n_points=len(x))
     if n_boot:
-        fit.intervals = _bootstrap(x, yn, fit, n_boot, seed, priors)
+        fit.intervals = _bootstrap(x, yn, fit, n_boot, seed, priors, a_sd)
     return fit
 
 
-def _bootstrap(x, yn, fit: SigmoidFit, n_boot: int, seed: int, priors: Priors) -> dict[str, tuple]:
+def _bootstrap(
+    x, yn, fit: SigmoidFit, n_boot: int, seed: int, priors: Priors, a_sd: float
+) -> dict[str, tuple]:
     """Percentile intervals (5-95%) of the MAP A, B, Cmid over moving-block residual resamples."""
     rng = np.random.default_rng(seed)
     fitted = sigmoid_curve(x, fit.r0, fit.a, fit.b, fit.cmid)
@@ -245,7 +294,7 @@ def _bootstrap(x, yn, fit: SigmoidFit, n_boot: int, seed: int, priors: Priors) -
         starts = rng.integers(0, max(1, len(x) - block + 1), size=len(x) // block + 1)
         boot = np.concatenate([resid[s : s + block] for s in starts])[: len(x)]
         start = np.array([fit.r0, fit.a, fit.b, fit.cmid])
-        draws.append(_refine(x, np.clip(fitted + boot, 0, 1), start, fit.sigma, priors))
+        draws.append(_refine(x, np.clip(fitted + boot, 0, 1), start, fit.sigma, priors, a_sd))
     draws = np.array(draws)
     lo, hi = fit.scale
     out = {}
