@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TextIO
 
 import numpy as np
 from datatrove.data import Document
@@ -108,7 +109,7 @@ def record_texts(record: dict) -> list[str]:
     return out
 
 
-def benchmark_files(paths: list[str | Path]) -> list[tuple[str, Path]]:
+def benchmark_files(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
     """(benchmark name, file) for every JSONL file given or under a folder given; error naming a missing path."""
     files: list[tuple[str, Path]] = []
     for raw in paths:
@@ -131,7 +132,7 @@ def benchmark_files(paths: list[str | Path]) -> list[tuple[str, Path]]:
 class BenchmarkIndex:
     """Sorted n-gram hashes of benchmark records, with the record each n-gram came from."""
 
-    def __init__(self, paths: list[str | Path], ngram: int = 13, min_words: int = 3):
+    def __init__(self, paths: Sequence[str | Path], ngram: int = 13, min_words: int = 3):
         if ngram < 1:
             raise ValueError(f"ngram must be >= 1, got {ngram}")
         self.ngram, self.min_words = ngram, min_words
@@ -206,7 +207,7 @@ _INDEX_CACHE: dict[tuple, BenchmarkIndex] = {}
 
 
 def load_index(
-    benchmarks: list[str | Path] | BenchmarkIndex, ngram: int = 13, min_words: int = 3
+    benchmarks: Sequence[str | Path] | BenchmarkIndex, ngram: int = 13, min_words: int = 3
 ) -> BenchmarkIndex:
     """A BenchmarkIndex for these paths (built once per process and reused)."""
     if isinstance(benchmarks, BenchmarkIndex):
@@ -219,7 +220,7 @@ def load_index(
 
 def find_overlaps(
     texts: list[str],
-    benchmarks: list[str | Path] | BenchmarkIndex,
+    benchmarks: Sequence[str | Path] | BenchmarkIndex,
     ngram: int = 13,
     max_ngrams: int = 5,
     min_words: int = 3,
@@ -241,7 +242,7 @@ class DecontFilter(BaseFilter):
 
     def __init__(
         self,
-        benchmarks: list[str | Path],
+        benchmarks: Sequence[str | Path],
         ngram: int = 13,
         mode: Literal["remove", "flag"] = "remove",
         report_folder: str | Path | None = None,
@@ -257,7 +258,7 @@ class DecontFilter(BaseFilter):
         self.mode = mode
         self.min_words = min_words
         self.report_folder = Path(report_folder) if report_folder else None
-        self._report = None
+        self._report: TextIO | None = None
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         overlaps = load_index(self.benchmarks, self.ngram, self.min_words).find(doc.text or "")

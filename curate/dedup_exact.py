@@ -13,6 +13,7 @@ Why 64-bit hashes and not the texts: a million documents' keys take 16 MB; a fal
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +90,7 @@ class ExactDedupIndex(PipelineStep):
         self,
         hashes_folder: str | Path,
         output_folder: str | Path,
-        keep_rule: list[str] | tuple[str, ...] = ("math_score", "length"),
+        keep_rule: Sequence[str] = ("math_score", "length"),
         by_url: bool = True,
         by_text: bool = True,
     ):

@@ -9,6 +9,7 @@ they are counted (dedup drops them as `empty`) instead of datatrove's readers sk
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst")
 _INTERNAL = ("file_path", "reason", "filter_reason", "_empty_text")
 
 
-def document_files(inputs: list[str | Path]) -> tuple[list[Path], list[Path]]:
+def document_files(inputs: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
     """(Parquet files, JSONL files) given or under the folders given; error naming a missing path."""
     parquet, jsonl = [], []
     for raw in inputs:

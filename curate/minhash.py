@@ -205,5 +205,5 @@ def _sort_sig_file(path: Path, dtype: np.dtype) -> None:
     records = np.fromfile(path, dtype=dtype)
     if not len(records):
         return
-    order = np.lexsort([records[name] for name in reversed(dtype.names)])
+    order = np.lexsort([records[name] for name in reversed(dtype.names or ())])
     records[order].tofile(path)

@@ -11,6 +11,7 @@ Python union-find, so a million documents cluster in seconds.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ SENTINEL = (1 << 32) - 1
 
 
 def choose_keepers(
-    labels: np.ndarray, score: np.ndarray, length: np.ndarray, rule: list[str] | tuple[str, ...]
+    labels: np.ndarray, score: np.ndarray, length: np.ndarray, rule: Sequence[str]
 ) -> np.ndarray:
     """Index of the document each cluster keeps: by `rule` keys in order (highest math_score, longest,
     first = lowest position), ties broken by position. `labels` gives each document's cluster."""
@@ -65,7 +66,7 @@ class MinhashClusterByRule(PipelineStep):
         dups_folder: str | Path,
         signatures_folder: str | Path,
         output_folder: str | Path,
-        keep_rule: list[str] | tuple[str, ...] = ("math_score", "length"),
+        keep_rule: Sequence[str] = ("math_score", "length"),
         number_guard_tokens: int = 512,
     ):
         super().__init__()

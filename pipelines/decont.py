@@ -119,7 +119,9 @@ def check_prompts(prompt_files: list[str], evals: list[str], ngram: int = 13, mi
     from curate.decont import BenchmarkIndex, benchmark_files, record_texts
 
     index = BenchmarkIndex(evals, ngram, min_words)
-    rows, hits, total = [], Counter(), 0
+    rows: list[dict] = []
+    hits: Counter = Counter()
+    total = 0
     for _name, path in benchmark_files(prompt_files):
         with path.open(encoding="utf-8") as f:
             for line_no, line in enumerate(f):

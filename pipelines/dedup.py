@@ -46,7 +46,7 @@ class Config(BaseModel):
     rows: int = Field(10, ge=1, description="hashes per band")
     seed: int = 1
     keep_rule: list[Literal["math_score", "length", "first"]] = Field(
-        default_factory=lambda: ["math_score", "length"],
+        default_factory=lambda: ["math_score", "length"],  # type: ignore[arg-type]
         description="which document a cluster keeps: keys in order (ties: the first document)",
     )
     number_guard_tokens: int = Field(
