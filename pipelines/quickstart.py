@@ -11,6 +11,7 @@ from rich.table import Table
 from mathmix.cli_util import console
 from pipelines.recipe import load_recipe
 from pipelines.runner import run_recipe
+from pipelines.stages import stage_module
 from pipelines.sample import write_sample
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
@@ -38,7 +39,7 @@ def run_quickstart(output_dir: Path, recipe_path: Path | None = None) -> dict:
             str(summary.get("docs_out", "-")),
             str(sum(dropped.values())) if isinstance(dropped, dict) else "-",
             str(summary.get("seconds", "-")),
-            str(output_dir / stage),
+            str(output_dir / getattr(stage_module(stage), "FOLDER", stage)),
         )
     console.print(table)
     total = round(time.time() - start, 1)
