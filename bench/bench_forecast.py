@@ -2,8 +2,9 @@
 
 For each accuracy curve under ../shared/data/rl_curves (W&B exports of OctoThinker's 3B runs), fit on the first
 20% and, separately, the first 40% of its points and forecast the mean of its last 10%. Prints the median
-absolute error of the mathmix forecast, of persistence (mean of the last 3 seen points) and of a plain
-least-squares sigmoid, and the ratio forecast / persistence. Target: forecast <= 0.03 and < persistence.
+absolute error of the mathmix forecast (runs of one CSV fitted together, the gain prior pooled), of the same
+forecast with every run fitted alone ("unpooled"), of persistence (mean of the last 3 seen points) and of a
+plain least-squares sigmoid, and the ratio forecast / persistence. Target: forecast <= 0.03 and < persistence.
 
     .venv/bin/python bench/bench_forecast.py [--curves ../shared/data/rl_curves]
 """
@@ -60,17 +61,20 @@ def main() -> None:
     curves = load_curves(args.curves)
     print(f"{len(curves)} accuracy curves (deduplicated) from {args.curves}")
     print(
-        f"{'fit on':>7} {'curves':>6} {'forecast':>9} {'persistence':>12} {'ratio':>6} {'least-sq':>9} {'target':>7} {'s':>5}"
+        f"{'fit on':>7} {'curves':>6} {'forecast':>9} {'unpooled':>9} {'persistence':>12} {'ratio':>6} "
+        f"{'least-sq':>9} {'target':>7} {'s':>5}"
     )
     for fraction in (0.2, 0.4):
         start = time.time()
         result = backtest(curves, fraction)
+        seconds = time.time() - start
+        alone = backtest(curves, fraction, pool=False)["median_abs_error"]
         naive = least_squares_error(curves, fraction)
         ok = result["median_abs_error"] <= 0.03 and result["ratio"] < 1
         print(
-            f"{fraction:>7.0%} {result['curves']:>6} {result['median_abs_error']:>9.4f} "
+            f"{fraction:>7.0%} {result['curves']:>6} {result['median_abs_error']:>9.4f} {alone:>9.4f} "
             f"{result['persistence_median_abs_error']:>12.4f} {result['ratio']:>6.3f} {naive:>9.4f} "
-            f"{'met' if ok else 'MISSED':>7} {time.time() - start:>5.1f}"
+            f"{'met' if ok else 'MISSED':>7} {seconds:>5.1f}"
         )
 
 

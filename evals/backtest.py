@@ -42,6 +42,7 @@ def forecast_curves(
     target: float | None = None,
     skip_fraction: float = 0.0,
     n_boot: int = 0,
+    pool: bool = True,
 ) -> list[tuple[dict[str, Any], SigmoidFit]]:
     """Fit the first `fit_fraction` of each curve and forecast its final accuracy; one (record, fit) per curve.
 
@@ -49,11 +50,11 @@ def forecast_curves(
     only on their seen parts: the fitter is handed truncated copies, so nothing past ANY curve's fit fraction
     can reach a forecast. The record holds {"run", "predicted_final", "actual_final", "persistence", "target",
     params, intervals}; `actual_final` is the mean of the last 10% of the points up to the target, or None where
-    the curve does not reach the target.
+    the curve does not reach the target. `pool=False` fits every curve on its own (the ablation in the bench).
     """
-    groups: dict[str, list[int]] = {}
+    groups: dict[Any, list[int]] = {}
     for i, curve in enumerate(curves):
-        groups.setdefault(curve.source, []).append(i)
+        groups.setdefault(curve.source if pool else i, []).append(i)
     fits: list[SigmoidFit | None] = [None] * len(curves)
     seen = [seen_part(curve, fit_fraction) for curve in curves]
     for members in groups.values():
@@ -101,11 +102,13 @@ def _record(
     return record, fit
 
 
-def backtest(curves: list[Curve], fit_fraction: float, skip_fraction: float = 0.0) -> dict[str, Any]:
+def backtest(
+    curves: list[Curve], fit_fraction: float, skip_fraction: float = 0.0, pool: bool = True
+) -> dict[str, Any]:
     """Median absolute error of the forecast and of persistence over curves, fitting the first `fit_fraction`."""
     usable = [c for c in curves if len(c.x) >= 10]  # shorter: a first-20% / last-10% split means nothing
     records = []
-    for record, _ in forecast_curves(usable, fit_fraction=fit_fraction, skip_fraction=skip_fraction):
+    for record, _ in forecast_curves(usable, fit_fraction, skip_fraction=skip_fraction, pool=pool):
         record["error"] = abs(record["predicted_final"] - record["actual_final"])
         record["persistence_error"] = abs(record["persistence"] - record["actual_final"])
         records.append(record)
