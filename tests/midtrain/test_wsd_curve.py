@@ -40,3 +40,12 @@ def test_loss_falls_in_stable_and_faster_in_decay(tiny_shards, tmp_path, mt):
     for stage in ("stable", "decay"):
         # a tolerance for other CPUs' float rounding; any change of data order or math moves it by far more
         np.testing.assert_allclose(curve[stage], reference[stage], rtol=0, atol=5e-3, err_msg=stage)
+
+
+def test_activation_checkpointing_changes_memory_not_math(tiny_shards, tmp_path, mt):
+    plain = mt.recipe(tiny_shards, tmp_path / "plain", stable_tokens=3 * 256)
+    recompute = mt.recipe(tiny_shards, tmp_path / "ac", stable_tokens=3 * 256)
+    recompute["model"]["activation_checkpointing"] = True
+    a, b = mt.train(plain)["stable"], mt.train(recompute)["stable"]
+    np.testing.assert_allclose([r["loss"] for r in a], [r["loss"] for r in b], rtol=0, atol=1e-6)
+    np.testing.assert_allclose([r["grad_norm"] for r in a], [r["grad_norm"] for r in b], rtol=1e-5)
