@@ -43,8 +43,12 @@ def build_model(config: ModelConfig, device: torch.device, world_size: int, seed
     torch.manual_seed(seed)  # same random init on every rank
     model = config.build(resolve_attn_implementation(config.attn_implementation, device))
     model.config.use_cache = False
+    model.train()  # from_pretrained returns eval mode, where activation checkpointing is off
     if config.activation_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     if world_size > 1 or device.type == "cuda":
         if config.compile:
             for layer in decoder_layers(model):

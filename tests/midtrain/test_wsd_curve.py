@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import torch
 
 REFERENCE = Path(__file__).with_name("reference_wsd_curve.json")
 STABLE_STEPS, DECAY_STEPS = 48, 12
@@ -49,3 +50,8 @@ def test_activation_checkpointing_changes_memory_not_math(tiny_shards, tmp_path,
     a, b = mt.train(plain)["stable"], mt.train(recompute)["stable"]
     np.testing.assert_allclose([r["loss"] for r in a], [r["loss"] for r in b], rtol=0, atol=1e-6)
     np.testing.assert_allclose([r["grad_norm"] for r in a], [r["grad_norm"] for r in b], rtol=1e-5)
+    from midtrain.config import ModelConfig
+    from midtrain.model import build_model
+
+    model = build_model(ModelConfig.model_validate(recompute["model"]), torch.device("cpu"), 1, seed=0)
+    assert model.training and model.is_activation_checkpointing  # the option is really on
