@@ -13,9 +13,9 @@ a sigmoid in log-compute gains as much after its midpoint as before, so one run'
 range of its fit window, at least 0.05) estimates it, noisily; runs of one CSV share the task and compute axis,
 so `fit_experiment` gives every run the median of those scales over all runs, each measured on the run's own
 fit window only. A run still flat at its fit fraction then gets room to rise when its siblings rose, and a run
-whose window caught a noisy jump gets less. Pooling the shape (B, Cmid) as well was measured and made the 20%
-back-test worse (0.061 vs 0.045 median error at 20%): sharing a shape sharpens every run onto
-the joint mode and drops the slower-rise hypotheses that the rising runs needed.
+whose window caught a noisy jump gets less. Pooling the shape (B, Cmid) as well was measured and made the
+back-test worse (median error at 20%: 0.061 vs 0.045): a shared shape sharpens every run onto the joint mode
+and drops the slower-rise hypotheses that the still-rising runs need.
 """
 
 from __future__ import annotations
