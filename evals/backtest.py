@@ -46,7 +46,8 @@ def forecast_curves(
 ) -> list[tuple[dict[str, Any], SigmoidFit]]:
     """Fit the first `fit_fraction` of each curve and forecast its final accuracy; one (record, fit) per curve.
 
-    Runs from one file (one experiment) are fitted together by `fit_experiment` (the gain prior is pooled), and
+    Curves with the same `source` (the run columns of one file: one experiment) are fitted together by
+    `fit_experiment` (the gain prior is pooled), and
     only on their seen parts: the fitter is handed truncated copies, so nothing past ANY curve's fit fraction
     can reach a forecast. The record holds {"run", "predicted_final", "actual_final", "persistence", "target",
     params, intervals}; `actual_final` is the mean of the last 10% of the points up to the target, or None where
