@@ -46,7 +46,10 @@ def run_cmd(
             fail(f"--emit {emit!r}: only 'megatron' is known")
         from midtrain.megatron import emit as emit_megatron
 
-        typer.echo(emit_megatron(config, stage or None))
+        try:
+            typer.echo(emit_megatron(config, stage or None))
+        except FileNotFoundError as err:
+            fail(str(err))
         return
     if nproc > 1 and "WORLD_SIZE" not in os.environ:
         args = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]

@@ -46,6 +46,8 @@ class ModelConfig(BaseModel):
         from transformers import AutoConfig
 
         if self.path is not None:
+            if not (Path(self.path) / "config.json").is_file():
+                raise FileNotFoundError(f"model.path {self.path}: no local model folder (config.json) there")
             return AutoConfig.from_pretrained(self.path)
         kwargs = dict(self.config or {})
         return AutoConfig.for_model(kwargs.pop("model_type", "llama"), **kwargs)
@@ -56,6 +58,7 @@ class ModelConfig(BaseModel):
         from transformers import AutoModelForCausalLM
 
         if self.path is not None:
+            self.build_hf_config()  # a clear error for a missing folder
             return AutoModelForCausalLM.from_pretrained(
                 self.path, dtype=torch.float32, attn_implementation=attn_implementation
             )

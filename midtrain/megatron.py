@@ -55,6 +55,9 @@ def model_args(hf_config) -> list[str]:
     kv = getattr(c, "num_key_value_heads", None)
     if kv and kv != c.num_attention_heads:
         args.append(f"--group-query-attention --num-query-groups {kv}")
+    rope = getattr(c, "rope_scaling", None) or getattr(c, "rope_parameters", None) or {}
+    if rope.get("rope_type") == "llama3":
+        args.append("--use-rope-scaling")
     if not getattr(c, "tie_word_embeddings", False):
         args.append("--untie-embeddings-and-output-weights")
     return args
@@ -77,19 +80,21 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, nproc: int = 8) -> st
         f"--clip-grad {t.grad_clip}",
         "--bf16",
         f"--seed {t.seed}",
-        "--lr-decay-style WSD",
-        f"--lr-wsd-decay-style {WSD_STYLE[stage.decay_shape]}",
         f"--lr-warmup-samples {stage.warmup_tokens // t.seq_len}",
     ]
     save = recipe.stage_dir(stage.name) / "megatron"
     if stage.kind == "stable":
-        lines += [f"--train-samples {samples}", f"--lr-decay-samples {samples}", "--lr-wsd-decay-samples 0"]
+        lines += [f"--train-samples {samples}", "--lr-decay-style constant"]  # warmup, then the peak
+        if recipe.model.path:  # the pretrained base, converted to Megatron format beforehand (see `emit`)
+            lines += [f"--load {recipe.model.path}-mcore", "--finetune"]
     else:
         base = recipe.stage(stage.start_from).tokens // t.seq_len if stage.start_from in _names(recipe) else 0
         start = recipe.stage_dir(stage.start_from) / "megatron" if base else stage.start_from
         lines += [
             f"--train-samples {base + samples}",
             f"--lr-decay-samples {base + samples}",
+            "--lr-decay-style WSD",
+            f"--lr-wsd-decay-style {WSD_STYLE[stage.decay_shape]}",
             f"--lr-wsd-decay-samples {samples}",
             f"--load {start}",
             "--override-opt_param-scheduler",
@@ -116,6 +121,12 @@ def _names(recipe: TrainRecipe) -> list[str]:
 def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -> str:
     """The commands of every stage (or `stages`), one block each, with the stage name as a comment."""
     blocks = []
+    if recipe.model.path:
+        blocks.append(
+            f"# first convert the HF base: python tools/checkpoint/convert.py --model-type GPT --loader llama_mistral "
+            f"--saver core --checkpoint-type hf --model-size llama3 --load-dir {recipe.model.path} "
+            f"--save-dir {recipe.model.path}-mcore --tokenizer-model {recipe.model.path}"
+        )
     for stage in recipe.stages:
         if stages and stage.name not in stages:
             continue

@@ -109,3 +109,29 @@ def test_bad_recipe_key_is_named(tmp_path):
     (tmp_path / "bad.yaml").write_text(text)
     with pytest.raises(TrainRecipeError, match="seq_length"):
         load_train_recipe(tmp_path / "bad.yaml")
+
+
+def test_octothinker_megatron_command(tmp_path):
+    """The 3B recipe's Megatron commands, with a local Llama-3.2-3B config standing in for the weights."""
+    from transformers import LlamaConfig
+
+    from midtrain.config import load_train_recipe
+    from midtrain.megatron import emit
+
+    LlamaConfig(vocab_size=128256, hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
+                num_attention_heads=24, num_key_value_heads=8, max_position_embeddings=131072,
+                rope_theta=500000.0, tie_word_embeddings=True).save_pretrained(tmp_path / "llama")  # fmt: skip
+    recipe = load_train_recipe(
+        REPO / "recipes" / "octothinker-3b.yaml", {"model": {"path": str(tmp_path / "llama")}}
+    )
+    text = emit(recipe)
+    blocks = {b.split(" ")[0]: b for b in text.split("# stage ")[1:]}
+    assert set(blocks) == {"stable", "decay-short", "decay-long", "decay-hybrid"}
+    stable = blocks["stable"]
+    assert "--lr-decay-style constant" in stable and "--train-samples 24414062 " in stable  # 200e9 / 8192
+    assert "--global-batch-size 512 " in stable and "--seq-length 8192 " in stable and "--lr 3e-05 " in stable
+    assert "--num-layers 28 " in stable and "--group-query-attention --num-query-groups 8" in stable
+    short = blocks["decay-short"]
+    assert "--lr-wsd-decay-samples 2441406 " in short and "--train-samples 26855468 " in short
+    assert "--min-lr 3e-06 " in short and "--lr-wsd-decay-style cosine" in short and "--load " in short
+    assert "--override-opt_param-scheduler" in short
