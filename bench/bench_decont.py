@@ -122,7 +122,7 @@ def main() -> None:
     clean_hits = sorted(i for i in hit_ids if i.startswith("clean"))
     found, total = Counter(), Counter()
     for doc_id, (name, ok) in detectable.items():
-        key = name if ok else "(no 13-gram of prose)"
+        key = name if ok else f"({name}: no 13-gram of prose)"
         total[key] += 1
         found[key] += doc_id in hit_ids
     print(
