@@ -135,7 +135,8 @@ def train_stage(
     peak = peak_flops(ranks.device, t.peak_tflops)
     config_json = hf_config.to_json_string()
     bar = _progress_bar(total_steps, state["step"], stage.name, enabled=progress and is_main)
-    start_time, data_seconds, step_seconds, loss_val = time.time(), 0.0, 0.0, float("nan")
+    start_time, data_seconds, step_seconds = time.time(), 0.0, 0.0
+    loss_val = state.get("loss", float("nan"))  # killed after its last checkpoint: no step left to run
 
     for step in range(state["step"] + 1, total_steps + 1):
         # 1) learning rate from the tokens this stage has seen (a pure function: nothing else to restore)
@@ -169,7 +170,9 @@ def train_stage(
         loss_val, norm_val = loss_sum.item(), grad_norm.item()  # .item() syncs: the timing below is real
         dt = time.perf_counter() - t0
         step_seconds += dt
-        state.update(step=step, tokens=state["tokens"] + t.global_batch_tokens, data=packer.state_dict())
+        state.update(
+            step=step, tokens=state["tokens"] + t.global_batch_tokens, data=packer.state_dict(), loss=loss_val
+        )
         state["run_tokens"] = run_tokens_at_start + state["tokens"]
         # 4) log: tokens/s over all ranks; MFU from model FLOPs against the devices' peak
         tps = t.global_batch_tokens / dt

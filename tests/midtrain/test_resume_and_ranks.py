@@ -81,3 +81,15 @@ def test_two_processes_match_one_process(tiny_shards, tmp_path, mt):
     assert w2.keys() == w1.keys()
     wdiff = max((w2[k] - w1[k]).abs().max().item() for k in w1)
     assert wdiff < 1e-5  # measured: 0.0 (same sums in the same order)
+
+
+def test_restart_after_the_last_checkpoint_only_finishes_the_stage(tiny_shards, tmp_path, mt):
+    recipe = mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=2 * 256)
+    rows = mt.train(recipe)["stable"]
+    (
+        tmp_path / "run" / "stable" / "done.json"
+    ).unlink()  # as if killed between the final checkpoint and done.json
+    again = mt.train(recipe)["stable"]
+    assert again == rows  # nothing retrained, nothing logged twice
+    done = json.loads((tmp_path / "run" / "stable" / "done.json").read_text())
+    assert done["steps"] == 2 and done["final_loss"] == rows[-1]["loss"]
