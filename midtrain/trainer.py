@@ -103,7 +103,7 @@ def train_stage(
     if (stage_dir / DONE_FILE).exists():
         return json.loads((stage_dir / DONE_FILE).read_text())
     ranks = setup_ranks(t.device)
-    accum = t.accumulation_steps(ranks.world_size)
+    t.accumulation_steps(ranks.world_size)  # fail early if the batch does not split over the ranks
     total_steps = max(1, stage.tokens // t.global_batch_tokens)
     peak_lr = stage.lr or t.lr
 
@@ -115,18 +115,8 @@ def train_stage(
         build_documents(recipe, stage) if documents is None else documents, t.seq_len, t.intra_document
     )
 
-    # restore: this stage's own latest checkpoint (resume), else the start stage's weights and optimizer
     ckpt_dir = stage_dir / "checkpoints"
-    ckpt.clean_partial(ckpt_dir)
-    state = {"stage": stage.name, "step": 0, "tokens": 0, "run_tokens": 0, "data": packer.state_dict()}
-    existing = ckpt.list_checkpoints(ckpt_dir)
-    if existing:
-        state = ckpt.load_checkpoint(existing[-1], model, optimizer)
-        packer.load_state_dict(state["data"])
-    elif (start := resolve_start(recipe, stage)) is not None:
-        start_state = ckpt.load_checkpoint(start, model, optimizer, restore_rng=False)
-        state["run_tokens"] = start_state["run_tokens"]
-        state["start_from"] = str(start)
+    state = _restore(recipe, stage, model, optimizer, packer, ckpt_dir)
     run_tokens_at_start = state["run_tokens"] - state["tokens"]
 
     is_main = ranks.rank == 0
@@ -145,28 +135,11 @@ def train_stage(
         for group in optimizer.param_groups:
             group["lr"] = lr
         t0, c0 = time.perf_counter(), time.process_time()
-        # 2) forward/backward over `accum` micro-batches of [B, T] per rank; grads sync on the last one only
-        loss_sum = torch.zeros((), device=ranks.device)
-        for micro in range(accum):
-            d0 = time.perf_counter()
-            inputs, targets, positions = (
-                torch.from_numpy(a).to(ranks.device, non_blocking=True)
-                for a in packer.rank_batch(t.micro_batch_size, ranks.rank, ranks.world_size)
-            )
-            data_seconds += time.perf_counter() - d0
-            if hasattr(model, "set_requires_gradient_sync"):
-                model.set_requires_gradient_sync(micro == accum - 1)
-            loss = loss_fn(model, inputs, targets, positions if t.intra_document else None) / accum
-            loss.backward()
-            loss_sum += loss.detach()
-        # 3) clip, step
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
-        if hasattr(grad_norm, "full_tensor"):
-            grad_norm = grad_norm.full_tensor()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        if dist.is_initialized():
-            dist.all_reduce(loss_sum, op=dist.ReduceOp.AVG)
+        # 2) forward/backward over `accum` micro-batches, clip, optimizer step
+        loss_sum, grad_norm, data_s = _train_step(
+            model, loss_fn, optimizer, packer, t, ranks.rank, ranks.world_size
+        )
+        data_seconds += data_s
         loss_val, norm_val = loss_sum.item(), grad_norm.item()  # .item() syncs: the timing below is real
         dt = time.perf_counter() - t0
         step_seconds += dt
@@ -174,7 +147,7 @@ def train_stage(
             step=step, tokens=state["tokens"] + t.global_batch_tokens, data=packer.state_dict(), loss=loss_val
         )
         state["run_tokens"] = run_tokens_at_start + state["tokens"]
-        # 4) log: tokens/s over all ranks; MFU from model FLOPs against the devices' peak
+        # 3) log: tokens/s over all ranks; MFU from model FLOPs against the devices' peak
         tps = t.global_batch_tokens / dt
         if step % t.log_every == 0 or step == total_steps:
             logger.log({
@@ -185,7 +158,7 @@ def train_stage(
             })  # fmt: skip
         bar.update(1)
         bar.set_postfix(loss=f"{loss_val:.4f}", lr=f"{lr:.2e}")
-        # 5) checkpoint every N steps and at the end of the stage
+        # 4) checkpoint every N steps and at the end of the stage
         if step % t.checkpoint_every == 0 or step == total_steps:
             state["tokenizer"] = recipe.model.tokenizer_source
             ckpt.save_checkpoint(ckpt_dir, model, optimizer, state, config_json, t.keep_checkpoints)
@@ -203,6 +176,52 @@ def train_stage(
     if dist.is_initialized():
         dist.barrier()
     return summary
+
+
+def _restore(
+    recipe: TrainRecipe, stage: StageConfig, model, optimizer, packer, ckpt_dir: Path
+) -> dict[str, Any]:
+    """This stage's latest checkpoint (resume: weights, optimizer, RNG, data position, counters), else the start
+    stage's weights and optimizer with fresh counters; returns the trainer state."""
+    ckpt.clean_partial(ckpt_dir)
+    state = {"stage": stage.name, "step": 0, "tokens": 0, "run_tokens": 0, "data": packer.state_dict()}
+    existing = ckpt.list_checkpoints(ckpt_dir)
+    if existing:
+        state = ckpt.load_checkpoint(existing[-1], model, optimizer)
+        packer.load_state_dict(state["data"])
+    elif (start := resolve_start(recipe, stage)) is not None:
+        start_state = ckpt.load_checkpoint(start, model, optimizer, restore_rng=False)
+        state["run_tokens"] = start_state["run_tokens"]
+        state["start_from"] = str(start)
+    return state
+
+
+def _train_step(model, loss_fn, optimizer, packer, t, rank: int, world_size: int):
+    """One optimizer step: micro-batches of [B, T] per rank with gradient accumulation (grads sync on the last
+    one only), clip, step. Returns (mean loss over ranks, grad norm, seconds spent building batches)."""
+    device = next(model.parameters()).device
+    accum = t.accumulation_steps(world_size)
+    loss_sum, data_seconds = torch.zeros((), device=device), 0.0
+    for micro in range(accum):
+        d0 = time.perf_counter()
+        inputs, targets, positions = (
+            torch.from_numpy(a).to(device, non_blocking=True)
+            for a in packer.rank_batch(t.micro_batch_size, rank, world_size)
+        )
+        data_seconds += time.perf_counter() - d0
+        if hasattr(model, "set_requires_gradient_sync"):
+            model.set_requires_gradient_sync(micro == accum - 1)
+        loss = loss_fn(model, inputs, targets, positions if t.intra_document else None) / accum
+        loss.backward()
+        loss_sum += loss.detach()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
+    if hasattr(grad_norm, "full_tensor"):  # a DTensor under FSDP2
+        grad_norm = grad_norm.full_tensor()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    if dist.is_initialized():
+        dist.all_reduce(loss_sum, op=dist.ReduceOp.AVG)
+    return loss_sum, grad_norm, data_seconds
 
 
 def train_recipe(recipe: TrainRecipe, stages: list[str] | None = None, progress: bool = True) -> dict:
