@@ -136,6 +136,9 @@ def main() -> None:
     parser.add_argument(
         "--no-compile", dest="compile", action="store_false", help="mathmix without torch.compile"
     )
+    parser.add_argument(
+        "--activation-checkpointing", action="store_true", help="recompute layers in backward"
+    )
     args = parser.parse_args()
     gpu = args.device == "cuda"
     args.model_size = args.model_size or ("1b" if gpu else "tiny")
