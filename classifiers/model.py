@@ -70,6 +70,11 @@ class MathClassifier:
         self.path = Path(model_path)
         self.model = load_fasttext(self.path)
         self.card = read_card(self.path)
+        if self.card and not self.card.get("preprocess", {}).get("formula_tokens"):
+            # Trained when formulas were `<math>` delimiter tokens: today's tokens would give it wrong scores.
+            raise ModelError(
+                f"{self.path}: trained with an older preprocessing (no formula tokens); retrain it"
+            )
         self.max_tokens = int(self.card.get("preprocess", {}).get("max_doc_tokens", MAX_DOC_TOKENS))
 
     @property

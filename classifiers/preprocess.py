@@ -1,9 +1,11 @@
 """Text preprocessing for the fastText math classifier, identical at training and at scoring time (MegaMath).
 
 NFKC, lowercase, digit runs -> `<NUM>`, tokens over 100 characters dropped, non-alphanumerics stripped, lines of
-more than `max_line_tokens` tokens split. One addition to MegaMath's recipe, in the spirit of `<NUM>`: formula
-delimiters become `<math>` and TeX commands `frac<cmd>` before symbols are stripped, since the extractor writes
-math as `$...$` and money as `\\$60`; without it a formula and a price table look the same.
+more than `max_line_tokens` tokens split. One addition to MegaMath's recipe, in the spirit of `<NUM>`: the parts
+of a formula (`$..$`, `$$..$$`, `\\(..\\)`, `\\[..\\]`) become their own tokens (`$x`, `$frac`, `$eq`, `$<NUM>`),
+distinct from prose words. A formula is then recognised by what it holds, not by its delimiters: money is
+`\\$60` in the extractor's output (never a delimiter), and `$` signs that pair up in ASCII art or around MathML
+markup give tokens no real formula has (before this, one `<math>` token per delimiter made such pages math).
 """
 
 from __future__ import annotations
@@ -14,39 +16,65 @@ import unicodedata
 NUM_TOKEN = "<NUM>"
 MAX_TOKEN_CHARS = 100
 MAX_LINE_TOKENS = 256
-# Scoring a document reads at most this many tokens (4 training chunks): bounds the scoring cost per page.
-MAX_DOC_TOKENS = 512
+# Scoring a document reads at most this many tokens (4 training chunks) from its first 6 x as many characters:
+# bounds the scoring cost per page. 512 tokens missed math pages whose formulas start after a long intro.
+MAX_DOC_TOKENS = 1024
 
 # Chinese, Japanese and Korean characters: each becomes `<cjk>`. Unsplit, a sentence is one (dropped or never
 # seen) token and a page is scored on its numbers alone; one shared token lets the model learn the script.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-# A formula delimiter (`$`, `$$`, not the escaped `\$` the extractor writes for money) or a TeX command.
-_TEX = re.compile(r"(?<!\\)\$\$?|\\[a-zA-Z]+")
-MATH_MARK, CJK_TOKEN, CMD_SUFFIX = "<math>", "<cjk>", "<cmd>"
+# A formula: `$$..$$`, `$..$` (not the escaped `\\$` the extractor writes for money), `\\[..\\]`, `\\(..\\)`.
+_FORMULA = re.compile(
+    r"(?<!\\)\$\$(.{1,3000}?)(?<!\\)\$\$|(?<!\\)\$([^$]{1,600}?)(?<!\\)\$|\\\[(.{1,3000}?)\\\]|\\\((.{1,600}?)\\\)",
+    re.S,
+)
+# Inside a formula: TeX commands, letter runs, digit runs and the operators that make a formula a formula.
+_FORMULA_PART = re.compile(r"\\[a-zA-Z]+|[^\W\d_]+|\d+|[=+\-^_<>/*|!()]")
+_OPS = {"=": "eq", "+": "plus", "-": "minus", "^": "sup", "_": "sub", "<": "lt", ">": "gt", "/": "div"}
+_OPS.update({"*": "times", "|": "bar", "!": "bang", "(": "lp", ")": "rp"})
+# A TeX command outside a formula (`\\require` in prose about MathJax); an unpaired `$` is a stripped symbol.
+_TEX = re.compile(r"\\[a-zA-Z]+")
+CJK_TOKEN, CMD_SUFFIX, FORMULA_PREFIX = "<cjk>", "<cmd>", "$"
 # Marker tokens travel through tokenization as letter-only placeholders (`ǂ`, U+01C2, is a letter).
 _MARK = "\u01c2"
-_MATH, _CJK_MARK, _CMD = f"{_MARK}math{_MARK}", f"{_MARK}cjk{_MARK}", f"{_MARK}cmd{_MARK}"
+_CJK_MARK, _CMD = f"{_MARK}cjk{_MARK}", f"{_MARK}cmd{_MARK}"
+_F, _F_NUM = f"{_MARK}f", f"{_MARK}f{_MARK}num"
+_FORMULA_TOKEN = re.compile(_F + r"(\w+)")
 _LONG_TOKEN = re.compile(r"(?<!\S)\S{" + str(MAX_TOKEN_CHARS + 1) + r",}")
 # `\w+` is the fastest tokenizer `re` has; `_` is turned into a space first and digit runs are split off after.
 _WORD = re.compile(r"\w+")
 _DIGITS = re.compile(r"\d+")
 
 
+def _formula_part(part: str) -> str:
+    """One part of a formula -> its placeholder: `\\frac` -> `frac`, `12` -> `<NUM>`, `=` -> `eq`, `x` -> `x`."""
+    if part[0] == "\\":
+        return _F + part[1:]
+    if part[0].isdigit():
+        return _F_NUM
+    return _F + _OPS.get(part, part)
+
+
+def _formula_tokens(m: re.Match) -> str:
+    """A formula -> its parts as `$`-prefixed tokens (`$frac`, `$x`, `$eq`, `$<NUM>`); braces and commas go."""
+    body = next(g for g in m.groups() if g is not None)
+    return " " + " ".join(map(_formula_part, _FORMULA_PART.findall(body))) + " "
+
+
 def _tex_token(m: re.Match) -> str:
-    tex = m.group(0)
-    return f" {_MARK}math{_MARK} " if tex[0] == "$" else f" {tex[1:]}{_MARK}cmd{_MARK} "
+    return f" {m.group(0)[1:]}{_CMD} "
 
 
 def normalize(text: str) -> str:
     """A text -> its tokens joined by spaces (line breaks are ordinary whitespace here).
 
-    Formula delimiters -> `<math>`, TeX commands -> `name<cmd>`, CJK characters -> `<cjk>`, NFKC, lowercase,
+    Formula parts -> `$part` tokens, other TeX commands -> `name<cmd>`, CJK characters -> `<cjk>`, NFKC, lowercase,
     tokens over 100 characters dropped, symbols stripped (letters of every script kept: Greek letters are a
     math signal), digit runs -> `<NUM>` (`x2` -> `x <NUM>`, `3.14` -> `<NUM> <NUM>`). Only whole-string passes,
     no Python loop over tokens: scoring must cost far less than extraction.
     """
     if "$" in text or "\\" in text:
-        text = _TEX.sub(_tex_token, text)
+        text = _TEX.sub(_tex_token, _FORMULA.sub(_formula_tokens, text))
     text = _CJK.sub(f" {_MARK}cjk{_MARK} ", text)
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
@@ -56,7 +84,10 @@ def normalize(text: str) -> str:
     joined = " ".join(_WORD.findall(text.replace("_", " ")))
     joined = _DIGITS.sub(f" {NUM_TOKEN} ", joined)
     if _MARK in joined:
-        joined = joined.replace(_MATH, MATH_MARK).replace(_CJK_MARK, CJK_TOKEN).replace(_CMD, CMD_SUFFIX)
+        joined = joined.replace(_CJK_MARK, CJK_TOKEN).replace(_CMD, CMD_SUFFIX)
+        joined = _FORMULA_TOKEN.sub(
+            FORMULA_PREFIX + r"\1", joined.replace(_F_NUM, FORMULA_PREFIX + NUM_TOKEN)
+        )
     return joined
 
 

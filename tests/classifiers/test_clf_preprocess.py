@@ -11,18 +11,28 @@ def test_normalize_nfkc_lowercase_digits_and_symbols():
     assert normalize_line("don't stop—now!") == ["don", "t", "stop", "now"]
 
 
-def test_tex_is_kept_as_words_and_markers():
-    assert normalize_line(r"Let $\frac{1}{2}$ be") == [
+def test_formula_parts_become_their_own_tokens():
+    assert normalize_line(r"Let $\frac{1}{2}$ be $x^2 = y_1$") == [
         "let",
-        "<math>",
-        "frac<cmd>",
-        "<NUM>",
-        "<NUM>",
-        "<math>",
+        "$frac",
+        "$<NUM>",
+        "$<NUM>",
         "be",
+        "$x",
+        "$sup",
+        "$<NUM>",
+        "$eq",
+        "$y",
+        "$sub",
+        "$<NUM>",
     ]
-    # an escaped dollar (what the extractor writes for `$60 million`) is not a formula delimiter
-    assert normalize_line(r"paid \$60 million") == ["paid", "<NUM>", "million"]
+    assert normalize_line(r"\(a<b\) and \[n!\] and $$E=mc^2$$") == [
+        "$a", "$lt", "$b", "and", "$n", "$bang", "and", "$e", "$eq", "$mc", "$sup", "$<NUM>"
+    ]  # fmt: skip
+    # an escaped dollar (what the extractor writes for `$60 million`) is not a formula delimiter; an unpaired `$`
+    # is a symbol like any other; a TeX command in prose keeps its name
+    assert normalize_line(r"paid \$60 million, $5 more") == ["paid", "<NUM>", "million", "<NUM>", "more"]
+    assert normalize_line(r"use \require here") == ["use", "require<cmd>", "here"]
 
 
 def test_tokens_over_100_characters_are_dropped():
