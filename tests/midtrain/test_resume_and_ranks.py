@@ -58,15 +58,19 @@ def test_sigkill_and_restart_matches_uninterrupted(tiny_shards, tmp_path, mt):
 
 def test_two_processes_match_one_process(tiny_shards, tmp_path, mt):
     steps = 8  # 8 sequences per step: 1 rank x 2 micro-batches of 4, or 2 ranks x 1 micro-batch of 4
-    two = mt.recipe(tiny_shards, tmp_path / "two", stable_tokens=steps * 256)
+    two = mt.recipe(tiny_shards, tmp_path / "two", stable_tokens=steps * 256, decay_tokens=4 * 256)
     result = mt.run_cli(
         "train", str(mt.write_recipe(tmp_path / "two.yaml", two)), "--nproc", "2", "--no-progress"
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((tmp_path / "two" / "stable" / "done.json").read_text())["world_size"] == 2
-    one = mt.train(mt.recipe(tiny_shards, tmp_path / "one", stable_tokens=steps * 256))["stable"]
-    two_rows = _losses(tmp_path / "two" / "stable")
-    np.testing.assert_allclose([r["loss"] for r in two_rows], [r["loss"] for r in one], rtol=0, atol=1e-5)
+    one = mt.train(mt.recipe(tiny_shards, tmp_path / "one", stable_tokens=steps * 256, decay_tokens=4 * 256))
+    for stage in ("stable", "decay"):  # the decay branch starts from the sharded stable checkpoint
+        two_rows = _losses(tmp_path / "two" / stage)
+        assert len(two_rows) == len(one[stage])
+        np.testing.assert_allclose(
+            [r["loss"] for r in two_rows], [r["loss"] for r in one[stage]], rtol=0, atol=1e-5
+        )
     # sharded (FSDP2) checkpoints of 2 ranks load into 1 process: exported weights give the same logits
     from midtrain.export import export_checkpoint
 
