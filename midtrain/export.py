@@ -27,12 +27,12 @@ def resolve_checkpoint(path: Path) -> Path:
 
 
 def load_tokenizer(source: str, eos_token_id: int | None):
-    """A transformers tokenizer from a HF folder or a `tokenizers` tokenizer.json file."""
+    """A transformers tokenizer from a HF folder, a cached hub name, or a `tokenizers` tokenizer.json file."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     path = Path(source)
-    if path.is_dir():
-        return AutoTokenizer.from_pretrained(str(path))
+    if not path.is_file():  # a HF folder (or a hub name already in the local cache)
+        return AutoTokenizer.from_pretrained(source)
     tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
     if eos_token_id is not None:
         tok.eos_token = tok.convert_ids_to_tokens(eos_token_id)
