@@ -16,7 +16,7 @@ _RENDERER_URL = re.compile(
 )
 _FORMULA_CLASS = re.compile(r"(?:^|[\s_-])(?:latex|tex|math|formula|equation)(?:$|[\s_-])", re.I)
 _CODECOGS_OPTS = re.compile(
-    r"^(?:\s*\\(?:dpi\{\d+\}|bg_\w+|bg\{\w+\}|fn_\w+|inline|large|Large|LARGE|small|tiny|normal)\b)+"
+    r"^(?:\s*\\(?:dpi\{\d+\}|bg_\w+|bg\{\w+\}|fn_\w+|inline|large|Large|LARGE|small|tiny|normal)(?![A-Za-z]))+"
 )
 _KEY_VALUE = re.compile(r"^[A-Za-z_]{1,16}=")
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")

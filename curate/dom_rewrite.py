@@ -50,7 +50,9 @@ def wrap_math(tex: str, display: bool) -> str:
     tex = strip_sentinels(tex).strip()
     if not tex:
         return ""
-    return f"{DISPLAY_OPEN}{tex}{DISPLAY_CLOSE}" if display else f"{INLINE_OPEN}{tex}{INLINE_CLOSE}"
+    # Inline math is padded: resiliparse may drop the whitespace between a replaced node and its neighbour text;
+    # the text pass removes the padding again before punctuation.
+    return f"{DISPLAY_OPEN}{tex}{DISPLAY_CLOSE}" if display else f" {INLINE_OPEN}{tex}{INLINE_CLOSE} "
 
 
 def replace_node(tree, node, text: str) -> None:
@@ -116,17 +118,32 @@ def _rewrite_wikipedia(tree, body) -> None:
         replace_node(tree, node, wrap_math(tex, display))
 
 
+def _math_tex(node) -> str:
+    """TeX of a <math> element: its TeX annotation, else alttext, else the MathML converter."""
+    tex = _tex_annotation(node)
+    if not tex:
+        tex = node.getattr("alttext")
+    if not tex:
+        tex = mathml_to_latex(node)
+    if tex is None:  # conversion ran out of time or depth: keep what a reader would see
+        tex = " ".join((node.text or "").split())
+    return tex
+
+
+def _rewrite_mjx(tree, body) -> None:
+    """MathJax v3 output saved after rendering: the assistive MathML inside mjx-container is the source."""
+    for node in body.query_selector_all("mjx-container").values():
+        math = node.query_selector("math")
+        if math is None:
+            continue
+        display = node.getattr("display") == "true" or (math.getattr("display") or "").lower() == "block"
+        replace_node(tree, node, wrap_math(_math_tex(math), display))
+
+
 def _rewrite_mathml(tree, body) -> None:
     for node in body.query_selector_all("math").values():
         display = (node.getattr("display") or "").lower() == "block"
-        tex = _tex_annotation(node)
-        if not tex:
-            tex = node.getattr("alttext")
-        if not tex:
-            tex = mathml_to_latex(node)
-        if tex is None:  # conversion ran out of time or depth: keep what a reader would see
-            tex = " ".join((node.text or "").split())
-        replace_node(tree, node, wrap_math(tex, display))
+        replace_node(tree, node, wrap_math(_math_tex(node), display))
 
 
 def _rewrite_scripts_marks(tree, body) -> None:
@@ -139,22 +156,30 @@ def _rewrite_scripts_marks(tree, body) -> None:
         replace_node(tree, node, f"{mark}{{{text}}}")
 
 
+def _set_text(tree, node, text: str) -> None:
+    # One text node replacing the children: resiliparse's main-content pass drops a separate text node that
+    # holds only punctuation (a lone sentinel or "## "), so markers must share a node with the text.
+    node.replace_children(tree.create_text_node(text))
+
+
 def _protect_code(tree, body) -> None:
     """Mark <pre> and inline <code> so the text pass keeps them verbatim (no `$` handling)."""
     for node in body.query_selector_all("pre").values():
-        node.prepend(tree.create_text_node(PRE_OPEN))
-        node.append(tree.create_text_node(PRE_CLOSE))
+        text = node.text or ""
+        if text.strip():
+            _set_text(tree, node, f"{PRE_OPEN}{text}{PRE_CLOSE}")
     for node in body.query_selector_all("code").values():
-        if node.closest("pre") is None and (node.text or "").strip():
-            node.prepend(tree.create_text_node(CODE_OPEN))
-            node.append(tree.create_text_node(CODE_CLOSE))
+        text = node.text or ""
+        if text.strip() and node.closest("pre") is None:
+            _set_text(tree, node, f"{CODE_OPEN}{text}{CODE_CLOSE}")
 
 
 def _mark_headings(tree, body) -> None:
     """Markdown heading markers, so section structure survives plain-text extraction."""
     for node in body.query_selector_all("h1, h2, h3, h4, h5, h6").values():
-        if (node.text or "").strip():
-            node.prepend(tree.create_text_node("#" * int(node.tag[1]) + " "))
+        text = " ".join((node.text or "").split())
+        if text and len(text) < 300:
+            _set_text(tree, node, "#" * int(node.tag[1]) + " " + text)
 
 
 def rewrite_tree(tree) -> None:
@@ -163,6 +188,7 @@ def rewrite_tree(tree) -> None:
     _rewrite_scripts(tree, body)
     _rewrite_katex(tree, body)
     _rewrite_wikipedia(tree, body)
+    _rewrite_mjx(tree, body)
     for node in body.query_selector_all(_RENDERED).values():
         replace_node(tree, node, "")
     _rewrite_mathml(tree, body)

@@ -11,6 +11,27 @@ from curate.dom_rewrite import rewrite_tree, strip_sentinels
 from curate.extract_text import finalize_text, has_tex_renderer
 
 ENGINES = ("fast", "clean")
+# resiliparse's main-content pass is superlinear in nesting depth (10k levels: seconds, 100k: hours).
+MAX_DOM_DEPTH = 2000
+
+
+class PageTooDeep(ValueError):
+    """The page nests elements deeper than MAX_DOM_DEPTH (real pages stay far below)."""
+
+
+def nesting_probe(body, limit: int = MAX_DOM_DEPTH) -> int:
+    """Depth of the first-child and last-child chains below <body>, stopping at `limit` (O(depth), cheap).
+
+    Catches the usual nesting bombs (one long chain); other shapes are left to the step's per-page timeout.
+    """
+    deepest = 0
+    for attr in ("first_element_child", "last_element_child"):
+        node, depth = body, 0
+        while node is not None and depth <= limit:
+            node = getattr(node, attr)
+            depth += 1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def extract(html: str, url: str | None = None, engine: str = "fast") -> str:
@@ -28,15 +49,23 @@ def extract(html: str, url: str | None = None, engine: str = "fast") -> str:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     from resiliparse.parse.html import HTMLTree
 
-    tree = HTMLTree.parse(strip_sentinels(html))
+    html = strip_sentinels(html)
+    try:
+        tree = HTMLTree.parse(html)
+    except UnicodeEncodeError:  # lone surrogates (bytes decoded with surrogateescape): replace them
+        html = html.encode("utf-8", errors="replace").decode("utf-8")
+        tree = HTMLTree.parse(html)
     if tree.body is None:
         return ""
+    if nesting_probe(tree.body) > MAX_DOM_DEPTH:
+        raise PageTooDeep(f"elements nested deeper than {MAX_DOM_DEPTH}")
+    tex_page = has_tex_renderer(tree)
     rewrite_tree(tree)
     if engine == "fast":
         raw = _extract_fast(tree)
     else:
         raw = _extract_clean(tree, url)
-    return finalize_text(raw, tex_page=has_tex_renderer(html))
+    return finalize_text(raw, tex_page=tex_page)
 
 
 def _extract_fast(tree) -> str:

@@ -23,19 +23,19 @@ DEFAULT_MAX_BYTES = 5_000_000
 
 def _safe_extract(html: str, url: str | None, engine: str) -> tuple[str, str]:
     """Run `extract` and turn any exception into a result, so the worker process never dies on bad input."""
-    from curate.extract import extract
+    from curate.extract import PageTooDeep, extract
 
     try:
         return "ok", extract(html, url=url, engine=engine)
-    except RecursionError:
-        return "error", "too_deep"
+    except (RecursionError, PageTooDeep):
+        return "too_deep", ""
     except MemoryError:
         return "error", "out_of_memory"
     except Exception as e:  # noqa: BLE001 - bad pages must become a counted drop, whatever they raise
         return "error", f"{type(e).__name__}: {e}"[:300]
 
 
-class _AlarmTimeout(Exception):
+class _AlarmTimeout(BaseException):  # not Exception: _safe_extract must not swallow it
     pass
 
 
@@ -94,6 +94,9 @@ class MathAwareExtractor(PipelineStep):
     def _finish(self, doc: Document, status: str, value: str) -> Document | None:
         if status == "timeout":
             self.stat_update("dropped_extract_timeout")
+            return None
+        if status == "too_deep":
+            self.stat_update("dropped_too_deep")
             return None
         if status != "ok":
             self.stat_update("dropped_extract_error")

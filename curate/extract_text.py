@@ -25,6 +25,8 @@ _CODE_SPAN = re.compile(f"({PRE_OPEN}[^{PRE_CLOSE}]*{PRE_CLOSE}|{CODE_OPEN}[^{CO
 _MATH_SPAN = re.compile(
     f"({INLINE_OPEN}[^{INLINE_CLOSE}]*{INLINE_CLOSE}|{DISPLAY_OPEN}[^{DISPLAY_CLOSE}]*{DISPLAY_CLOSE})"
 )
+_PAD_BEFORE_PUNCT = re.compile(f"({INLINE_CLOSE}) ([,.;:!?)\\]])")
+_PAD_AFTER_BRACKET = re.compile(f"([(\\[]) ({INLINE_OPEN})")
 _STRAY = re.compile(
     f"[{CODE_OPEN}{CODE_CLOSE}{PRE_OPEN}{PRE_CLOSE}{INLINE_OPEN}{INLINE_CLOSE}{DISPLAY_OPEN}{DISPLAY_CLOSE}]"
 )
@@ -47,12 +49,30 @@ _CURRENCY = re.compile(
 )
 _TEX_GROUP = re.compile(r"\\[A-Za-z]+\*?(?:\{[^{}]{0,200}\})?")
 _PROSE = re.compile(r"[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
-_RENDERER = re.compile(r"mathjax|katex|math/tex|\\\(|\\\[", re.I)
+_RENDERER_MARKS = ("mathjax", "katex", "rendermathinelement", "math/tex", "asciimath")
 
 
-def has_tex_renderer(html: str) -> bool:
-    """True when the page loads (or is written for) a client-side TeX renderer."""
-    return _RENDERER.search(html) is not None
+def has_tex_renderer(tree) -> bool:
+    """True when the page loads or configures a client-side TeX renderer (MathJax, KaTeX) or has TeX scripts."""
+    # Looks at <script>/<link> only: lower-casing and scanning whole pages costs more than the extraction.
+    doc = tree.document
+    if doc is None:
+        return False
+    for node in doc.query_selector_all("script, link[href]").values():
+        attrs = (
+            (node.getattr("src") or "")
+            + " "
+            + (node.getattr("href") or "")
+            + " "
+            + (node.getattr("type") or "")
+        ).lower()
+        if any(mark in attrs for mark in _RENDERER_MARKS):
+            return True
+        if node.tag == "script" and not node.hasattr("src"):
+            code = (node.text or "")[:20_000].lower()
+            if any(mark in code for mark in _RENDERER_MARKS):
+                return True
+    return False
 
 
 def _inline(tex: str) -> str:
@@ -109,7 +129,8 @@ def _math_and_text(text: str, tex_page: bool) -> str:
         if i % 2 == 0:
             out.append(_plain_text(part, tex_page))
         elif part[0] == INLINE_OPEN:
-            out.append(_inline(part[1:-1]))
+            # the marks anchor the padding clean-up below; _STRAY removes them
+            out.append(INLINE_OPEN + _inline(part[1:-1]) + INLINE_CLOSE)
         else:
             out.append(_display(part[1:-1]))
     return "".join(out)
@@ -128,7 +149,10 @@ def finalize_text(raw: str, tex_page: bool = True) -> str:
         else:
             body = _STRAY.sub("", part[1:-1])
             out.append(f"`{body}`" if body.strip() else body)
-    text = _STRAY.sub("", "".join(out))
+    text = "".join(out)
+    text = _PAD_BEFORE_PUNCT.sub(r"\1\2", text)
+    text = _PAD_AFTER_BRACKET.sub(r"\1\2", text)
+    text = _STRAY.sub("", text)
     text = re.sub(r"[ \t]+\n", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()

@@ -173,7 +173,13 @@ def _tag(node) -> str:
 
 
 def _elements(node) -> list:
-    return [c for c in node.child_nodes if c.type == 1]
+    # Sibling walk, not `child_nodes`: iterating resiliparse collections is quadratic in their length.
+    out = []
+    child = node.first_element_child
+    while child is not None:
+        out.append(child)
+        child = child.next_element_sibling
+    return out
 
 
 def _norm(node) -> str:

@@ -1,0 +1,113 @@
+"""Extraction benchmark: speed (docs/s) and quality (formula recall, bag-of-words F1), side by side in one run.
+
+Speed: every page of ../shared/data/html (math + nonmath) through datatrove's stock `Trafilatura` step and
+through `MathAwareExtractor` (fast and clean engines), all as datatrove steps with their worker-process sandbox,
+the same per-document timeout for all (the stock default of 1 s would drop slow pages and flatter the baseline).
+Quality: ../shared/data/extraction_gold/pages.jsonl for each engine, datatrove's Trafilatura and resiliparse plain.
+
+    .venv/bin/python bench/bench_extract.py [--limit N] [--timeout S] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from curate.extract_eval import load_gold, score_pages  # noqa: E402
+
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def load_pages(html_dir: Path, limit: int | None) -> list[tuple[str, str]]:
+    files = sorted(html_dir.glob("*/*.html"))[:limit]
+    return [(str(f), f.read_bytes().decode("utf-8", errors="replace")) for f in files]
+
+
+def time_step(step, pages: list[tuple[str, str]]) -> dict:
+    """Run a datatrove step over the pages; docs/s counts every input page (kept or dropped)."""
+    from datatrove.data import Document
+
+    docs = (Document(text=html, id=path, metadata={"url": None}) for path, html in pages)
+    t0 = time.perf_counter()
+    kept = sum(1 for _ in step.run(docs))
+    seconds = time.perf_counter() - t0
+    stats = {k: v for k, v in step.stats.get_repr().items()} if hasattr(step.stats, "get_repr") else {}
+    return {
+        "docs": len(pages),
+        "kept": kept,
+        "seconds": round(seconds, 2),
+        "docs_per_s": round(len(pages) / seconds, 2),
+        "stats": {k: str(v) for k, v in stats.items()},
+    }
+
+
+def quality(gold: list[dict]) -> dict:
+    from datatrove.pipeline.extractors import Trafilatura
+    from resiliparse.extract.html2text import extract_plain_text
+
+    from curate.extract import extract
+
+    stock = Trafilatura()
+    fns = {
+        "mathmix-fast": lambda h, u: extract(h, u, engine="fast"),
+        "mathmix-clean": lambda h, u: extract(h, u, engine="clean"),
+        "datatrove-trafilatura": lambda h, u: stock.extract(h) or "",
+        "resiliparse-plain": lambda h, u: extract_plain_text(h, main_content=True),
+    }
+    out = {}
+    for name, fn in fns.items():
+        scores = score_pages(gold, fn)
+        out[name] = {"recall": round(scores["recall"], 4), "f1": round(scores["f1"], 4)}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--html-dir", type=Path, default=SHARED / "html")
+    ap.add_argument("--gold", type=Path, default=SHARED / "extraction_gold" / "pages.jsonl")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N pages (default: all)")
+    ap.add_argument("--timeout", type=float, default=10.0, help="per-document timeout for every extractor")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = ap.parse_args()
+    if not args.html_dir.is_dir():
+        sys.exit(f"{args.html_dir} not found (../shared/data is needed)")
+
+    from datatrove.pipeline.extractors import Trafilatura
+
+    from curate.extract_step import MathAwareExtractor
+
+    pages = load_pages(args.html_dir, args.limit)
+    print(
+        f"speed: {len(pages)} pages from {args.html_dir} ({sum(len(h) for _, h in pages) / 1e6:.1f} M chars)"
+    )
+    speed = {
+        "datatrove-trafilatura": time_step(Trafilatura(timeout=args.timeout), pages),
+        "mathmix-fast": time_step(MathAwareExtractor(engine="fast", timeout_s=args.timeout), pages),
+        "mathmix-clean": time_step(MathAwareExtractor(engine="clean", timeout_s=args.timeout), pages),
+    }
+    base = speed["datatrove-trafilatura"]["docs_per_s"]
+    for name, row in speed.items():
+        row["ratio_vs_datatrove_trafilatura"] = round(row["docs_per_s"] / base, 2)
+        print(
+            f"  {name:24s} {row['docs_per_s']:8.2f} docs/s  {row['seconds']:7.2f} s  kept {row['kept']}/{row['docs']}"
+            f"  x{row['ratio_vs_datatrove_trafilatura']:.2f} vs datatrove Trafilatura"
+        )
+    result = {"speed": speed}
+    if args.gold.is_file():
+        gold = load_gold(args.gold)
+        print(f"quality: {len(gold)} gold pages from {args.gold}")
+        result["quality"] = quality(gold)
+        for name, row in result["quality"].items():
+            print(f"  {name:24s} formula recall {row['recall']:.3f}   bag-of-words F1 {row['f1']:.3f}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

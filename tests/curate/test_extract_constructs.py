@@ -1,0 +1,189 @@
+"""Math-aware extraction: one small page per construct, written here."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from curate.extract import extract
+
+FILLER = (
+    "<p>This paragraph is ordinary prose, long enough that the main-content heuristics keep the article.</p>"
+)
+MATHJAX = '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js"></script>'
+
+
+def page(body: str, head: str = "") -> str:
+    return f"<html><head><title>t</title>{head}</head><body><article>{FILLER}{body}{FILLER}</article></body></html>"
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+@pytest.mark.parametrize("engine", ["fast", "clean"])
+def test_mathjax_script_tags_inline_and_display(engine):
+    html = page(
+        '<p>Let <script type="math/tex">x^2 + y^2</script> be the norm.</p>'
+        '<script type="math/tex; mode=display">\\int_0^1 f(x)\\,dx</script>'
+    )
+    out = extract(html, engine=engine)
+    assert "$x^2 + y^2$" in out
+    assert "$$\n\\int_0^1 f(x)\\,dx\n$$" in out
+
+
+def test_mathjax_v2_rendered_output_and_preview_are_not_duplicated():
+    html = page(
+        '<p>Let <span class="MathJax_Preview">x2pre</span><span class="MathJax" id="MathJax-Element-1-Frame">'
+        '<span class="math"><span>x</span><span>2rendered</span></span></span>'
+        '<script type="math/tex" id="MathJax-Element-1">x^2</script> be.</p>'
+    )
+    out = extract(html)
+    assert "$x^2$" in out
+    assert "x2pre" not in out and "2rendered" not in out
+
+
+def test_mathjax_v3_container_uses_assistive_mathml():
+    html = page(
+        '<p>Inline <mjx-container class="MathJax" jax="CHTML"><mjx-math class="MJX-TEX"><mjx-mi>GLYPH</mjx-mi>'
+        "</mjx-math><mjx-assistive-mml><math><msup><mi>x</mi><mn>2</mn></msup></math></mjx-assistive-mml>"
+        "</mjx-container> here.</p>",
+        MATHJAX,
+    )
+    out = extract(html)
+    assert "${x}^{2}$" in out
+    assert "GLYPH" not in out
+
+
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        ("\\(a+b\\)", "$a+b$"),
+        ("\\[a+b\\]", "$$\na+b\n$$"),
+        ("$$a+b$$", "$$\na+b\n$$"),
+        ("$a+b$", "$a+b$"),
+    ],
+)
+def test_tex_left_in_page_text(source, expected):
+    out = extract(page(f"<p>We have {source} in the text.</p>", MATHJAX))
+    assert expected in out
+
+
+def test_katex_annotation_inline_and_display():
+    html = page(
+        '<p>Let <span class="katex"><span class="katex-mathml"><math><semantics><mrow><mi>x</mi></mrow>'
+        '<annotation encoding="application/x-tex">x^2</annotation></semantics></math></span>'
+        '<span class="katex-html" aria-hidden="true">HTMLGLYPHS</span></span> be.</p>'
+        '<span class="katex-display"><span class="katex"><span class="katex-mathml"><math><semantics><mrow/>'
+        '<annotation encoding="application/x-tex">\\sum_i a_i</annotation></semantics></math></span>'
+        '<span class="katex-html">MOREGLYPHS</span></span></span>'
+    )
+    out = extract(html)
+    assert "$x^2$" in out
+    assert "$$\n\\sum_i a_i\n$$" in out
+    assert "GLYPHS" not in out
+
+
+def test_mathml_annotation_then_alttext_then_converter():
+    html = page(
+        '<p>A <math><semantics><mi>q</mi><annotation encoding="application/x-tex">\\alpha_1</annotation>'
+        '</semantics></math>, B <math alttext="\\beta^2"><msup><mi>b</mi><mn>2</mn></msup></math>, '
+        'C <math display="block"><mfrac><mn>1</mn><msqrt><mi>n</mi></msqrt></mfrac></math> end.</p>'
+    )
+    out = extract(html)
+    assert "$\\alpha_1$" in out
+    assert "$\\beta^2$" in out
+    assert "$$\n\\frac{1}{\\sqrt{n}}\n$$" in out
+
+
+def test_wikipedia_mwe_math_element_once():
+    html = page(
+        '<p>The value <span class="mwe-math-element"><span class="mwe-math-mathml-inline mwe-math-mathml-a11y" '
+        'style="display: none;"><math alttext="{\\displaystyle N}"><semantics><mrow><mi>N</mi></mrow>'
+        '<annotation encoding="application/x-tex">{\\displaystyle N}</annotation></semantics></math></span>'
+        '<img src="https://wikimedia.org/api/rest_v1/media/math/render/svg/f5e3" '
+        'class="mwe-math-fallback-image-inline" alt="{\\displaystyle N}"></span> is large.</p>'
+    )
+    out = extract(html)
+    assert out.count("{\\displaystyle N}") == 1
+    assert "${\\displaystyle N}$" in out
+
+
+@pytest.mark.parametrize(
+    "img,tex",
+    [
+        (
+            '<img src="https://s0.wp.com/latex.php?latex=%5Clambda+%2B+1&bg=ffffff" alt="\\lambda + 1" class="latex">',
+            "\\lambda + 1",
+        ),
+        (
+            '<img src="https://s0.wp.com/latex.php?latex=%5Cfrac%7Ba%7D%7Bb%7D&bg=ffffff" alt="" class="latex">',
+            "\\frac{a}{b}",
+        ),
+        ('<img src="/cgi-bin/mimetex.cgi?x%5E2%2By" alt="">', "x^2+y"),
+        ('<img src="http://www.forkosh.com/mathtex.cgi?\\sqrt{2}">', "\\sqrt{2}"),
+        (
+            '<img src="https://latex.codecogs.com/gif.latex?\\dpi{120}&space;a_{n}&plus;1" alt="image">',
+            "a_{n} +1",
+        ),
+    ],
+)
+def test_formula_images_alt_or_url(img, tex):
+    out = extract(page(f"<p>Formula {img} in a sentence.</p>"))
+    assert flat(tex) in flat(out)
+    assert f"${tex}$".replace(" ", "") in out.replace(" ", "")
+
+
+def test_ordinary_images_are_not_math():
+    out = extract(page('<p>A cat <img src="/img/cat.png" alt="a sleeping cat"> here.</p>'))
+    assert "$" not in out
+
+
+def test_asciimath_kept_as_written_and_marked():
+    out = extract(page('<p>See <script type="math/asciimath">sum_(i=1)^n i^3</script> now.</p>'))
+    assert "asciimath" in out and "`sum_(i=1)^n i^3`" in out
+
+
+def test_sup_sub_outside_math():
+    out = extract(
+        page("<p>Water is H<sub>2</sub>O and E = mc<sup>2</sup>; see note<sup><a href='#n'>1</a></sup>.</p>")
+    )
+    assert "H_{2}O" in out and "mc^{2}" in out
+    assert "^{1}" not in out
+
+
+def test_code_and_pre_verbatim_no_math():
+    html = page(
+        "<p>Run <code>echo $HOME</code> first.</p><pre>$ ls -la\n$ cd $DIR &amp;&amp; make</pre>", MATHJAX
+    )
+    out = extract(html)
+    assert "`echo $HOME`" in out
+    assert "```\n$ ls -la\n$ cd $DIR && make\n```" in out
+
+
+def test_table_as_markdown():
+    html = page(
+        "<table><tr><th>n</th><th>square</th></tr><tr><td>2</td><td>4</td></tr>"
+        "<tr><td>3</td><td><script type='math/tex'>3^2</script></td></tr></table>"
+    )
+    out = extract(html)
+    assert "| n | square |\n|---|---|\n| 2 | 4 |\n| 3 | $3^2$ |" in out
+
+
+@pytest.mark.parametrize("engine", ["fast", "clean"])
+def test_dollar_amounts_prices_and_prompts_stay_text(engine):
+    html = page(
+        "<p>The deal is worth $60 million, up from $45 million, and shares cost $3.50 to $4.25 each.</p>"
+        "<p>Type $ sudo make install and then $ reboot.</p>",
+        MATHJAX,
+    )
+    out = extract(html, engine=engine)
+    assert re.search(r"(?<!\\)\$\d", out) is None, out
+    assert "\\$60 million" in out and "\\$3.50" in out
+    assert re.search(r"(?<!\\)\$ sudo", out) is None
+
+
+def test_bad_engine_is_rejected():
+    with pytest.raises(ValueError):
+        extract("<p>x</p>", engine="slow")

@@ -1,0 +1,125 @@
+"""MathAwareExtractor: output metadata, and bad input as counted drops with bounded time (never a crash/hang)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from datatrove.data import Document
+
+from curate.extract import PageTooDeep, extract
+from curate.extract_step import MathAwareExtractor
+
+GOOD = (
+    "<html><body><article><p>Let <script type='math/tex'>x^2</script> be a square, and this sentence is long "
+    "enough to be main content.</p></article></body></html>"
+)
+ENTITY_BOMB = (
+    '<!DOCTYPE html [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+    '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">]>'
+    "<html><body><p>&d;&d;&d;&d;</p><p>" + "&amp;&lt;&#x1F600;" * 50_000 + "</p></body></html>"
+)
+MALFORMED = "<p><b>unclosed <div></p></b><math><mi>x<table><td>1<tr><script type='math/tex'>y"
+DEEP_CHAIN = "<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000 + "</body></html>"
+# A deep chain hidden in a middle child: not caught by the cheap nesting probe, so only the timeout stops it.
+DEEP_MIDDLE = (
+    "<html><body><p>first</p><section>" + "<div>" * 40_000 + "deep" + "</div>" * 40_000 + "</section>"
+    "<p>last</p></body></html>"
+)
+
+
+def run_step(texts, **kwargs):
+    step = MathAwareExtractor(**kwargs)
+    docs = [Document(text=t, id=str(i), metadata={"url": "http://example.org"}) for i, t in enumerate(texts)]
+    out = list(step.run(iter(docs)))
+    stats = {k: v.total if hasattr(v, "total") else v for k, v in step.stats.stats.items()}
+    return out, stats
+
+
+@pytest.mark.parametrize("isolation", ["process", "alarm"])
+def test_output_text_and_metadata(isolation):
+    out, stats = run_step([GOOD, ""], isolation=isolation)
+    assert len(out) == 1
+    assert "$x^2$" in out[0].text
+    assert out[0].metadata["extractor"] == "mathmix-fast"
+    assert out[0].metadata["url"] == "http://example.org"
+    assert stats.get("dropped_empty_text") == 1
+
+
+def test_clean_engine_metadata():
+    out, _ = run_step([GOOD], engine="clean", isolation="alarm")
+    assert out[0].metadata["extractor"] == "mathmix-clean"
+
+
+def test_50mb_page_dropped_as_too_large_quickly():
+    big = "<html><body>" + "<p>word " * (50_000_000 // 8) + "</body></html>"
+    t0 = time.monotonic()
+    out, stats = run_step([big, GOOD], isolation="alarm")
+    assert time.monotonic() - t0 < 10
+    assert stats.get("dropped_too_large") == 1
+    assert len(out) == 1
+
+
+def test_byte_cap_counts_utf8_bytes():
+    page = "<html><body><p>" + "é" * 3000 + "</p></body></html>"  # ~3000 chars, ~6000 bytes
+    _, stats = run_step([page], max_bytes=5000, isolation="alarm")
+    assert stats.get("dropped_too_large") == 1
+
+
+def test_invalid_utf8_bytes_and_surrogates():
+    raw = (
+        b"<html><body><article><p>caf\xe9 \xff\xfe broken " + b"words " * 20 + b"</p></article></body></html>"
+    )
+    surrogate = "<html><body><article><p>bad \ud800 char " + "words " * 20 + "</p></article></body></html>"
+    out, stats = run_step([raw, surrogate], isolation="alarm")
+    assert len(out) == 2
+    assert "broken" in out[0].text and "bad" in out[1].text
+
+
+def test_entity_bomb_and_malformed_html_are_bounded():
+    t0 = time.monotonic()
+    for engine in ("fast", "clean"):
+        assert len(extract(ENTITY_BOMB, engine=engine)) < 2_000_000
+        extract(MALFORMED, engine=engine)
+    assert time.monotonic() - t0 < 20
+
+
+def test_deep_nesting_is_a_counted_drop():
+    with pytest.raises(PageTooDeep):
+        extract(DEEP_CHAIN)
+    out, stats = run_step([DEEP_CHAIN, GOOD], isolation="alarm")
+    assert stats.get("dropped_too_deep") == 1
+    assert len(out) == 1
+
+
+def test_hang_in_c_code_is_killed_by_the_process_timeout():
+    t0 = time.monotonic()
+    out, stats = run_step([DEEP_MIDDLE, GOOD], timeout_s=1.0, isolation="process")
+    assert stats.get("dropped_extract_timeout") == 1
+    assert len(out) == 1 and "$x^2$" in out[0].text  # the worker was restarted for the next page
+    assert time.monotonic() - t0 < 30
+
+
+def test_extract_error_is_counted(monkeypatch):
+    import curate.extract as mod
+
+    def boom(*a, **k):
+        raise RuntimeError("broken page")
+
+    monkeypatch.setattr(mod, "extract", boom)
+    out, stats = run_step([GOOD], isolation="alarm")
+    assert out == [] and stats.get("dropped_extract_error") == 1
+
+
+def test_alarm_timeout_interrupts_python_code(monkeypatch):
+    import curate.extract as mod
+
+    def spin(*a, **k):
+        while True:
+            pass
+
+    monkeypatch.setattr(mod, "extract", spin)
+    t0 = time.monotonic()
+    out, stats = run_step([GOOD], timeout_s=0.5, isolation="alarm")
+    assert out == [] and stats.get("dropped_extract_timeout") == 1
+    assert time.monotonic() - t0 < 10
