@@ -10,6 +10,7 @@ instead (faster, but only interrupts Python code; falls back to no timer outside
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 from collections.abc import Iterator
@@ -87,22 +88,27 @@ class MathAwareExtractor(PipelineStep):
         self.timeout_s = timeout_s
         self.max_bytes = max_bytes
         self.isolation = isolation
+        # Like BaseFilter's: when set (a datatrove writer), dropped pages are written with metadata["filter_reason"].
+        self.exclusion_writer = None
+        self._writer = None
+        self._rank = 0
+
+    def _drop(self, doc: Document, reason: str) -> None:
+        self.stat_update(f"dropped_{reason}")
+        if self._writer is not None:
+            doc.metadata["filter_reason"] = reason
+            self._writer.write(doc, self._rank)
 
     def _extract_job(self, html: str, url: str | None) -> tuple[str, str]:
         return _safe_extract(html, url, self.engine)
 
     def _finish(self, doc: Document, status: str, value: str) -> Document | None:
-        if status == "timeout":
-            self.stat_update("dropped_extract_timeout")
-            return None
-        if status == "too_deep":
-            self.stat_update("dropped_too_deep")
-            return None
         if status != "ok":
-            self.stat_update("dropped_extract_error")
+            reasons = {"timeout": "extract_timeout", "too_deep": "too_deep"}
+            self._drop(doc, reasons.get(status, "extract_error"))
             return None
         if not value.strip():
-            self.stat_update("dropped_empty_text")
+            self._drop(doc, "empty_text")
             return None
         doc.text = value
         doc.metadata["extractor"] = f"mathmix-{self.engine}"
@@ -112,16 +118,22 @@ class MathAwareExtractor(PipelineStep):
     def _prepare(self, doc: Document) -> str | None:
         html = as_text(doc.text)
         if html_size_bytes(html, self.max_bytes) > self.max_bytes:
-            self.stat_update("dropped_too_large")
+            self._drop(doc, "too_large")
             return None
         return html
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         """Extract every document; yields the ones with text left."""
-        if self.isolation == "alarm":
-            yield from self._run_alarm(data)
-        else:
-            yield from self._run_process(data)
+        self._rank = rank
+        with self.exclusion_writer or contextlib.nullcontext() as writer:
+            self._writer = writer
+            try:
+                if self.isolation == "alarm":
+                    yield from self._run_alarm(data)
+                else:
+                    yield from self._run_process(data)
+            finally:
+                self._writer = None
 
     def _run_process(self, data: DocumentsPipeline) -> Iterator[Document]:
         from datatrove.pipeline.extractors.base import ExtractorSandbox

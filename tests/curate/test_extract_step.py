@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -123,3 +124,14 @@ def test_alarm_timeout_interrupts_python_code(monkeypatch):
     out, stats = run_step([GOOD], timeout_s=0.5, isolation="alarm")
     assert out == [] and stats.get("dropped_extract_timeout") == 1
     assert time.monotonic() - t0 < 10
+
+
+def test_dropped_pages_go_to_the_exclusion_writer(tmp_path):
+    from datatrove.pipeline.writers import JsonlWriter
+
+    step = MathAwareExtractor(isolation="alarm", max_bytes=10_000)
+    step.exclusion_writer = JsonlWriter(str(tmp_path), output_filename="rejects.jsonl", compression=None)
+    docs = [Document(text=t, id=str(i), metadata={}) for i, t in enumerate([GOOD, "", "x" * 20_000])]
+    assert len(list(step.run(iter(docs)))) == 1
+    rows = [json.loads(line) for line in (tmp_path / "rejects.jsonl").read_text().splitlines()]
+    assert sorted(r["metadata"]["filter_reason"] for r in rows) == ["empty_text", "too_large"]
