@@ -37,7 +37,7 @@ def time_step(step, pages: list[tuple[str, str]]) -> dict:
     t0 = time.perf_counter()
     kept = sum(1 for _ in step.run(docs))
     seconds = time.perf_counter() - t0
-    stats = {k: v for k, v in step.stats.get_repr().items()} if hasattr(step.stats, "get_repr") else {}
+    stats = dict(step.stats.stats.items())
     return {
         "docs": len(pages),
         "kept": kept,

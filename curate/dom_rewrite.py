@@ -34,6 +34,14 @@ _RENDERED = (
     ".MathJax_MathML, .mjx-chtml, .katex-html, mjx-container > svg, mjx-container > mjx-math, "
     ".mwe-math-fallback-image-inline, .mwe-math-fallback-image-display"
 )
+MACRO_DEFS = (
+    "\\newcommand",
+    "\\renewcommand",
+    "\\def\\",
+    "\\DeclareMathOperator",
+    "\\definecolor",
+    "\\require{",
+)
 _TEX_ENCODINGS = ("application/x-tex", "tex", "latex", "application/x-latex", "text/x-tex")
 
 
@@ -48,7 +56,7 @@ def strip_sentinels(text: str) -> str:
 def wrap_math(tex: str, display: bool) -> str:
     """Wrap LaTeX in the sentinels of its kind; sentinels inside the TeX are dropped."""
     tex = strip_sentinels(tex).strip()
-    if not tex:
+    if not tex or tex.startswith(MACRO_DEFS):  # macro preambles (hidden \newcommand blocks) are not content
         return ""
     # Inline math is padded: resiliparse may drop the whitespace between a replaced node and its neighbour text;
     # the text pass removes the padding again before punctuation.
@@ -182,8 +190,11 @@ def _mark_headings(tree, body) -> None:
             _set_text(tree, node, "#" * int(node.tag[1]) + " " + text)
 
 
-def rewrite_tree(tree) -> None:
-    """Rewrite the math (and code, tables, images) of a resiliparse HTMLTree in place."""
+def rewrite_tree(tree, headings: bool = True) -> None:
+    """Rewrite the math (and code, tables, images) of a resiliparse HTMLTree in place.
+
+    `headings=False` leaves headings alone (trafilatura marks them itself).
+    """
     body = tree.body
     _rewrite_scripts(tree, body)
     _rewrite_katex(tree, body)
@@ -195,5 +206,6 @@ def rewrite_tree(tree) -> None:
     rewrite_images(tree, body, wrap_math, replace_node)
     _rewrite_scripts_marks(tree, body)
     _protect_code(tree, body)
-    _mark_headings(tree, body)
+    if headings:
+        _mark_headings(tree, body)
     rewrite_tables(tree, body)

@@ -7,7 +7,7 @@ extraction can tell TeX that came from markup apart from `$` signs that were in 
 
 from __future__ import annotations
 
-from curate.dom_rewrite import rewrite_tree, strip_sentinels
+from curate.dom_rewrite import MACRO_DEFS, rewrite_tree, strip_sentinels
 from curate.extract_text import finalize_text, has_tex_renderer
 
 ENGINES = ("fast", "clean")
@@ -60,7 +60,7 @@ def extract(html: str, url: str | None = None, engine: str = "fast") -> str:
     if nesting_probe(tree.body) > MAX_DOM_DEPTH:
         raise PageTooDeep(f"elements nested deeper than {MAX_DOM_DEPTH}")
     tex_page = has_tex_renderer(tree)
-    rewrite_tree(tree)
+    rewrite_tree(tree, headings=engine == "fast")
     if engine == "fast":
         raw = _extract_fast(tree)
     else:
@@ -82,9 +82,25 @@ def _extract_fast(tree) -> str:
     )
 
 
+_MACRO_NAMES = tuple(m.lstrip("\\") for m in MACRO_DEFS)
+
+
+def _drop_invisible(tree) -> None:
+    """Remove hidden elements and TeX macro preambles: trafilatura (unlike resiliparse) may pick them as content."""
+    hidden = tree.body.query_selector_all('[hidden], [style*="display:none"], [style*="display: none"]')
+    for node in hidden.values():
+        if node.parent is not None:
+            node.parent.remove_child(node)
+    for node in tree.body.query_selector_all("p").values():
+        text = (node.text or "")[:100].lstrip("\\([$ \u00a0\n\t")
+        if text.startswith(_MACRO_NAMES) and node.parent is not None:
+            node.parent.remove_child(node)
+
+
 def _extract_clean(tree, url: str | None) -> str:
     import trafilatura
 
+    _drop_invisible(tree)
     html = tree.document.html
     text = trafilatura.extract(
         html,

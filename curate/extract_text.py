@@ -17,6 +17,7 @@ from curate.dom_rewrite import (
     DISPLAY_OPEN,
     INLINE_CLOSE,
     INLINE_OPEN,
+    MACRO_DEFS,
     PRE_CLOSE,
     PRE_OPEN,
 )
@@ -76,11 +77,13 @@ def has_tex_renderer(tree) -> bool:
 
 
 def _inline(tex: str) -> str:
-    return f"${' '.join(tex.split())}$"
+    tex = " ".join(tex.split())
+    return "" if tex.startswith(MACRO_DEFS) else f"${tex}$"
 
 
 def _display(tex: str) -> str:
-    return f"\n$$\n{tex.strip()}\n$$\n"
+    tex = tex.strip()
+    return "" if tex.startswith(MACRO_DEFS) else f"\n$$\n{tex}\n$$\n"
 
 
 def _dollar_repl(m: re.Match) -> str:
