@@ -193,7 +193,7 @@ def _mark_headings(tree, body) -> None:
 def rewrite_tree(tree, headings: bool = True) -> None:
     """Rewrite the math (and code, tables, images) of a resiliparse HTMLTree in place.
 
-    `headings=False` leaves headings alone (trafilatura marks them itself).
+    `headings=False` (for trafilatura) leaves headings alone (it marks them itself) and keeps other scripts.
     """
     body = tree.body
     _rewrite_scripts(tree, body)
@@ -203,6 +203,11 @@ def rewrite_tree(tree, headings: bool = True) -> None:
     for node in body.query_selector_all(_RENDERED).values():
         replace_node(tree, node, "")
     _rewrite_mathml(tree, body)
+    if headings:
+        # Scripts left now are code, not math: drop them so element text (tables, headings) never holds them.
+        # Not for trafilatura: its content scoring shifts on some pages when they go (it drops them itself).
+        for node in body.query_selector_all("script, style, template").values():
+            replace_node(tree, node, "")
     rewrite_images(tree, body, wrap_math, replace_node)
     _rewrite_scripts_marks(tree, body)
     _protect_code(tree, body)
