@@ -1,0 +1,54 @@
+"""The quickstart end to end: every stage runs on the shipped sample, conserves documents, and a rerun is a no-op."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pyarrow.parquet as pq
+
+from pipelines.quickstart import run_quickstart
+
+DOCUMENT_STAGES = ("web", "dedup", "decont", "branches")
+
+
+def test_quickstart_runs_the_whole_chain(tmp_path):
+    run = tmp_path / "qs"
+    summaries = run_quickstart(run)
+    assert list(summaries) == [
+        "classifier",
+        "web",
+        "dedup",
+        "decont",
+        "rewrite",
+        "shards",
+        "train",
+        "eval",
+        "audit",
+    ]
+    for folder in DOCUMENT_STAGES:
+        summary = json.loads((run / folder / "summary.json").read_text())
+        assert summary["docs_in"] == summary["docs_out"] + sum(summary["dropped"].values()), folder
+        assert "unaccounted" not in summary
+    web = summaries["web"]
+    # The sample plants bad records, non-math pages, a German page, duplicates and a contaminated page.
+    for reason in ("binary_body", "empty_page", "not_html", "no_math_signal"):
+        assert web["dropped"].get(reason, 0) >= 1, reason
+    assert (
+        summaries["dedup"]["dropped"].get("duplicate_text", 0)
+        + summaries["dedup"]["dropped"].get("near_duplicate", 0)
+        >= 1
+    )
+    assert summaries["decont"]["dropped"].get("contaminated", 0) == 1
+    corpus = pq.read_table(run / "decont" / "data").to_pylist()
+    assert corpus and all(row["math_score"] is not None for row in corpus)
+    assert (run / "classifier" / "model.bin").is_file()
+    assert json.loads((run / "shards" / "manifest.json").read_text())
+    assert (run / "train" / "export" / "config.json").is_file()
+    assert (run / "eval" / "summary.json").is_file()
+    assert (run / "audit" / "report.html").stat().st_size > 10_000
+
+    start = time.time()
+    again = run_quickstart(run)  # every stage is complete: the rerun skips them all
+    assert time.time() - start < 30
+    assert again["web"] == summaries["web"]
