@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import html as html_lib
 import random
+from typing import Any
 from urllib.parse import quote
 
-MATH_TOPICS = [
+MATH_TOPICS: list[dict[str, Any]] = [
     {
         "slug": "quadratic-formula",
         "title": "The quadratic formula",
@@ -165,7 +166,7 @@ MATH_TOPICS = [
     },
 ]
 
-NONMATH_TOPICS = [
+NONMATH_TOPICS: list[dict[str, Any]] = [
     {
         "slug": "city-council-budget",
         "title": "City council approves new library budget",
