@@ -42,6 +42,7 @@ MACRO_DEFS = (
     "\\definecolor",
     "\\require{",
 )
+_MATH_TAGS = "math, mml\\:math, m\\:math"  # namespaced MathML from XHTML / publisher pages
 _TEX_ENCODINGS = ("application/x-tex", "tex", "latex", "application/x-latex", "text/x-tex")
 
 
@@ -87,9 +88,20 @@ def _rewrite_scripts(tree, body) -> None:
             # AsciiMath is kept as written, marked so a reader can tell it from TeX.
             replace_node(tree, node, wrap_math(f"\\text{{asciimath:}}`{tex}`", display) if tex else "")
         elif "mml" in kind or "mathml" in kind:
-            replace_node(tree, node, wrap_math(" ".join(tex.split()), display))
+            replace_node(tree, node, wrap_math(_mathml_source_tex(tex), display))
         else:
             replace_node(tree, node, wrap_math(tex, display))
+
+
+def _mathml_source_tex(source: str) -> str:
+    """TeX for MathML kept as source text (`<script type="math/mml">`): parsed, then converted."""
+    from resiliparse.parse.html import HTMLTree
+
+    inner = HTMLTree.parse(f"<html><body>{source[:200_000]}</body></html>")
+    if inner.body is None:
+        return ""
+    math = inner.body.query_selector(_MATH_TAGS)
+    return _math_tex(math) if math is not None else " ".join((inner.body.text or "").split())
 
 
 def _tex_annotation(node) -> str | None:
@@ -133,7 +145,7 @@ def _math_tex(node) -> str:
         tex = node.getattr("alttext")
     if not tex:
         tex = mathml_to_latex(node)
-    if tex is None:  # conversion ran out of time or depth: keep what a reader would see
+    if not (tex or "").strip():  # conversion gave up (time/depth) or found no MathML: keep what a reader sees
         tex = " ".join((node.text or "").split())
     return tex
 
@@ -149,7 +161,7 @@ def _rewrite_mjx(tree, body) -> None:
 
 
 def _rewrite_mathml(tree, body) -> None:
-    for node in body.query_selector_all("math").values():
+    for node in body.query_selector_all(_MATH_TAGS).values():
         display = (node.getattr("display") or "").lower() == "block"
         replace_node(tree, node, wrap_math(_math_tex(node), display))
 

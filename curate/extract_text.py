@@ -1,8 +1,9 @@
 """The text pass after extraction: code kept verbatim, TeX left in page text delimited, lone `$` escaped.
 
 Page text may hold TeX that a client-side renderer would typeset: `\\(..\\)`, `\\[..\\]`, `$$..$$`, `$..$`.
-`$`-delimited spans are read as math only on pages that load a TeX renderer (MathJax, KaTeX) and only when they
-follow pandoc's rule (no space inside the delimiters, no digit right after the closing `$`) and look like TeX;
+`$`-delimited spans are read as math only when they follow pandoc's rule (no space inside the delimiters, no digit
+right after the closing `$`), do not read as prose or an amount, and either the page loads a TeX renderer
+(MathJax, KaTeX) or the span holds unmistakable TeX (a command like `\\frac`, a script like `x_{n}`);
 every other `$` is written `\\$`, so `$60 million` stays text and can never pair up with another `$` downstream.
 """
 
@@ -32,15 +33,13 @@ _STRAY = re.compile(
     f"[{CODE_OPEN}{CODE_CLOSE}{PRE_OPEN}{PRE_CLOSE}{INLINE_OPEN}{INLINE_CLOSE}{DISPLAY_OPEN}{DISPLAY_CLOSE}]"
 )
 # Bounded lengths keep every alternative linear: an unclosed delimiter scans at most a few thousand chars.
-_TEXT_TEX = re.compile(
-    r"\\\[(?P<d1>.{1,8000}?)\\\]"
-    r"|\\\((?P<i1>.{1,3000}?)\\\)"
-    r"|\\begin\{(?P<env>equation|align|gather|multline|eqnarray|displaymath)(?P<star>\*?)\}"
-    r"(?P<d3>.{1,8000}?)\\end\{(?P=env)(?P=star)\}",
-    re.S,
-)
-_DOLLAR_TEX = re.compile(
-    r"(?<![\\$])\$\$(?P<d2>[^$]{1,8000}?)\$\$"
+_PAGE_TEX = re.compile(
+    r"(?<!\\)\\\[(?P<d1>.{1,8000}?)(?<!\\)\\\]"
+    r"|(?<!\\)\\\((?P<i1>.{1,3000}?)(?<!\\)\\\)"
+    r"|\\begin\{(?P<env>equation|align|alignat|aligned|gather|gathered|multline|eqnarray|displaymath|cases|"
+    r"array|matrix|pmatrix|bmatrix|vmatrix)(?P<star>\*?)\}"
+    r"(?P<d3>.{1,8000}?)\\end\{(?P=env)(?P=star)\}"
+    r"|(?<![\\$])\$\$(?P<d2>[^$]{1,8000}?)\$\$"
     r"|(?<![\\$\w])\$(?P<i2>[^\s$](?:[^$\n]{0,1000}?[^\s$\\])?)\$(?![\d$])"
     r"|(?P<lone>(?<!\\)\$)",
     re.S,
@@ -48,8 +47,9 @@ _DOLLAR_TEX = re.compile(
 _CURRENCY = re.compile(
     r"^\d[\d,.]*\s*(?:[kKmMbB]n?|million|billion|thousand|USD|dollars|per|each|for|and|or|to)\b", re.I
 )
+_STRONG_TEX = re.compile(r"\\[A-Za-z]{2,}|[_^]\{|[A-Za-z\)][_^][A-Za-z0-9]")
 _TEX_GROUP = re.compile(r"\\[A-Za-z]+\*?(?:\{[^{}]{0,200}\})?")
-_PROSE = re.compile(r"[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
+_PROSE = re.compile(r"[\"]|[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 _RENDERER_MARKS = ("mathjax", "katex", "rendermathinelement", "math/tex", "asciimath")
 
 
@@ -86,43 +86,41 @@ def _display(tex: str) -> str:
     return "" if tex.startswith(MACRO_DEFS) else f"\n$$\n{tex}\n$$\n"
 
 
-def _dollar_repl(m: re.Match) -> str:
+def _dollar_repl(m: re.Match, renderer: bool) -> str:
+    tex = m.group("d2") if m.group("d2") is not None else m.group("i2")
+    if tex is None:
+        return "\\$"
+    # Without a renderer on the page only spans with unmistakable TeX (commands, braced scripts) count.
+    plausible = renderer or _STRONG_TEX.search(tex) is not None
     if m.group("d2") is not None:
-        return _display(m.group("d2"))
-    if m.group("i2") is not None:
-        tex = m.group("i2")
-        if not _CURRENCY.match(tex) and not _PROSE.search(_TEX_GROUP.sub(" ", tex)):
-            return _inline(tex)
-        return "\\$" + _escape_dollars(tex) + "\\$"
-    return "\\$"
+        return _display(tex) if plausible else "\\$\\$" + _escape_dollars(tex) + "\\$\\$"
+    if plausible and not _CURRENCY.match(tex) and not _PROSE.search(_TEX_GROUP.sub(" ", tex)):
+        return _inline(tex)
+    return "\\$" + _escape_dollars(tex) + "\\$"
 
 
 def _escape_dollars(text: str) -> str:
     return re.sub(r"(?<!\\)\$", r"\\$", text)
 
 
+def _page_tex_repl(m: re.Match, renderer: bool) -> str:
+    if m.group("d1") is not None:
+        return _display(m.group("d1"))
+    if m.group("i1") is not None:
+        return _inline(m.group("i1"))
+    if m.group("d3") is not None:
+        return _display(m.group(0))
+    return _dollar_repl(m, renderer)
+
+
 def _plain_text(text: str, tex_page: bool) -> str:
-    """Page text: TeX delimiters normalised, `$` read as math on TeX pages, escaped elsewhere."""
-    out, pos = [], 0
-    for m in _TEXT_TEX.finditer(text):
-        out.append(_dollars(text[pos : m.start()], tex_page))
-        if m.group("d1") is not None:
-            out.append(_display(m.group("d1")))
-        elif m.group("i1") is not None:
-            out.append(_inline(m.group("i1")))
-        else:
-            out.append(_display(m.group(0)))
-        pos = m.end()
-    out.append(_dollars(text[pos:], tex_page))
-    return "".join(out)
+    """Page text: TeX delimiters normalised, `$` read as math where plausible, escaped elsewhere.
 
-
-def _dollars(text: str, tex_page: bool) -> str:
-    if "$" not in text:
+    One regex, leftmost match first, so an environment inside `$$..$$` is part of that span.
+    """
+    if "$" not in text and "\\" not in text:
         return text
-    if not tex_page:
-        return _escape_dollars(text)
-    return _DOLLAR_TEX.sub(_dollar_repl, text)
+    return _PAGE_TEX.sub(lambda m: _page_tex_repl(m, tex_page), text)
 
 
 def _math_and_text(text: str, tex_page: bool) -> str:

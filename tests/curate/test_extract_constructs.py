@@ -187,3 +187,36 @@ def test_dollar_amounts_prices_and_prompts_stay_text(engine):
 def test_bad_engine_is_rejected():
     with pytest.raises(ValueError):
         extract("<p>x</p>", engine="slow")
+
+
+def test_mathml_source_in_script_and_namespaced_tags():
+    html = page(
+        '<p>Stacked <script type="math/mml"><mml:math><mml:mrow><mml:mi>A</mml:mi><mml:mi>B</mml:mi></mml:mrow>'
+        "</mml:math></script> layers and <mml:math><mml:msup><mml:mi>k</mml:mi><mml:mn>2</mml:mn></mml:msup>"
+        "</mml:math> terms.</p>"
+    )
+    out = extract(html)
+    assert "$AB$" in out and "${k}^{2}$" in out
+    assert "mml" not in out
+
+
+def test_math_element_without_mathml_keeps_its_text():
+    out = extract(page("<p>Then <math> H psi = E psi </math> holds.</p>"))
+    assert "$H psi = E psi$" in out
+
+
+def test_dollar_tex_without_renderer_needs_unmistakable_tex():
+    out = extract(page("<p>A sequence $(a_n)$ with $n \\in \\mathbb{N}$ costs $5 or $x$ here.</p>"))
+    assert "$(a_n)$" in out and "$n \\in \\mathbb{N}$" in out
+    assert "\\$5" in out and "\\$x\\$" in out
+
+
+def test_environment_inside_display_dollars_and_bracket_spacing():
+    html = page(
+        "<p>$$t =\\begin{cases} a & b \\\\ c & d \\end{cases}$$</p>"
+        "<p>\\begin{aligned} x &= 1 \\\\[1em] y &= 2 \\end{aligned}</p>",
+        MATHJAX,
+    )
+    out = extract(html)
+    assert "$$\nt =\\begin{cases} a & b \\\\ c & d \\end{cases}\n$$" in out
+    assert "$$\n\\begin{aligned} x &= 1 \\\\[1em] y &= 2 \\end{aligned}\n$$" in out
