@@ -11,8 +11,8 @@ from rich.table import Table
 from mathmix.cli_util import console
 from pipelines.recipe import load_recipe
 from pipelines.runner import run_recipe
-from pipelines.stages import stage_module
 from pipelines.sample import write_sample
+from pipelines.stages import stage_module
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
 
