@@ -16,9 +16,11 @@ import unicodedata
 NUM_TOKEN = "<NUM>"
 MAX_TOKEN_CHARS = 100
 MAX_LINE_TOKENS = 256
-# Scoring a document reads at most this many tokens (4 training chunks) from its first 6 x as many characters:
-# bounds the scoring cost per page. 512 tokens missed math pages whose formulas start after a long intro.
-MAX_DOC_TOKENS = 1024
+# Scoring a document reads at most this many tokens (2 training chunks) from its first PREFIX_CHARS_PER_TOKEN x
+# as many characters: bounds the scoring cost per page (extraction now takes ~4 ms a page, scoring must stay under
+# 10% of it). Reading 6 x 512 or 6 x 768 characters found ~1 more math page per split but cost 10.5-12%.
+PREFIX_CHARS_PER_TOKEN = 5
+MAX_DOC_TOKENS = 512
 
 # Chinese, Japanese and Korean characters: each becomes `<cjk>`. Unsplit, a sentence is one (dropped or never
 # seen) token and a page is scored on its numbers alone; one shared token lets the model learn the script.
@@ -38,7 +40,7 @@ CJK_TOKEN, CMD_SUFFIX, FORMULA_PREFIX = "<cjk>", "<cmd>", "$"
 # Marker tokens travel through tokenization as letter-only placeholders (`ǂ`, U+01C2, is a letter).
 _MARK = "\u01c2"
 _CJK_MARK, _CMD = f"{_MARK}cjk{_MARK}", f"{_MARK}cmd{_MARK}"
-_F, _F_NUM = f"{_MARK}f", f"{_MARK}f{_MARK}num"
+_F, _F_NUM, _NUM = f"{_MARK}f", f"{_MARK}f{_MARK}num", f"{_MARK}n{_MARK}"
 _FORMULA_TOKEN = re.compile(_F + r"(\w+)")
 _LONG_TOKEN = re.compile(r"(?<!\S)\S{" + str(MAX_TOKEN_CHARS + 1) + r",}")
 # `\w+` is the fastest tokenizer `re` has; `_` is turned into a space first and digit runs are split off after.
@@ -75,15 +77,15 @@ def normalize(text: str) -> str:
     """
     if "$" in text or "\\" in text:
         text = _TEX.sub(_tex_token, _FORMULA.sub(_formula_tokens, text))
-    text = _CJK.sub(f" {_MARK}cjk{_MARK} ", text)
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+        text = unicodedata.normalize("NFKC", _CJK.sub(f" {_CJK_MARK} ", text))
     text = text.lower()
     if max(map(len, text.split()), default=0) > MAX_TOKEN_CHARS:
         text = _LONG_TOKEN.sub(" ", text)
-    joined = " ".join(_WORD.findall(text.replace("_", " ")))
-    joined = _DIGITS.sub(f" {NUM_TOKEN} ", joined)
+    # Digit runs become a letter-only placeholder before tokenizing, so the output is single-spaced as it comes.
+    joined = " ".join(_WORD.findall(_DIGITS.sub(f" {_NUM} ", text.replace("_", " "))))
     if _MARK in joined:
+        joined = joined.replace(_NUM, NUM_TOKEN)
         joined = joined.replace(_CJK_MARK, CJK_TOKEN).replace(_CMD, CMD_SUFFIX)
         joined = _FORMULA_TOKEN.sub(
             FORMULA_PREFIX + r"\1", joined.replace(_F_NUM, FORMULA_PREFIX + NUM_TOKEN)
@@ -109,10 +111,11 @@ def preprocess_lines(text: str, max_line_tokens: int = MAX_LINE_TOKENS) -> list[
 def preprocess(text: str, max_tokens: int = MAX_DOC_TOKENS) -> str:
     """A document -> the single fastText input line it is scored on (at most `max_tokens` tokens).
 
-    Only the first `6 * max_tokens` characters are read (English text averages ~6 characters a token): scoring
+    Only the first `5 * max_tokens` characters are read (extracted pages average 5-8 characters a token): scoring
     a prefix keeps its cost far below extraction's, whatever the page length.
     """
-    return " ".join(normalize(text[: 6 * max_tokens]).split()[:max_tokens])
+    joined = normalize(text[: PREFIX_CHARS_PER_TOKEN * max_tokens])
+    return joined if joined.count(" ") < max_tokens else " ".join(joined.split(" ", max_tokens)[:max_tokens])
 
 
 def chunk_document(

@@ -61,16 +61,18 @@ def pooled(shared_data, tmp_path_factory) -> dict:
 
 
 def test_heldout_pages_rank_math_above_nonmath(pooled):
-    """What the model reaches on every split measured (seeds 0-2: F1 0.86-0.90, ROC-AUC 0.97-0.99)."""
-    assert pooled["auc"] >= 0.95, pooled
-    assert pooled["at_threshold"]["f1"] >= 0.85, pooled
+    """What the model reaches on every split measured (seeds 0-2: precision 0.92, F1 0.875-0.90, ROC-AUC 0.98-0.99)."""
+    assert pooled["auc"] >= 0.97, pooled
+    assert pooled["at_threshold"]["f1"] >= 0.86, pooled
+    assert pooled["at_threshold"]["precision"] >= 0.88, pooled
 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 4 target not reached: on three page splits precision 0.83-0.93, F1 0.86-0.90 (this split: "
-    "0.925 / 0.902). Recurring false positives: sports standings tables, science pages whose MathML/TeX "
-    "symbols become formulas, a MathJax page whose ASCII art pairs up `$` signs",
+    reason="issue 4 target not reached: on three page splits precision 0.92-0.93, F1 0.875-0.90 (this split: "
+    "0.925 / 0.902). Remaining false positives: sports results (<NUM>-dense), physics forum and abstract pages; "
+    "misses: pages with little or no formula text (MathJax configuration demos, a worldbuilding question, a "
+    "'view source' page, a math blog whose first 2,560 characters are prose)",
 )
 def test_heldout_pages_reach_issue_target(pooled):
     m = pooled["at_threshold"]
