@@ -11,7 +11,9 @@ branches/<task>/ (+ throughput.json, branches/summary.json), shards (manifest.js
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -46,7 +48,8 @@ def _pages(n_docs: int) -> str:
 def _copy(con: duckdb.DuckDBPyConnection, select: str, path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     con.execute(f"COPY ({select}) TO '{path}' (FORMAT parquet)")
-    return con.execute(f"SELECT count(*) FROM '{path}'").fetchone()[0]
+    row = con.execute(f"SELECT count(*) FROM '{path}'").fetchone()
+    return int(row[0]) if row else 0
 
 
 def _json(path: Path, data: object) -> None:
@@ -147,7 +150,7 @@ def _decont(con: duckdb.DuckDBPyConnection, run: Path, n_in: int) -> int:
 
 
 def _branches(con: duckdb.DuckDBPyConnection, run: Path, n_corpus: int) -> None:
-    overall = {"docs_in": 0, "docs_out": 0, "dropped": {}}
+    total_out, total_dropped = 0, Counter[str]()
     for k, task in enumerate(TASKS):
         select = (f"SELECT id || '-{task}' AS id, 'Q: ' || text AS text, id AS source_id, '{task}' AS task "
                   f"FROM checked WHERE bench IS NULL AND hash(id, {20 + k}) % 4 <> 0")  # fmt: skip
@@ -163,31 +166,31 @@ def _branches(con: duckdb.DuckDBPyConnection, run: Path, n_corpus: int) -> None:
         dropped = {"contaminated": contaminated, "no_answer": rest // 3, "too_short": rest - rest // 3}
         _summary(run / f"branches/{task}", n_corpus, out, dropped)
         _json(run / f"branches/{task}/throughput.json", {"requests": n_corpus, "seconds": 1.0})
-        overall["docs_in"] += n_corpus
-        overall["docs_out"] += out
-        for reason, n in dropped.items():
-            overall["dropped"][reason] = overall["dropped"].get(reason, 0) + n
-    _summary(run / "branches", overall["docs_in"], overall["docs_out"], overall["dropped"])
+        total_out += out
+        total_dropped.update(dropped)
+    _summary(run / "branches", n_corpus * len(TASKS), total_out, dict(total_dropped))
 
 
 def _shards(con: duckdb.DuckDBPyConnection, run: Path) -> None:
-    sources = {"corpus": run / "decont/data", **{task: run / f"branches/{task}/data" for task in TASKS}}
-    manifest = {"tokenizer": "bpe-test", "vocab_size": 512, "eos_id": 0, "dtype": "uint16", "sources": {}}
-    for name, folder in sources.items():
+    folders = {"corpus": run / "decont/data", **{task: run / f"branches/{task}/data" for task in TASKS}}
+    sources: dict[str, dict[str, Any]] = {}
+    for name, folder in folders.items():
         # tokens: a byte-level stand-in, one token per 4 characters plus the EOS
-        docs, tokens = con.execute(
-            f"SELECT count(*), sum(length(text) // 4 + 1) FROM '{folder}/*.parquet'"
-        ).fetchone()
-        files = [{"prefix": f"{name}_00000", "documents": docs, "tokens": int(tokens or 0)}]
-        _json(run / f"shards/{name}/manifest.json", {"name": name, "documents": docs, "tokens": int(tokens or 0),
-                                                     "files": files})  # fmt: skip
-        manifest["sources"][name] = {
-            "path": str(run / "shards" / name),
-            "documents": docs,
-            "tokens": int(tokens or 0),
-        }
+        row = con.execute(f"SELECT count(*), sum(length(text) // 4 + 1) FROM '{folder}/*.parquet'").fetchone()
+        docs, tokens = (int(row[0]), int(row[1] or 0)) if row else (0, 0)
+        files = [{"prefix": f"{name}_00000", "documents": docs, "tokens": tokens}]
+        _json(
+            run / f"shards/{name}/manifest.json",
+            {"name": name, "documents": docs, "tokens": tokens, "files": files},
+        )
+        sources[name] = {"path": str(run / "shards" / name), "documents": docs, "tokens": tokens}
+    manifest = {
+        "tokenizer": "bpe-test",
+        "vocab_size": 512,
+        "eos_id": 0,
+        "dtype": "uint16",
+        "sources": sources,
+    }
     _json(run / "shards/manifest.json", manifest)
-    total = sum(s["documents"] for s in manifest["sources"].values())
-    _summary(
-        run / "shards", total, total, {}, tokens_out=sum(s["tokens"] for s in manifest["sources"].values())
-    )
+    total = sum(s["documents"] for s in sources.values())
+    _summary(run / "shards", total, total, {}, tokens_out=sum(s["tokens"] for s in sources.values()))
