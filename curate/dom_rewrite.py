@@ -114,7 +114,10 @@ def _tex_annotation(node) -> str | None:
 def _rewrite_katex(tree, body) -> None:
     for node in body.query_selector_all(".katex").values():
         tex = _tex_annotation(node)
-        if tex is None:
+        if tex is None:  # rendered without its MathML: keep the visible text rather than lose the formula
+            visible = node.query_selector(".katex-html")
+            text = " ".join(((visible or node).text or "").split())
+            replace_node(tree, node, f" {text} " if text else "")
             continue
         parent = node.parent
         display = parent is not None and "katex-display" in _classes(parent)

@@ -220,3 +220,10 @@ def test_environment_inside_display_dollars_and_bracket_spacing():
     out = extract(html)
     assert "$$\nt =\\begin{cases} a & b \\\\ c & d \\end{cases}\n$$" in out
     assert "$$\n\\begin{aligned} x &= 1 \\\\[1em] y &= 2 \\end{aligned}\n$$" in out
+
+
+def test_katex_without_annotation_keeps_visible_text():
+    html = page(
+        '<p>Area <span class="katex"><span class="katex-html" aria-hidden="true">πr2</span></span> here.</p>'
+    )
+    assert "πr2" in extract(html)
