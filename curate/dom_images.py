@@ -19,6 +19,8 @@ _CODECOGS_OPTS = re.compile(
     r"^(?:\s*\\(?:dpi\{\d+\}|bg_\w+|bg\{\w+\}|fn_\w+|inline|large|Large|LARGE|small|tiny|normal)(?![A-Za-z]))+"
 )
 _KEY_VALUE = re.compile(r"^[A-Za-z_]{1,16}=")
+# Alt text that can only be TeX (a command or a braced script): the image is a formula whatever its URL.
+_TEX_ALT = re.compile(r"\\[A-Za-z]{2,}|[_^]\{")
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 _GENERIC_ALT = {
     "",
@@ -83,10 +85,14 @@ def image_tex(node) -> tuple[str, bool] | None:
     """(TeX, display) for a formula image, None for other images."""
     src = node.getattr("src") or node.getattr("data-src") or node.getattr("data-lazy-src") or ""
     classes = node.class_name or ""
-    is_formula = bool(_RENDERER_URL.search(src)) or bool(_FORMULA_CLASS.search(classes))
+    alt = node.getattr("alt") or node.getattr("title") or ""
+    is_formula = (
+        _RENDERER_URL.search(src) is not None
+        or _FORMULA_CLASS.search(classes) is not None
+        or _TEX_ALT.search(alt) is not None
+    )
     if not is_formula:
         return None
-    alt = node.getattr("alt") or node.getattr("title") or ""
     tex = alt if _looks_like_tex(alt) else tex_from_url(src)
     if not tex.strip():
         return None

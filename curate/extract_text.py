@@ -39,10 +39,11 @@ _PAGE_TEX = re.compile(
     r"|\\begin\{(?P<env>equation|align|alignat|aligned|gather|gathered|multline|eqnarray|displaymath|cases|"
     r"array|matrix|pmatrix|bmatrix|vmatrix)(?P<star>\*?)\}"
     r"(?P<d3>.{1,8000}?)\\end\{(?P=env)(?P=star)\}"
+    r"|\[(?P<bb>itex|imath|tex|math|latex)\](?P<bbtex>.{1,8000}?)\[/(?P=bb)\]"
     r"|(?<![\\$])\$\$(?P<d2>[^$]{1,8000}?)\$\$"
     r"|(?<![\\$\w])\$(?P<i2>[^\s$](?:[^$\n]{0,1000}?[^\s$\\])?)\$(?![\d$])"
     r"|(?P<lone>(?<!\\)\$)",
-    re.S,
+    re.S | re.I,
 )
 _CURRENCY = re.compile(
     r"^\d[\d,.]*\s*(?:[kKmMbB]n?|million|billion|thousand|USD|dollars|per|each|for|and|or|to)\b", re.I
@@ -110,6 +111,9 @@ def _page_tex_repl(m: re.Match, renderer: bool) -> str:
         return _inline(m.group("i1"))
     if m.group("d3") is not None:
         return _display(m.group(0))
+    if m.group("bbtex") is not None:  # forum BBCode math: [itex]/[imath] inline, [tex]/[math]/[latex] display
+        tex = m.group("bbtex")
+        return _inline(tex) if m.group("bb").lower() in ("itex", "imath") else _display(tex)
     return _dollar_repl(m, renderer)
 
 
@@ -118,7 +122,7 @@ def _plain_text(text: str, tex_page: bool) -> str:
 
     One regex, leftmost match first, so an environment inside `$$..$$` is part of that span.
     """
-    if "$" not in text and "\\" not in text:
+    if "$" not in text and "\\" not in text and "[" not in text:
         return text
     return _PAGE_TEX.sub(lambda m: _page_tex_repl(m, tex_page), text)
 

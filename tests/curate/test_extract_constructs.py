@@ -227,3 +227,19 @@ def test_katex_without_annotation_keeps_visible_text():
         '<p>Area <span class="katex"><span class="katex-html" aria-hidden="true">πr2</span></span> here.</p>'
     )
     assert "πr2" in extract(html)
+
+
+def test_forum_bbcode_math():
+    out = extract(page("<p>So [itex]x^2[/itex] gives [TEX]\\int_0^1 x\\,dx[/TEX] and [math]a+b[/math].</p>"))
+    assert "$x^2$" in out
+    assert "$$\n\\int_0^1 x\\,dx\n$$" in out and "$$\na+b\n$$" in out
+
+
+def test_image_with_tex_alt_on_unknown_host():
+    out = extract(
+        page(
+            '<p>We get <img src="/uploads/eq17.png" alt="\\frac{a}{b}"> and <img src="/c.png" alt="cat">.</p>'
+        )
+    )
+    assert "$\\frac{a}{b}$" in out
+    assert "cat" not in out.replace("main-content", "")
