@@ -44,6 +44,18 @@ _WRAPPERS = (
 )
 
 
+# A superset of what image_tex accepts, matched in C so ordinary images never become Python objects.
+_CANDIDATES = ", ".join(
+    [
+        f'img[{attr}*="{word}" i]'
+        for attr in ("src", "data-src", "data-lazy-src")
+        for word in ("tex", "math", "codecogs", "cht=tx", "forkosh")
+    ]
+    + [f'img[class*="{word}" i]' for word in ("tex", "math", "formula", "equation")]
+    + ['img[alt*="\\\\"]', 'img[alt*="_{"]', 'img[alt*="^{"]', 'img[title*="\\\\"]']
+)
+
+
 def clean_tex(tex: str) -> tuple[str, bool]:
     """Strip HTML line breaks, renderer options and $/\\[ delimiters; returns (tex, display)."""
     tex = _HTML_TAG.sub(" ", tex).strip()
@@ -102,7 +114,7 @@ def image_tex(node) -> tuple[str, bool] | None:
 
 def rewrite_images(tree, body, wrap_math, replace_node) -> None:
     """Replace formula images by sentinel-wrapped TeX."""
-    for node in body.query_selector_all("img").values():
+    for node in body.query_selector_all(_CANDIDATES).values():
         found = image_tex(node)
         if found is None:
             continue

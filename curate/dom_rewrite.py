@@ -43,6 +43,9 @@ MACRO_DEFS = (
     "\\require{",
 )
 _MATH_TAGS = "math, mml\\:math, m\\:math"  # namespaced MathML from XHTML / publisher pages
+_ANY_MATH_MARKUP = (
+    f'script[type^="math/" i], .katex, .mwe-math-element, mjx-container, {_MATH_TAGS}, {_RENDERED}'
+)
 _TEX_ENCODINGS = ("application/x-tex", "tex", "latex", "application/x-latex", "text/x-tex")
 
 
@@ -211,13 +214,15 @@ def rewrite_tree(tree, headings: bool = True) -> None:
     `headings=False` (for trafilatura) leaves headings alone (it marks them itself) and keeps other scripts.
     """
     body = tree.body
-    _rewrite_scripts(tree, body)
-    _rewrite_katex(tree, body)
-    _rewrite_wikipedia(tree, body)
-    _rewrite_mjx(tree, body)
-    for node in body.query_selector_all(_RENDERED).values():
-        replace_node(tree, node, "")
-    _rewrite_mathml(tree, body)
+    # One query first: most pages of a crawl hold no math markup and skip the per-construct queries.
+    if body.query_selector(_ANY_MATH_MARKUP) is not None:
+        _rewrite_scripts(tree, body)
+        _rewrite_katex(tree, body)
+        _rewrite_wikipedia(tree, body)
+        _rewrite_mjx(tree, body)
+        for node in body.query_selector_all(_RENDERED).values():
+            replace_node(tree, node, "")
+        _rewrite_mathml(tree, body)
     if headings:
         # Scripts left now are code, not math: drop them so element text (tables, headings) never holds them.
         # Not for trafilatura: its content scoring shifts on some pages when they go (it drops them itself).

@@ -33,7 +33,10 @@ _STRAY = re.compile(
     f"[{CODE_OPEN}{CODE_CLOSE}{PRE_OPEN}{PRE_CLOSE}{INLINE_OPEN}{INLINE_CLOSE}{DISPLAY_OPEN}{DISPLAY_CLOSE}]"
 )
 # Bounded lengths keep every alternative linear: an unclosed delimiter scans at most a few thousand chars.
+# The leading lookahead lets the regex engine skip to candidate characters (5x faster than trying every
+# alternative, with its lookbehinds, at every position).
 _PAGE_TEX = re.compile(
+    r"(?=[\\$\[])(?:"
     r"(?<!\\)\\\[(?P<d1>.{1,8000}?)(?<!\\)\\\]"
     r"|(?<!\\)\\\((?P<i1>.{1,3000}?)(?<!\\)\\\)"
     r"|\\begin\{(?P<env>equation|align|alignat|aligned|gather|gathered|multline|eqnarray|displaymath|cases|"
@@ -42,7 +45,8 @@ _PAGE_TEX = re.compile(
     r"|\[(?P<bb>itex|imath|tex|math|latex)\](?P<bbtex>.{1,8000}?)\[/(?P=bb)\]"
     r"|(?<![\\$])\$\$(?P<d2>[^$]{1,8000}?)\$\$"
     r"|(?<![\\$\w])\$(?P<i2>[^\s$](?:[^$\n]{0,1000}?[^\s$\\])?)\$(?![\d$])"
-    r"|(?P<lone>(?<!\\)\$)",
+    r"|(?P<lone>(?<!\\)\$)"
+    r")",
     re.S | re.I,
 )
 _CURRENCY = re.compile(
