@@ -16,10 +16,12 @@ import unicodedata
 NUM_TOKEN = "<NUM>"
 MAX_TOKEN_CHARS = 100
 MAX_LINE_TOKENS = 256
-# Scoring a document reads at most this many tokens (2 training chunks) from its first PREFIX_CHARS_PER_TOKEN x
-# as many characters: bounds the scoring cost per page (extraction now takes ~4 ms a page, scoring must stay under
-# 10% of it). Reading 6 x 512 or 6 x 768 characters found ~1 more math page per split but cost 10.5-12%.
+# Scoring a document reads at most MAX_DOC_TOKENS tokens from PREFIX_CHARS_PER_TOKEN x as many characters, taken
+# as SCORE_WINDOWS windows spread over the page: the cost per page stays bounded (extraction takes ~4 ms a page,
+# scoring must stay under 10% of it) and a math page whose first screens are prose is still judged on its
+# formulas (three page splits: worst precision 0.897 -> 0.902, F1 0.864 -> 0.892 against the first 2,560 chars).
 PREFIX_CHARS_PER_TOKEN = 5
+SCORE_WINDOWS = 4
 MAX_DOC_TOKENS = 512
 
 # Chinese, Japanese and Korean characters: each becomes `<cjk>`. Unsplit, a sentence is one (dropped or never
@@ -111,11 +113,22 @@ def preprocess_lines(text: str, max_line_tokens: int = MAX_LINE_TOKENS) -> list[
 def preprocess(text: str, max_tokens: int = MAX_DOC_TOKENS) -> str:
     """A document -> the single fastText input line it is scored on (at most `max_tokens` tokens).
 
-    Only the first `5 * max_tokens` characters are read (extracted pages average 5-8 characters a token): scoring
-    a prefix keeps its cost far below extraction's, whatever the page length.
+    At most `5 * max_tokens` characters are read: the whole text when it is that short, else `SCORE_WINDOWS`
+    equal windows evenly spread from its start to its end (a window's first and last tokens, likely cut words,
+    are dropped; each gives at most `max_tokens / SCORE_WINDOWS` tokens). Reading a bounded sample keeps scoring far below extraction's cost, whatever the page length.
     """
-    joined = normalize(text[: PREFIX_CHARS_PER_TOKEN * max_tokens])
-    return joined if joined.count(" ") < max_tokens else " ".join(joined.split(" ", max_tokens)[:max_tokens])
+    budget = PREFIX_CHARS_PER_TOKEN * max_tokens
+    if len(text) <= budget:
+        tokens = normalize(text).split()
+    else:
+        width = budget // SCORE_WINDOWS
+        step = (len(text) - width) // (SCORE_WINDOWS - 1)
+        tokens = []
+        for k in range(SCORE_WINDOWS):
+            window = normalize(text[k * step : k * step + width]).split()
+            window = window[1 if k else 0 : -1 if k < SCORE_WINDOWS - 1 else None]
+            tokens += window[: max_tokens // SCORE_WINDOWS]
+    return " ".join(tokens[:max_tokens])
 
 
 def chunk_document(

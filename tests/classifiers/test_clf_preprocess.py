@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from classifiers.preprocess import chunk_document, normalize_line, preprocess, preprocess_lines
+from classifiers.preprocess import (
+    PREFIX_CHARS_PER_TOKEN,
+    SCORE_WINDOWS,
+    chunk_document,
+    normalize_line,
+    preprocess,
+    preprocess_lines,
+)
 
 
 def test_normalize_nfkc_lowercase_digits_and_symbols():
@@ -53,6 +60,21 @@ def test_preprocess_is_one_line_capped():
     assert preprocess("A b\nC d\n\nE 7", max_tokens=5) == "a b c d e"
     assert preprocess("") == ""
     assert "\n" not in preprocess("a\nb\r\nc")
+
+
+def test_long_documents_are_scored_on_windows_spread_over_them():
+    words = [a + b for a in "abcdefghijklmnopqrstuvwxyz" for b in "abcdefghijklmnopqrstuvwxyz"]  # 676 words
+    text = " ".join(words)  # 2,027 characters
+    out = preprocess(text, max_tokens=40).split()
+    # 200 characters read as 4 windows of 50 (16-17 words each, cut words dropped), at most 10 tokens a window
+    assert PREFIX_CHARS_PER_TOKEN * 40 < len(text) and SCORE_WINDOWS == 4
+    assert len(out) == 40 and out == sorted(out)  # 4 x 10 tokens, windows in document order
+    assert out[:10] == words[:10]  # the first window starts the document
+    assert (
+        out[-10:] == words[words.index(out[-10]) :][:10] and out[-10] in words[-17:]
+    )  # the last one ends it
+    assert all(w in words[100:600] for w in out[10:-10])  # two windows from the middle
+    assert preprocess(" ".join(words[:30]), max_tokens=40).split() == words[:30]  # short text: read whole
 
 
 def test_chunks_pack_whole_lines():

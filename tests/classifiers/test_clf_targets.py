@@ -61,18 +61,18 @@ def pooled(shared_data, tmp_path_factory) -> dict:
 
 
 def test_heldout_pages_rank_math_above_nonmath(pooled):
-    """What the model reaches on every split measured (seeds 0-2: precision 0.92, F1 0.875-0.90, ROC-AUC 0.98-0.99)."""
-    assert pooled["auc"] >= 0.97, pooled
+    """What the model reaches on every split measured (seeds 0-2: precision 0.90-0.95, F1 0.89-0.91, ROC-AUC 0.97-0.99)."""
+    assert pooled["auc"] >= 0.95, pooled
     assert pooled["at_threshold"]["f1"] >= 0.86, pooled
     assert pooled["at_threshold"]["precision"] >= 0.88, pooled
 
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 4 target not reached: on three page splits precision 0.92-0.93, F1 0.875-0.90 (this split: "
-    "0.925 / 0.902). Remaining false positives: sports results (<NUM>-dense), physics forum and abstract pages; "
+    reason="issue 4 target not reached: on three page splits precision 0.90-0.95, F1 0.89-0.91 (this split: "
+    "0.949 / 0.914). Remaining false positives: sports results (<NUM>-dense), physics forum and abstract pages; "
     "misses: pages with little or no formula text (MathJax configuration demos, a worldbuilding question, a "
-    "'view source' page, a math blog whose first 2,560 characters are prose)",
+    "'view source' page), an LMFDB page that is mostly a table of numbers",
 )
 def test_heldout_pages_reach_issue_target(pooled):
     m = pooled["at_threshold"]
