@@ -135,3 +135,36 @@ def test_dropped_pages_go_to_the_exclusion_writer(tmp_path):
     assert len(list(step.run(iter(docs)))) == 1
     rows = [json.loads(line) for line in (tmp_path / "rejects.jsonl").read_text().splitlines()]
     assert sorted(r["metadata"]["filter_reason"] for r in rows) == ["empty_text", "too_large"]
+
+
+def test_in_a_datatrove_executor_with_worker_processes(tmp_path):
+    """The forkserver pool of LocalPipelineExecutor, each task with its own sandbox worker: drops balance."""
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.writers import JsonlWriter
+
+    from curate.summary import is_balanced, summarize_logs
+
+    (tmp_path / "in").mkdir()
+    for k in range(2):
+        rows = [
+            {"text": GOOD, "id": f"{k}-good"},
+            {"text": DEEP_CHAIN, "id": f"{k}-deep"},
+            {"text": "<p> </p>", "id": f"{k}-e"},
+        ]
+        (tmp_path / "in" / f"p{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    executor = LocalPipelineExecutor(
+        pipeline=[
+            JsonlReader(str(tmp_path / "in")),
+            MathAwareExtractor(timeout_s=5),
+            JsonlWriter(str(tmp_path / "out"), compression=None),
+        ],
+        tasks=2,
+        workers=2,
+        logging_dir=str(tmp_path / "logs"),
+    )
+    executor.run()
+    summary = summarize_logs(tmp_path / "logs")
+    assert summary["docs_in"] == 6 and summary["docs_out"] == 2
+    assert summary["dropped"] == {"empty_text": 2, "too_deep": 2}
+    assert is_balanced(summary)
