@@ -43,8 +43,16 @@ def extract(html: str, url: str | None = None, engine: str = "fast") -> str:
         engine: "fast" (resiliparse) or "clean" (trafilatura).
 
     Returns:
-        The extracted text ("" when nothing is found).
+        The extracted text ("" when nothing is found or the page is a nesting bomb).
     """
+    try:
+        return extract_strict(html, url, engine)
+    except PageTooDeep:
+        return ""
+
+
+def extract_strict(html: str, url: str | None = None, engine: str = "fast") -> str:
+    """`extract`, but raises `PageTooDeep` for nesting bombs (so the datatrove step can count the reason)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     from resiliparse.parse.html import HTMLTree

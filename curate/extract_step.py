@@ -24,10 +24,10 @@ DEFAULT_MAX_BYTES = 5_000_000
 
 def _safe_extract(html: str, url: str | None, engine: str) -> tuple[str, str]:
     """Run `extract` and turn any exception into a result, so the worker process never dies on bad input."""
-    from curate.extract import PageTooDeep, extract
+    from curate.extract import PageTooDeep, extract_strict
 
     try:
-        return "ok", extract(html, url=url, engine=engine)
+        return "ok", extract_strict(html, url=url, engine=engine)
     except (RecursionError, PageTooDeep):
         return "too_deep", ""
     except MemoryError:

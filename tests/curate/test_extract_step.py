@@ -8,7 +8,7 @@ import time
 import pytest
 from datatrove.data import Document
 
-from curate.extract import PageTooDeep, extract
+from curate.extract import PageTooDeep, extract, extract_strict
 from curate.extract_step import MathAwareExtractor
 
 GOOD = (
@@ -87,7 +87,8 @@ def test_entity_bomb_and_malformed_html_are_bounded():
 
 def test_deep_nesting_is_a_counted_drop():
     with pytest.raises(PageTooDeep):
-        extract(DEEP_CHAIN)
+        extract_strict(DEEP_CHAIN)
+    assert extract(DEEP_CHAIN) == ""  # direct callers (the CLI) get no text, not an exception
     out, stats = run_step([DEEP_CHAIN, GOOD], isolation="alarm")
     assert stats.get("dropped_too_deep") == 1
     assert len(out) == 1
@@ -107,7 +108,7 @@ def test_extract_error_is_counted(monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("broken page")
 
-    monkeypatch.setattr(mod, "extract", boom)
+    monkeypatch.setattr(mod, "extract_strict", boom)
     out, stats = run_step([GOOD], isolation="alarm")
     assert out == [] and stats.get("dropped_extract_error") == 1
 
@@ -119,7 +120,7 @@ def test_alarm_timeout_interrupts_python_code(monkeypatch):
         while True:
             pass
 
-    monkeypatch.setattr(mod, "extract", spin)
+    monkeypatch.setattr(mod, "extract_strict", spin)
     t0 = time.monotonic()
     out, stats = run_step([GOOD], timeout_s=0.5, isolation="alarm")
     assert out == [] and stats.get("dropped_extract_timeout") == 1
