@@ -39,12 +39,14 @@ def run_quickstart(output_dir: Path, recipe_path: Path | None = None) -> dict:
             str(summary.get("docs_out", "-")),
             str(sum(dropped.values())) if isinstance(dropped, dict) else "-",
             str(summary.get("seconds", "-")),
-            str(output_dir / getattr(stage_module(stage), "FOLDER", stage)),
+            getattr(stage_module(stage), "FOLDER", stage) + "/",
         )
     console.print(table)
     total = round(time.time() - start, 1)
     (output_dir / "quickstart.json").write_text(
         json.dumps({"seconds": total, "stages": list(summaries)}) + "\n"
     )
-    console.print(f"total {total} s")
+    console.print(
+        f"total {total} s; folders are under {output_dir}, the audit report is {output_dir}/audit/report.html"
+    )
     return summaries
