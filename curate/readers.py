@@ -102,10 +102,45 @@ class WebPageReader(BaseDiskReader):
 
     name = "🕸 Web pages (WARC/HTML/JSONL)"
 
-    def __init__(self, paths_file: str, max_bytes: int = 5_000_000, keep_non_200: bool = False, **kwargs):
+    def __init__(
+        self,
+        paths_file: str,
+        max_bytes: int = 5_000_000,
+        keep_non_200: bool = False,
+        exclusion_writer=None,
+        **kwargs,
+    ):
         super().__init__("/", paths_file=paths_file, **kwargs)
         self.max_bytes = max_bytes
         self.keep_non_200 = keep_non_200
+        self.exclusion_writer = exclusion_writer  # optional datatrove writer for dropped pages (no body)
+        self._writer = None
+        self._rank = 0
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        self._rank = rank
+        if self.exclusion_writer is None:
+            yield from super().run(data, rank, world_size)
+            return
+        with self.exclusion_writer as writer:
+            self._writer = writer
+            yield from super().run(data, rank, world_size)
+
+    def _drop(self, reason: str, path: str, offset: int | None = None, url: str | None = None) -> None:
+        """Count a dropped page under `reason` and, when rejects are written, record where it came from."""
+        self.stat_update(f"dropped_{reason}")
+        if self._writer is not None:
+            metadata = {
+                "url": url,
+                "domain": (urlsplit(url).hostname or None) if url else None,
+                "source_file": path,
+                "warc_offset": offset,
+                "filter_reason": reason,
+            }
+            self._writer.write(
+                Document(text="", id=doc_id(Path(path).name, offset, url, reason), metadata=metadata),
+                self._rank,
+            )
 
     # -- per-format readers -------------------------------------------------------------------------
     def read_file(self, filepath: str) -> DocumentsPipeline:
@@ -146,7 +181,7 @@ class WebPageReader(BaseDiskReader):
                     break
                 except Exception as err:  # garbage between records, bad headers
                     self.stat_update("docs_in")
-                    self.stat_update("dropped_warc_read_error")
+                    self._drop("warc_read_error", path, max(start, end))
                     self.stat_update(f"warc_error_{type(err).__name__}")
                     start = _next_record_start(path, max(start, end) + 1)
                     end = start if start < size else end
@@ -155,7 +190,7 @@ class WebPageReader(BaseDiskReader):
         # warcio stops quietly at a truncated gzip member: bytes left after the last record are a lost record.
         if size - end > 8:
             self.stat_update("docs_in")
-            self.stat_update("dropped_truncated_record")
+            self._drop("truncated_record", path, end)
 
     def _warc_record(self, record, iterator, path: str) -> Document | None:
         try:
@@ -164,7 +199,7 @@ class WebPageReader(BaseDiskReader):
             iterator.read_to_end(record)
             offset, length = iterator.get_record_offset(), iterator.get_record_length()
             if getattr(record.raw_stream, "limit", 0) > 0:  # the file ended inside this record
-                self.stat_update("dropped_truncated_record")
+                self._drop("truncated_record", path, offset, record.rec_headers.get_header("WARC-Target-URI"))
                 return None
             http = record.http_headers
             status = int(http.get_statuscode() or 200) if http else 200
@@ -178,14 +213,14 @@ class WebPageReader(BaseDiskReader):
                 "content_type": (content_type or "").split(";")[0].strip().lower() or None,
             }
         except Exception:
-            self.stat_update("dropped_bad_record")
+            self._drop("bad_record", path)
             return None
         if status != 200 and not self.keep_non_200:
-            self.stat_update("dropped_http_status")
+            self._drop("http_status", path, offset, provenance["url"])
             return None
         ctype = provenance["content_type"]
         if record.rec_type != "conversion" and ctype and not ctype.startswith(HTML_TYPES):
-            self.stat_update("dropped_not_html")
+            self._drop("not_html", path, offset, provenance["url"])
             return None
         declared = _CHARSET_HEADER.search(content_type or "")
         return self._page(body, path, offset, length, provenance, declared.group(1) if declared else None)
@@ -203,7 +238,7 @@ class WebPageReader(BaseDiskReader):
                     if not isinstance(html, str):
                         raise TypeError("html is not a string")
                 except Exception:
-                    self.stat_update("dropped_bad_record")
+                    self._drop("bad_record", path, line_no)
                     continue
                 provenance = {
                     "url": row.get("url"),
@@ -216,20 +251,21 @@ class WebPageReader(BaseDiskReader):
 
     # -- shared checks ------------------------------------------------------------------------------
     def _page(self, body, path, offset, length, provenance, declared=None) -> Document | None:
+        url = provenance.get("url")
+        reason = None
         if len(body) > self.max_bytes:
-            self.stat_update("dropped_too_large")
-            return None
-        if not body.strip():
-            self.stat_update("dropped_empty_page")
-            return None
-        if is_binary(body):
-            self.stat_update("dropped_binary_body")
+            reason = "too_large"
+        elif not body.strip():
+            reason = "empty_page"
+        elif is_binary(body):
+            reason = "binary_body"
+        if reason:
+            self._drop(reason, path, offset, url)
             return None
         html, charset = decode_html(body, declared)
         if html is None:
-            self.stat_update("dropped_undecodable")
+            self._drop("undecodable", path, offset, url)
             return None
-        url = provenance.get("url")
         metadata = {
             "url": url,
             "domain": (urlsplit(url).hostname or None) if url else None,

@@ -81,6 +81,12 @@ REJECT_SCHEMA = pa.schema(
         ("domain", pa.string()),
         ("reason", pa.string()),
         ("step", pa.string()),
+        ("source_file", pa.string()),
+        ("warc_offset", pa.int64()),
+        ("lang", pa.string()),
+        ("lang_score", pa.float64()),
+        ("prefilter_score", pa.float64()),
+        ("math_score", pa.float64()),
         ("n_chars", pa.int64()),
         ("text", pa.string()),
     ]
@@ -95,6 +101,17 @@ def _reject_adapter(step: str):
             "domain": document.metadata.get("domain"),
             "reason": document.metadata.get("filter_reason"),
             "step": step,
+            **{
+                key: document.metadata.get(key)
+                for key in (
+                    "source_file",
+                    "warc_offset",
+                    "lang",
+                    "lang_score",
+                    "prefilter_score",
+                    "math_score",
+                )
+            },
             "n_chars": len(document.text),
             "text": document.text[:20_000],  # enough to see why it was dropped
         }

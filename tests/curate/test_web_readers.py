@@ -144,3 +144,27 @@ def test_reader_resumes_after_a_malformed_record(tmp_path):
     }  # the malformed region, counted; nothing lost after it
     second = docs[1].metadata
     assert mixed.read_bytes()[second["warc_offset"] :].startswith(b"WARC/1")
+
+
+def test_reader_drops_are_written_to_rejects_with_their_reason(tmp_path):
+    from datatrove.pipeline.writers import ParquetWriter
+
+    _warc(
+        tmp_path / "a.warc.gz",
+        [
+            ("https://ok.example/1", b"<p>fine</p>", "text/html"),
+            ("https://bad.example/img", b"\x89PNG....", "image/png"),
+            ("https://bad.example/bin", b"\x00\x01" * 50, "text/html"),
+        ],
+    )
+    paths_file = tmp_path / "paths.txt"
+    paths_file.write_text(str(tmp_path / "a.warc.gz").lstrip("/") + "\n")
+    rejects = ParquetWriter(str(tmp_path / "rejects"), output_filename="${rank}.parquet")
+    reader = WebPageReader(str(paths_file), exclusion_writer=rejects)
+    kept = list(reader.run())
+    assert [d.metadata["url"] for d in kept] == ["https://ok.example/1"]
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(tmp_path / "rejects").to_pylist()
+    got = sorted((r["metadata"]["url"], r["metadata"]["filter_reason"]) for r in rows)
+    assert got == [("https://bad.example/bin", "binary_body"), ("https://bad.example/img", "not_html")]
