@@ -21,6 +21,7 @@ from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
+from curate.dedup_io import open_report
 from curate.dedup_text import TOKEN_RE, url_hash
 from curate.minhash import _score
 from curate.minhash_cluster import choose_keepers
@@ -165,15 +166,8 @@ class ExactDedupFilter(BaseFilter):
         groups = np.load(path) if path.is_file() else np.empty(0, dtype=GROUP_DTYPE)
         self._groups = {int(g["doc"]): g for g in groups}
         self._idx = 0
-        self._report = None
-        if self.report_folder is not None:
-            self.report_folder.mkdir(parents=True, exist_ok=True)
-            self._report = open(self.report_folder / f"{rank:05d}.exact.jsonl", "w", encoding="utf-8")  # noqa: SIM115
-        try:
+        with open_report(self.report_folder, f"{rank:05d}.exact.jsonl") as self._report:
             yield from super().run(data, rank, world_size)
-        finally:
-            if self._report is not None:
-                self._report.close()
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         idx, self._idx = self._idx, self._idx + 1

@@ -8,8 +8,9 @@ they are counted (dedup drops them as `empty`) instead of datatrove's readers sk
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,14 @@ def build_rejects_writer(out_folder: Path, filename: str) -> Any:
 def _rejects_adapter(self, document) -> dict:
     text = "" if document.metadata.get("_empty_text") else document.text
     return {"id": document.id, "text": text, "reason": document.metadata.get("reason", "")}
+
+
+@contextlib.contextmanager
+def open_report(folder: Path | None, name: str) -> Iterator[Any]:
+    """A JSONL report file `folder/name` open for writing, or None when no report folder is set."""
+    if folder is None:
+        yield None
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / name, "w", encoding="utf-8") as handle:
+        yield handle

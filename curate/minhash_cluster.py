@@ -19,6 +19,7 @@ from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
+from curate.dedup_io import open_report
 from curate.minhash import META_DTYPE
 
 KEEP_KEYS = ("math_score", "length", "first")
@@ -167,15 +168,8 @@ class MinhashClusterFilter(BaseFilter):
         self._clusters = _read_pairs(self.clusters_folder / f"{rank:06d}.clusters")
         self._sizes = _read_pairs(self.clusters_folder / f"{rank:06d}.sizes")
         self._idx = 0
-        self._report = None
-        if self.report_folder is not None:
-            self.report_folder.mkdir(parents=True, exist_ok=True)
-            self._report = open(self.report_folder / f"{rank:05d}.minhash.jsonl", "w", encoding="utf-8")  # noqa: SIM115
-        try:
+        with open_report(self.report_folder, f"{rank:05d}.minhash.jsonl") as self._report:
             yield from super().run(data, rank, world_size)
-        finally:
-            if self._report is not None:
-                self._report.close()
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         idx, self._idx = self._idx, self._idx + 1

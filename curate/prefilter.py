@@ -39,7 +39,7 @@ _MATH_WORDS = re.compile(
     r"\b(theorem|lemma|proof|corollary|equation|equations|integral|derivative|polynomial|matrix|matrices|vector|"
     r"probability|variance|function|solve|solution|formula|algebra|geometry|calculus|prime|divisible|integer|"
     r"fraction|exponent|logarithm|triangle|angle|radius|coefficient|eigenvalue|topology|manifold|group|"
-    r"theorem|denominator|numerator|quadratic|inequality|converge|series|sequence|limit|modulo|proportion)\b",
+    r"denominator|numerator|quadratic|inequality|converge|series|sequence|limit|modulo|proportion)\b",
     re.I,
 )
 

@@ -56,6 +56,15 @@ def print_summary(summary: dict[str, Any], title: str = "summary") -> None:
     console.print(table)
 
 
+def format_validation_errors(err: Any) -> str:
+    """A pydantic ValidationError as `key.path: message (got value)`, joined by `; ` (names every bad key)."""
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        parts.append(f"{loc}: {e['msg']}" + (f" (got {e['input']!r})" if e["type"] != "missing" else ""))
+    return "; ".join(parts)
+
+
 def write_json(path: Path, data: Any) -> None:
     """Write JSON atomically (temp file + rename), so a killed run never leaves half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from mathmix.cli_util import format_validation_errors
 from midtrain.schedule import DecayShape
 
 
@@ -197,10 +198,6 @@ class TrainRecipe(BaseModel):
         return self.output_dir / name
 
 
-def _format_errors(err: ValidationError) -> str:
-    return "; ".join(".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in err.errors())
-
-
 def load_train_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainRecipe:
     """Read and validate a train recipe YAML; `{recipe_dir}` in strings means the recipe's folder."""
     path = Path(path)
@@ -217,4 +214,4 @@ def load_train_recipe(path: str | Path, overrides: dict[str, Any] | None = None)
     try:
         return TrainRecipe.model_validate(raw)
     except ValidationError as err:
-        raise TrainRecipeError(f"{path}: {_format_errors(err)}") from None
+        raise TrainRecipeError(f"{path}: {format_validation_errors(err)}") from None

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mathmix.cli_util import format_validation_errors
 from pipelines.executors import ExecutorConfig
 from pipelines.stages import STAGES, parse_stage_config
 
@@ -45,16 +46,8 @@ class Recipe(BaseModel):
                 try:
                     out[name] = parse_stage_config(name, raw[name])
                 except ValidationError as err:
-                    raise ValueError(f"stages.{name}: {_format_errors(err)}") from None
+                    raise ValueError(f"stages.{name}: {format_validation_errors(err)}") from None
         return out
-
-
-def _format_errors(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
-        parts.append(f"{loc}: {e['msg']}" + (f" (got {e['input']!r})" if e["type"] != "missing" else ""))
-    return "; ".join(parts)
 
 
 def load_recipe(path: str | Path) -> Recipe:
@@ -71,5 +64,5 @@ def load_recipe(path: str | Path) -> Recipe:
     try:
         recipe = Recipe.model_validate(raw)
     except ValidationError as err:
-        raise RecipeError(f"{path}: {_format_errors(err)}") from None
+        raise RecipeError(f"{path}: {format_validation_errors(err)}") from None
     return recipe

@@ -24,13 +24,14 @@ def plan(recipe: Recipe) -> list[dict[str, Any]]:
         if name not in recipe.stages:
             continue
         config = recipe.stages[name]
-        out_dir = recipe.output_dir / getattr(stage_module(name), "FOLDER", name)
+        module = stage_module(name)
+        out_dir = recipe.output_dir / getattr(module, "FOLDER", name)
         explicit = [
             s.replace("{run_dir}", str(recipe.output_dir)) for s in (getattr(config, "inputs", None) or [])
         ]
         inputs = explicit or ([str(previous / "data")] if previous else [])
         steps.append({"stage": name, "inputs": inputs, "output": str(out_dir), "config": config})
-        if getattr(stage_module(name), "PRODUCES_DOCUMENTS", True):
+        if getattr(module, "PRODUCES_DOCUMENTS", True):
             previous = out_dir
     return steps
 
