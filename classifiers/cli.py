@@ -39,6 +39,10 @@ def train_cmd(
     min_count: int = typer.Option(None, help="minimum word count (preset default; 1 under 2,000 examples)"),
     epoch: int = typer.Option(None, help="epochs (preset default)"),
     bucket: int = typer.Option(200_000, help="hash buckets for n-grams"),
+    min_doc_freq: int = typer.Option(
+        2, help="words found in fewer training documents than this become <unk>"
+    ),
+    bench_weight: float = typer.Option(0.1, help="examples of a benchmark input, relative to a page input"),
     holdout: float = typer.Option(0.2, help="share of each source's pages held out to choose the threshold"),
     target_precision: float = typer.Option(0.95, help="precision the threshold is chosen for"),
     seed: int = typer.Option(0),
@@ -54,7 +58,13 @@ def train_cmd(
     given = {"dim": dim, "lr": lr, "word_ngrams": word_ngrams, "min_count": min_count, "epoch": epoch}
     hyper = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
     settings = TrainSettings(
-        **hyper, bucket=bucket, holdout=holdout, target_precision=target_precision, seed=seed
+        **hyper,
+        bucket=bucket,
+        min_doc_freq=min_doc_freq,
+        bench_weight=bench_weight,
+        holdout=holdout,
+        target_precision=target_precision,
+        seed=seed,
     )
     try:
         data = load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_per_input, seed)

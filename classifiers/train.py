@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,14 @@ from classifiers.model import (
     card_path,
     train_pages_path,
 )
-from classifiers.preprocess import MAX_DOC_TOKENS, MAX_LINE_TOKENS, MAX_TOKEN_CHARS, chunk_document
+from classifiers.preprocess import (
+    MAX_DOC_TOKENS,
+    MAX_LINE_TOKENS,
+    MAX_TOKEN_CHARS,
+    UNKNOWN_TOKEN,
+    chunk_document,
+    normalize,
+)
 from mathmix.cli_util import write_json
 
 
@@ -47,8 +55,11 @@ class TrainSettings:
     max_examples_per_source: int = 4000
     # Benchmark problems are short, number-dense and unlike web pages: at full weight they teach "numbers mean
     # math" and sports tables score as math. A benchmark source gets this share of a page source's examples
-    # (0.3: their formulas share the `$x`/`$frac` tokens of page formulas; held-out pages F1 0.90 vs 0.89 at 0.1).
-    bench_weight: float = 0.3
+    # (0.1 since words seen in one document became `<unk>`: eight page splits, 7 meet the issue's target vs 6 at
+    # 0.3; worst precision 0.971 vs 0.947).
+    bench_weight: float = 0.1
+    # A word found in fewer training documents than this is written as `<unk>` (see `apply_vocabulary`).
+    min_doc_freq: int = 2
     holdout: float = 0.2
     target_precision: float = 0.95
     seed: int = 0
@@ -64,11 +75,17 @@ class TrainData:
     inputs: dict[str, list[str]] = field(default_factory=dict)  # {"positives": [...], "negatives": [...]}
 
 
-def _examples(docs: list[LabelledDoc], s: TrainSettings, rng: random.Random) -> list[str]:
-    """Chunk docs into examples and give every source the same count (repeating small ones)."""
+def _examples(
+    docs: list[LabelledDoc], s: TrainSettings, rng: random.Random, doc_freq: Counter[str]
+) -> list[str]:
+    """Chunk docs into examples and give every source the same count (repeating small ones).
+
+    `doc_freq` is updated with the number of documents each token occurs in (for `apply_vocabulary`).
+    """
     by_source: dict[str, list[str]] = {}
     bench_sources = {d.source for d in docs if d.kind == "bench"}
     for doc in docs:
+        doc_freq.update(set(normalize(doc.text).split()))  # the whole document, not only its first chunks
         by_source.setdefault(doc.source, []).extend(
             chunk_document(doc.text, s.chunk_tokens, s.max_chunks_per_page)
         )
@@ -92,9 +109,12 @@ def _examples(docs: list[LabelledDoc], s: TrainSettings, rng: random.Random) -> 
 def build_training_file(pos: list[LabelledDoc], neg: list[LabelledDoc], s: TrainSettings, path: Path) -> dict:
     """Write the fastText training file (classes balanced, shuffled); return example counts."""
     rng = random.Random(s.seed)
-    pos_ex, neg_ex = _examples(pos, s, rng), _examples(neg, s, rng)
+    doc_freq: Counter[str] = Counter()
+    pos_ex, neg_ex = _examples(pos, s, rng, doc_freq), _examples(neg, s, rng, doc_freq)
     if not pos_ex or not neg_ex:
         raise ValueError("training needs at least one positive and one negative document with text")
+    known = {token for token, n in doc_freq.items() if n >= s.min_doc_freq}
+    pos_ex, neg_ex = apply_vocabulary(pos_ex, known), apply_vocabulary(neg_ex, known)
     n = max(len(pos_ex), len(neg_ex))
     lines = [f"{MATH_LABEL} {x}" for x in _resample(pos_ex, n, rng)]
     lines += [f"{NONMATH_LABEL} {x}" for x in _resample(neg_ex, n, rng)]
@@ -105,6 +125,17 @@ def build_training_file(pos: list[LabelledDoc], neg: list[LabelledDoc], s: Train
         "negative_examples": len(neg_ex),
         "examples_written": len(lines),
     }
+
+
+def apply_vocabulary(lines: list[str], known: set[str]) -> list[str]:
+    """Every token of `lines` that is not in `known` becomes `<unk>` (the same rule scoring applies).
+
+    Why: fastText skips words it never saw, so a page in another language or full of unseen names was judged on
+    the few tokens left, mostly `<NUM>` (a Portuguese NASCAR table scored 0.999). As `<unk>` the unseen part
+    counts, and its weight is learned from the words that were rare in training (seen in one document only).
+    Eight page splits: 7 meet the issue's target (P >= 0.95, F1 >= 0.90) vs 1 when unseen words were skipped.
+    """
+    return [" ".join(t if t in known else UNKNOWN_TOKEN for t in line.split()) for line in lines]
 
 
 def _resample(items: list[str], n: int, rng: random.Random) -> list[str]:
@@ -166,6 +197,7 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
         "preprocess": {
             "max_doc_tokens": MAX_DOC_TOKENS,
             "formula_tokens": True,
+            "unknown_token": UNKNOWN_TOKEN,
             "max_token_chars": MAX_TOKEN_CHARS,
             "chunk_tokens": s.chunk_tokens,
         },

@@ -84,3 +84,11 @@ def test_chunks_pack_whole_lines():
 
 def test_cjk_characters_become_one_shared_token():
     assert normalize_line("中文abc 한국 x") == ["<cjk>", "<cjk>", "abc", "<cjk>", "<cjk>", "x"]
+
+
+def test_score_windows_start_on_a_line_so_formulas_pair_up():
+    # Every window of this text would open mid-line; cut inside `$x+y$`, the prose after it became `$delta`.
+    text = "\n".join(f"alpha beta gamma $x+y$ delta epsilon zeta {'eta ' * (i % 7)}" for i in range(300))
+    tokens = preprocess(text).split()
+    assert "$x" in tokens and "delta" in tokens
+    assert not any(t in tokens for t in ("$alpha", "$beta", "$delta", "$zeta", "$eta"))

@@ -227,3 +227,27 @@ def test_train_cli_writes_model_and_card(corpora, tmp_path):
         app, ["classifier", "train", "-p", str(tmp_path / "none"), "-n", str(corpora["text"]), "-o", str(out)]
     )
     assert bad.exit_code == 2 and "no such file" in " ".join(bad.output.split())
+
+
+def test_words_seen_in_one_training_document_become_unk(tmp_path):
+    from classifiers.data import LabelledDoc
+    from classifiers.train import build_training_file
+
+    pos = [LabelledDoc(f"prove the lemma zeta{'abc'[i]} twice", "m", f"m{i}") for i in range(3)]
+    pos.append(LabelledDoc("prove the lemma onlyhere", "m", "m9"))
+    neg = [LabelledDoc(f"the match report city{'xy'[i // 2]}", "n", f"n{i}") for i in range(4)]
+    path = tmp_path / "train.txt"
+    build_training_file(pos, neg, TrainSettings(min_doc_freq=2), path)
+    words = path.read_text().split()
+    assert "onlyhere" not in words and "zetaa" not in words and "<unk>" in words  # one document each
+    assert "cityx" in words and "cityy" in words and "lemma" in words  # two documents or more
+
+
+def test_unknown_words_are_scored_as_unk(model):
+    clf = MathClassifier(model)
+    assert json.loads(card_path(model).read_text())["preprocess"]["unknown_token"] == "<unk>"
+    assert "<unk>" in clf.vocabulary and "qwzx" not in clf.vocabulary
+    unseen = clf.score_lines(["qwzx " * 20 + "theorem"])
+    as_unk = clf.score_lines(["<unk> " * 20 + "theorem"])
+    skipped = clf.score_lines(["theorem"])
+    assert unseen[0] == pytest.approx(as_unk[0]) and unseen[0] != pytest.approx(skipped[0])
