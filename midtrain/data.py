@@ -2,7 +2,9 @@
 
 Documents (each ending in EOS) are concatenated in blend order and cut into windows of seq_len + 1 tokens with
 stride seq_len (inputs = window[:-1], targets = window[1:]). The stream position (document index, offset in it)
-is the whole data state, so a checkpoint restores it exactly. Every rank walks the same stream and keeps only its
+is the whole data state, so a checkpoint restores it exactly. With intra-document attention, the target of a
+document's last token (its EOS) is the next document's first token, which that position cannot see: it is set to
+IGNORE_INDEX (Megatron's `eod_mask_loss`), so no step trains on a prediction across a document boundary. Every rank walks the same stream and keeps only its
 own rows: walking is cheap (memmapped slices are views), and any number of ranks sees the same global batches.
 """
 
@@ -12,6 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 import numpy as np
+
+IGNORE_INDEX = -100  # torch cross_entropy's default ignore_index
 
 
 class Documents(Protocol):
@@ -65,20 +69,26 @@ class PackedSequences:
         self.position.windows += 1
 
     def next(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The next window: (input ids [T], target ids [T], position ids [T]) as int64."""
+        """The next window: (input ids [T], target ids [T], position ids [T]) as int64.
+
+        Targets that start a document are IGNORE_INDEX when `intra_document` (see the module docstring).
+        """
         pieces, starts = self._take(self.seq_len, advance=True)
-        last, _ = self._take(
-            1, advance=False
-        )  # the target of the last input token, shared with the next window
+        # the target of the last input token, shared with the next window
+        last, next_starts = self._take(1, advance=False)
         self.position.windows += 1
         window = np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces + last])
+        targets = window[1:].copy()
         positions = np.arange(self.seq_len, dtype=np.int64)
         if self.intra_document:
+            # a target that starts a document (window offset s -> target s - 1) is not trained on
+            boundary = [s - 1 for s in starts if s > 0] + ([self.seq_len - 1] if next_starts else [])
+            targets[boundary] = IGNORE_INDEX
             # position = distance from the latest document start in this window (0 at the window start)
             seg_start = np.zeros(self.seq_len, dtype=np.int64)
             seg_start[[s for s in starts if s < self.seq_len]] = [s for s in starts if s < self.seq_len]
             positions = positions - np.maximum.accumulate(seg_start)
-        return window[:-1], window[1:], positions
+        return window[:-1], targets, positions
 
     def rank_batch(self, micro_batch_size: int, rank: int, world_size: int):
         """One micro-batch for `rank`: rows [rank*B, (rank+1)*B) of the next B*world windows -> [B, T] arrays."""

@@ -13,19 +13,21 @@ DOCS = [np.array([1, 2, 3, 0]), np.array([4, 5, 0]), np.array([6, 7, 8, 9, 10, 1
 def test_windows_exact_tokens_and_positions():
     packer = PackedSequences(DOCS, seq_len=5)
     x, y, pos = packer.next()
-    assert x.tolist() == [1, 2, 3, 0, 4] and y.tolist() == [2, 3, 0, 4, 5]
+    # EOS -> first token of the next document is no target (-100): that position cannot see the next document
+    assert x.tolist() == [1, 2, 3, 0, 4] and y.tolist() == [2, 3, 0, -100, 5]
     assert pos.tolist() == [0, 1, 2, 3, 0]  # reset where document 2 starts
     x, y, pos = packer.next()
-    assert x.tolist() == [5, 0, 6, 7, 8] and y.tolist() == [0, 6, 7, 8, 9]
+    assert x.tolist() == [5, 0, 6, 7, 8] and y.tolist() == [0, -100, 7, 8, 9]
     assert pos.tolist() == [0, 1, 0, 1, 2]  # a document continuing from the last window restarts at 0
     x, y, pos = packer.next()
-    assert x.tolist() == [9, 10, 11, 12, 0] and y.tolist() == [10, 11, 12, 0, 1]  # wraps to document 0
+    assert x.tolist() == [9, 10, 11, 12, 0] and y.tolist() == [10, 11, 12, 0, -100]  # wraps to document 0
     assert pos.tolist() == [0, 1, 2, 3, 4]
 
 
 def test_positions_are_plain_without_intra_document():
-    _, _, pos = PackedSequences(DOCS, seq_len=5, intra_document=False).next()
+    _, y, pos = PackedSequences(DOCS, seq_len=5, intra_document=False).next()
     assert pos.tolist() == [0, 1, 2, 3, 4]
+    assert y.tolist() == [2, 3, 0, 4, 5]  # plain causal: every next token is a target
 
 
 def test_state_restores_the_stream_exactly():
