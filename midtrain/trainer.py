@@ -75,10 +75,14 @@ def resolve_start(recipe: TrainRecipe, stage: StageConfig) -> Path | None:
 
 
 def build_documents(recipe: TrainRecipe, stage: StageConfig):
-    """The stage's blended documents, sized to its token budget (the packer wraps around if it runs out)."""
+    """The stage's blended documents, sized to its token budget (the packer wraps around if it runs out).
+
+    The blend index is cached in the stage folder (`blend_index/`): built once, memory-mapped by every rank.
+    """
     from shards.mixture import BlendedDocuments
 
-    return BlendedDocuments(stage.build_mixture(recipe.run_dir), total_tokens=stage.tokens)
+    cache = recipe.stage_dir(stage.name) / "blend_index"
+    return BlendedDocuments(stage.build_mixture(recipe.run_dir), total_tokens=stage.tokens, cache_dir=cache)
 
 
 def build_optimizer(model, recipe: TrainRecipe) -> torch.optim.Optimizer:

@@ -6,11 +6,22 @@ takes whole documents from seeded permutations, epoch after epoch, until its tar
 is kept or dropped, whichever lands closer), so per-source token counts are exact and reported. Documents are
 interleaved by their token position within their source, so every prefix of the blend holds each source in
 about its share (what a trainer that stops early, or packs sequences, needs).
+
+The index is three arrays per blended document (source, document, size): 14 bytes a document, ~2.8 GB at 200M
+documents (200B tokens); building it peaks at ~70 bytes a document (measured, 3.3M documents). With `cache_dir`,
+the first process builds it under a file lock and saves it as .npy files named by a hash of the mixture and its
+shards' document sizes; every other rank (and every rerun) memory-maps them, so the ranks of a node share one
+copy in the page cache (Megatron caches its blend index the same way). What each rank still holds is the shards'
+own size and offset arrays (~25 bytes per available document).
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import logging
+import os
 import zlib
 from pathlib import Path
 from typing import Any
@@ -23,7 +34,7 @@ from shards.indexed import IndexedDataset
 from shards.manifest import resolve_prefixes
 
 log = logging.getLogger("mathmix.shards")
-MAX_BLEND_DOCUMENTS = 500_000_000  # ~20 bytes of index per document: beyond this it is surely a mistake
+MAX_BLEND_DOCUMENTS = 500_000_000  # ~14 bytes of index per document: beyond this it is surely a mistake
 
 
 class MixtureSource(BaseModel):
@@ -147,7 +158,9 @@ class BlendedDocuments:
     `sizes` -> tokens per blended document; `report()` -> per-source accounting, epochs and repetition.
     """
 
-    def __init__(self, config: MixtureConfig, total_tokens: int | None = None) -> None:
+    def __init__(
+        self, config: MixtureConfig, total_tokens: int | None = None, cache_dir: str | Path | None = None
+    ) -> None:
         self.config = config
         self.sources = [_Source(spec) for spec in config.sources]
         available = {s.name: int(s.sizes.sum()) for s in self.sources}
@@ -162,6 +175,22 @@ class BlendedDocuments:
             )
         kept = config.model_copy(update={"sources": [s for s in config.sources if s.name not in self.empty]})
         self.targets = plan_tokens(kept, available, total_tokens) | {name: 0 for name in self.empty}
+        if cache_dir is None:
+            self._source_ids, self._doc_ids, self.sizes = self._build()
+        else:
+            self._source_ids, self._doc_ids, self.sizes = self._cached(Path(cache_dir))
+        for row in self.report()["sources"]:
+            if row["repeated"]:
+                log.warning(
+                    "mixture %s: source %s repeated %.2f epochs to meet its share",
+                    config.name,
+                    row["name"],
+                    row["epochs"],
+                )
+
+    def _build(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(source id, document id, size) of every blended document, in blend order."""
+        config = self.config
         source_ids, doc_ids, positions = [], [], []
         for k, src in enumerate(self.sources):
             rng = np.random.default_rng([config.seed, zlib.crc32(src.name.encode())])
@@ -172,23 +201,47 @@ class BlendedDocuments:
             sizes = src.sizes[docs]
             tokens = max(int(sizes.sum()), 1)
             positions.append((np.cumsum(sizes) - sizes / 2) / tokens)  # token midpoint, fraction of source
-            source_ids.append(np.full(len(docs), k, np.int32))
+            source_ids.append(np.full(len(docs), k, np.uint16))
             doc_ids.append(docs)
-        order = np.lexsort((np.concatenate(source_ids), np.concatenate(positions)))
-        self._source_ids = np.concatenate(source_ids)[order]
-        self._doc_ids = np.concatenate(doc_ids)[order]
-        self.sizes = np.empty(len(order), np.int64)
+        all_sources = np.concatenate(source_ids)
+        order = np.lexsort((all_sources, np.concatenate(positions)))
+        del positions
+        blend_sources = all_sources[order]
+        blend_docs = np.concatenate(doc_ids)[order]
+        del order, doc_ids
+        blend_sizes = np.empty(len(blend_docs), np.int32)  # a document's tokens (Megatron's .idx keeps int32)
         for k, src in enumerate(self.sources):
-            mask = self._source_ids == k
-            self.sizes[mask] = src.sizes[self._doc_ids[mask]]
-        for row in self.report()["sources"]:
-            if row["repeated"]:
-                log.warning(
-                    "mixture %s: source %s repeated %.2f epochs to meet its share",
-                    config.name,
-                    row["name"],
-                    row["epochs"],
-                )
+            mask = blend_sources == k
+            blend_sizes[mask] = src.sizes[blend_docs[mask]]
+        return blend_sources, blend_docs, blend_sizes
+
+    def cache_key(self) -> str:
+        """Hash of what decides the index: the mixture, the token targets and every source's document sizes."""
+        digest = hashlib.sha256()
+        digest.update(
+            json.dumps([self.config.model_dump(mode="json"), self.targets], sort_keys=True).encode()
+        )
+        for src in self.sources:
+            digest.update(np.ascontiguousarray(src.sizes).tobytes())
+        return digest.hexdigest()[:20]
+
+    def _cached(self, cache_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The index from `cache_dir` (memory-mapped), built and saved first by whichever process gets the lock."""
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        stem = cache_dir / f"blend-{self.cache_key()}"
+        names = ("source", "doc", "size")
+        paths = [stem.with_name(f"{stem.name}.{name}.npy") for name in names]
+        with open(stem.with_name(f"{stem.name}.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # other ranks wait here while the first one builds
+            if not all(p.exists() for p in paths):
+                for path, array in zip(paths, self._build(), strict=True):
+                    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+                    with open(tmp, "wb") as handle:
+                        np.save(handle, array)
+                    os.replace(tmp, path)
+                log.info("mixture %s: blend index saved to %s.*.npy", self.config.name, stem)
+        arrays = [np.load(p, mmap_mode="r") for p in paths]
+        return arrays[0], arrays[1], arrays[2]
 
     def __len__(self) -> int:
         return len(self._doc_ids)

@@ -168,3 +168,32 @@ def test_empty_source_gives_its_share_to_the_others(three_sources, tmp_path):
     assert abs(report["web"]["tokens"] - 100_000) < 200
     with pytest.raises(ValueError, match="every source is empty"):
         BlendedDocuments(_config({"qa": str(empty / "00000")}, qa=1.0), total_tokens=10)
+
+
+def test_cached_index_is_built_once_and_memory_mapped(three_sources, tmp_path):
+    config = _config(three_sources, web=0.7, qa=0.3)
+    plain = BlendedDocuments(config, total_tokens=300_000)
+    cache = tmp_path / "cache"
+    first = BlendedDocuments(config, total_tokens=300_000, cache_dir=cache)
+    files = sorted(p.name for p in cache.glob("*.npy"))
+    assert len(files) == 3 and not list(cache.glob("*.tmp*"))
+    second = BlendedDocuments(config, total_tokens=300_000, cache_dir=cache)
+    assert isinstance(second._doc_ids, np.memmap)  # read back, not rebuilt
+    assert sorted(p.name for p in cache.glob("*.npy")) == files
+    for blend in (first, second):
+        assert len(blend) == len(plain) and blend.report() == plain.report()
+        assert all(np.array_equal(blend[i], plain[i]) for i in range(0, len(plain), 97))
+        assert [blend.source_of(i) for i in range(200)] == [plain.source_of(i) for i in range(200)]
+    # another seed or budget is another index, next to the first
+    BlendedDocuments(_config(three_sources, seed=8, web=0.7, qa=0.3), total_tokens=300_000, cache_dir=cache)
+    BlendedDocuments(config, total_tokens=200_000, cache_dir=cache)
+    assert len(list(cache.glob("*.npy"))) == 9
+
+
+def test_cache_key_follows_the_shards(three_sources, tmp_path):
+    config = _config(three_sources, web=0.7, qa=0.3)
+    before = BlendedDocuments(config, total_tokens=300_000)
+    key = before.cache_key()
+    write_indexed(Path(three_sources["qa"]), [[2, 2, 0]] * 1500, vocab_size=16)  # same count, other sizes
+    changed = BlendedDocuments(config, total_tokens=300_000)
+    assert changed.targets == before.targets and changed.cache_key() != key  # only the sizes differ
