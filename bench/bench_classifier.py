@@ -7,7 +7,7 @@ GSM8K + half of the pages) and evaluated on the other half, so the metrics are o
 also runs the accuracy target's protocol (two folds over the pages, pooled) on page splits 0..N-1 and prints
 each and the worst, next to the issue target (F1 >= 0.90, precision >= 0.95).
 
-Usage: .venv/bin/python bench/bench_classifier.py [--bench-rows 300] [--repeats 3] [--splits 3]
+Usage: .venv/bin/python bench/bench_classifier.py [--bench-rows 300] [--bench-seed 0] [--repeats 3] [--splits 3]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ def _time(fn, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench-rows", type=int, default=300)
+    parser.add_argument("--bench-seed", type=int, default=0, help="seed of the MATH/GSM8K row sample")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--splits", type=int, default=3, help="page splits for the pooled two-fold metrics")
     args = parser.parse_args()
@@ -51,7 +52,7 @@ def main() -> None:
     math, nonmath = read_input(SHARED / "html" / "math"), read_input(SHARED / "html" / "nonmath")
     bench = []
     for rel in ("bench/math_hendrycks/train.jsonl", "bench/gsm8k/train.jsonl"):
-        bench += random.Random(0).sample(read_input(SHARED / rel), args.bench_rows)
+        bench += random.Random(args.bench_seed).sample(read_input(SHARED / rel), args.bench_rows)
     m_tr, m_te = split_by_page(math, 0.5)
     n_tr, n_te = split_by_page(nonmath, 0.5)
     with tempfile.TemporaryDirectory() as tmp:
