@@ -94,6 +94,20 @@ def read_index(idx_path: str | Path) -> dict[str, Any]:
     }
 
 
+_CHECK_BLOCK = 1 << 20
+
+
+def _one_sequence_per_document(document_indices: np.ndarray, n_seq: int) -> bool:
+    """Whether the document index is 0, 1, ..., n_seq (checked blockwise, without an index-sized temporary)."""
+    if len(document_indices) != n_seq + 1:
+        return False
+    for lo in range(0, n_seq + 1, _CHECK_BLOCK):
+        block = document_indices[lo : lo + _CHECK_BLOCK]
+        if not np.array_equal(block, np.arange(lo, lo + len(block))):
+            return False
+    return True
+
+
 class IndexedDataset:
     """Memory-mapped reader of PREFIX.bin/PREFIX.idx: `len()` documents, `[i]` -> tokens of document i.
 
@@ -101,7 +115,8 @@ class IndexedDataset:
         path_prefix: PREFIX (a trailing .bin or .idx is accepted too).
 
     Attributes:
-        sizes: int64 tokens per document (including the trailing EOS mathmix writes).
+        sizes: tokens per document (including the trailing EOS mathmix writes): the index's int32 lengths,
+            memory-mapped, when every document is one sequence (the usual case), else int64.
         dtype: the token dtype (uint16 or int32 for files written here).
     """
 
@@ -125,20 +140,40 @@ class IndexedDataset:
         self._tokens = (
             np.memmap(self.bin_path, mode="r", dtype=self.dtype) if bin_bytes else np.empty(0, self.dtype)
         )
-        # Documents -> token offsets; sequences are contiguous within a document (megatron writes them so).
-        seq_cum = np.concatenate([[0], np.cumsum(self.sequence_lengths, dtype=np.int64)])
-        first, last = self.document_indices[:-1], self.document_indices[1:]
-        self.sizes: np.ndarray = seq_cum[last] - seq_cum[first]
         n_seq = len(self.sequence_lengths)
-        has_seq = first < n_seq
-        safe_first = np.minimum(first, max(n_seq - 1, 0))
-        starts = self.sequence_pointers[safe_first] // self.dtype.itemsize if n_seq else np.zeros_like(first)
-        self.offsets: np.ndarray = np.where(has_seq, starts, seq_cum[-1]).astype(np.int64)
-        if len(self.sizes) and int((self.offsets + self.sizes).max()) > len(self._tokens):
-            raise IndexFormatError(
-                f"{self.bin_path}: truncated data ({len(self._tokens)} tokens, the index needs "
-                f"{int((self.offsets + self.sizes).max())})"
+        if _one_sequence_per_document(self.document_indices, n_seq):
+            # The usual layout (ours, and megatron's without sentence splitting): sizes and offsets are read
+            # from the memory-mapped index, so a rank holds no per-document arrays of its own.
+            self.sizes: np.ndarray = self.sequence_lengths
+            self._pointers: np.ndarray | None = self.sequence_pointers
+            self.offsets: np.ndarray = self.sequence_pointers  # in bytes here; see _offset()
+            end = int(self.sequence_pointers[-1]) // self.dtype.itemsize + int(self.sizes[-1]) if n_seq else 0
+            for lo in range(0, n_seq, _CHECK_BLOCK):  # blockwise: no index-sized temporaries
+                block = self.sequence_pointers[lo : lo + _CHECK_BLOCK] // self.dtype.itemsize
+                end = max(end, int((block + self.sequence_lengths[lo : lo + _CHECK_BLOCK]).max()))
+        else:
+            # Documents -> token offsets; sequences are contiguous within a document (megatron writes them so).
+            seq_cum = np.concatenate([[0], np.cumsum(self.sequence_lengths, dtype=np.int64)])
+            first, last = self.document_indices[:-1], self.document_indices[1:]
+            self.sizes = seq_cum[last] - seq_cum[first]
+            has_seq = first < n_seq
+            safe_first = np.minimum(first, max(n_seq - 1, 0))
+            starts = (
+                self.sequence_pointers[safe_first] // self.dtype.itemsize if n_seq else np.zeros_like(first)
             )
+            self._pointers = None
+            self.offsets = np.where(has_seq, starts, seq_cum[-1]).astype(np.int64)
+            end = int((self.offsets + self.sizes).max()) if len(self.sizes) else 0
+        if end > len(self._tokens):
+            raise IndexFormatError(
+                f"{self.bin_path}: truncated data ({len(self._tokens)} tokens, the index needs {end})"
+            )
+
+    def _offset(self, i: int) -> int:
+        """Token offset of document i in the .bin file."""
+        if self._pointers is not None:
+            return int(self._pointers[i]) // self.dtype.itemsize
+        return int(self.offsets[i])
 
     def __getstate__(self) -> dict[str, Any]:
         # DataLoader workers get the path and reopen the memmaps, not a copy of the tokens.
@@ -156,7 +191,7 @@ class IndexedDataset:
             i += n
         if not 0 <= i < n:
             raise IndexError(f"document {i} out of range for {n} documents in {self.path_prefix}")
-        start = int(self.offsets[i])
+        start = self._offset(i)
         return np.asarray(self._tokens[start : start + int(self.sizes[i])])
 
     def get(self, i: int, offset: int = 0, length: int | None = None) -> np.ndarray:

@@ -8,11 +8,11 @@ interleaved by their token position within their source, so every prefix of the 
 about its share (what a trainer that stops early, or packs sequences, needs).
 
 The index is three arrays per blended document (source, document, size): 14 bytes a document, ~2.8 GB at 200M
-documents (200B tokens); building it peaks at ~70 bytes a document (measured, 3.3M documents). With `cache_dir`,
+documents (200B tokens); building it peaks at ~44 bytes a document (measured, 3.3M documents). With `cache_dir`,
 the first process builds it under a file lock and saves it as .npy files named by a hash of the mixture and its
 shards' document sizes; every other rank (and every rerun) memory-maps them, so the ranks of a node share one
-copy in the page cache (Megatron caches its blend index the same way). What each rank still holds is the shards'
-own size and offset arrays (~25 bytes per available document).
+copy in the page cache (Megatron caches its blend index the same way). A rank that loads it holds ~5 bytes per
+document of its own (the sources' int32 sizes; the shards' sizes and offsets stay memory-mapped).
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ class _Source:
         self.datasets = [IndexedDataset(p) for path in spec.paths for p in resolve_prefixes(path)]
         self.starts = np.cumsum([0] + [len(d) for d in self.datasets])
         sizes = [d.sizes for d in self.datasets]
-        self.sizes = np.concatenate(sizes).astype(np.int64) if sizes else np.zeros(0, np.int64)
+        # int32 like the .idx lengths (4 bytes per document per rank); sums and cumsums widen to int64
+        self.sizes = np.concatenate(sizes) if sizes else np.zeros(0, np.int32)
 
     def __getitem__(self, doc: int) -> np.ndarray:
         k = int(np.searchsorted(self.starts, doc, side="right")) - 1
