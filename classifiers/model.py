@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from classifiers.preprocess import MAX_DOC_TOKENS, UNKNOWN_TOKEN, preprocess
+from classifiers.preprocess import MAX_DOC_TOKENS, apply_vocabulary, preprocess
 
 MATH_LABEL = "__label__math"
 NONMATH_LABEL = "__label__nonmath"
@@ -76,7 +76,7 @@ class MathClassifier:
                 f"{self.path}: trained with an older preprocessing (no formula tokens); retrain it"
             )
         self.max_tokens = int(self.card.get("preprocess", {}).get("max_doc_tokens", MAX_DOC_TOKENS))
-        # Models trained with `<unk>` see every token they do not know as `<unk>` (see train.apply_vocabulary);
+        # Models trained with `<unk>` see every token they do not know as `<unk>` (see preprocess.apply_vocabulary);
         # older ones (and models without a card) skip unknown words, as fastText does.
         unknown = self.card.get("preprocess", {}).get("unknown_token")
         self.vocabulary: frozenset[str] | None = frozenset(self.model.get_words()) if unknown else None
@@ -91,8 +91,7 @@ class MathClassifier:
         if not lines:
             return np.zeros(0, dtype=np.float32)
         if self.vocabulary is not None:
-            known = self.vocabulary
-            lines = [" ".join(t if t in known else UNKNOWN_TOKEN for t in line.split()) for line in lines]
+            lines = apply_vocabulary(lines, self.vocabulary)
         labels, probs = self.model.predict(lines, k=2, threshold=0.0)
         out = np.zeros(len(lines), dtype=np.float32)
         for i, (labs, ps) in enumerate(zip(labels, probs, strict=True)):

@@ -33,6 +33,7 @@ from classifiers.preprocess import (
     MAX_LINE_TOKENS,
     MAX_TOKEN_CHARS,
     UNKNOWN_TOKEN,
+    apply_vocabulary,
     chunk_document,
     normalize,
 )
@@ -125,17 +126,6 @@ def build_training_file(pos: list[LabelledDoc], neg: list[LabelledDoc], s: Train
         "negative_examples": len(neg_ex),
         "examples_written": len(lines),
     }
-
-
-def apply_vocabulary(lines: list[str], known: set[str]) -> list[str]:
-    """Every token of `lines` that is not in `known` becomes `<unk>` (the same rule scoring applies).
-
-    Why: fastText skips words it never saw, so a page in another language or full of unseen names was judged on
-    the few tokens left, mostly `<NUM>` (a Portuguese NASCAR table scored 0.999). As `<unk>` the unseen part
-    counts, and its weight is learned from the words that were rare in training (seen in one document only).
-    Eight page splits: 7 meet the issue's target (P >= 0.95, F1 >= 0.90) vs 1 when unseen words were skipped.
-    """
-    return [" ".join(t if t in known else UNKNOWN_TOKEN for t in line.split()) for line in lines]
 
 
 def _resample(items: list[str], n: int, rng: random.Random) -> list[str]:

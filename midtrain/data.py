@@ -2,10 +2,11 @@
 
 Documents (each ending in EOS) are concatenated in blend order and cut into windows of seq_len + 1 tokens with
 stride seq_len (inputs = window[:-1], targets = window[1:]). The stream position (document index, offset in it)
-is the whole data state, so a checkpoint restores it exactly. With intra-document attention, the target of a
-document's last token (its EOS) is the next document's first token, which that position cannot see: it is set to
-IGNORE_INDEX (Megatron's `eod_mask_loss`), so no step trains on a prediction across a document boundary. Every rank walks the same stream and keeps only its
+is the whole data state, so a checkpoint restores it exactly. Every rank walks the same stream and keeps only its
 own rows: walking is cheap (memmapped slices are views), and any number of ranks sees the same global batches.
+With intra-document attention, the target of a document's last token (its EOS) is the next document's first
+token, which that position cannot see: it is set to IGNORE_INDEX (Megatron's `eod_mask_loss`), so no step trains
+on a prediction across a document boundary.
 """
 
 from __future__ import annotations

@@ -145,9 +145,9 @@ class IndexedDataset:
             # The usual layout (ours, and megatron's without sentence splitting): sizes and offsets are read
             # from the memory-mapped index, so a rank holds no per-document arrays of its own.
             self.sizes: np.ndarray = self.sequence_lengths
-            self._pointers: np.ndarray | None = self.sequence_pointers
-            self.offsets: np.ndarray = self.sequence_pointers  # in bytes here; see _offset()
-            end = int(self.sequence_pointers[-1]) // self.dtype.itemsize + int(self.sizes[-1]) if n_seq else 0
+            self._offsets: np.ndarray = self.sequence_pointers
+            self._offset_unit = self.dtype.itemsize  # byte pointers -> token offsets
+            end = 0
             for lo in range(0, n_seq, _CHECK_BLOCK):  # blockwise: no index-sized temporaries
                 block = self.sequence_pointers[lo : lo + _CHECK_BLOCK] // self.dtype.itemsize
                 end = max(end, int((block + self.sequence_lengths[lo : lo + _CHECK_BLOCK]).max()))
@@ -161,9 +161,9 @@ class IndexedDataset:
             starts = (
                 self.sequence_pointers[safe_first] // self.dtype.itemsize if n_seq else np.zeros_like(first)
             )
-            self._pointers = None
-            self.offsets = np.where(has_seq, starts, seq_cum[-1]).astype(np.int64)
-            end = int((self.offsets + self.sizes).max()) if len(self.sizes) else 0
+            self._offsets = np.where(has_seq, starts, seq_cum[-1]).astype(np.int64)
+            self._offset_unit = 1
+            end = int((self._offsets + self.sizes).max()) if len(self.sizes) else 0
         if end > len(self._tokens):
             raise IndexFormatError(
                 f"{self.bin_path}: truncated data ({len(self._tokens)} tokens, the index needs {end})"
@@ -171,9 +171,7 @@ class IndexedDataset:
 
     def _offset(self, i: int) -> int:
         """Token offset of document i in the .bin file."""
-        if self._pointers is not None:
-            return int(self._pointers[i]) // self.dtype.itemsize
-        return int(self.offsets[i])
+        return int(self._offsets[i]) // self._offset_unit
 
     def __getstate__(self) -> dict[str, Any]:
         # DataLoader workers get the path and reopen the memmaps, not a copy of the tokens.

@@ -229,10 +229,9 @@ class BlendedDocuments:
     def _cached(self, cache_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The index from `cache_dir` (memory-mapped), built and saved first by whichever process gets the lock."""
         cache_dir.mkdir(parents=True, exist_ok=True)
-        stem = cache_dir / f"blend-{self.cache_key()}"
-        names = ("source", "doc", "size")
-        paths = [stem.with_name(f"{stem.name}.{name}.npy") for name in names]
-        with open(stem.with_name(f"{stem.name}.lock"), "w") as lock:
+        stem = f"blend-{self.cache_key()}"
+        paths = [cache_dir / f"{stem}.{name}.npy" for name in ("source", "doc", "size")]
+        with open(cache_dir / f"{stem}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # other ranks wait here while the first one builds
             if not all(p.exists() for p in paths):
                 for path, array in zip(paths, self._build(), strict=True):
@@ -240,7 +239,7 @@ class BlendedDocuments:
                     with open(tmp, "wb") as handle:
                         np.save(handle, array)
                     os.replace(tmp, path)
-                log.info("mixture %s: blend index saved to %s.*.npy", self.config.name, stem)
+                log.info("mixture %s: blend index saved to %s/%s.*.npy", self.config.name, cache_dir, stem)
         arrays = [np.load(p, mmap_mode="r") for p in paths]
         return arrays[0], arrays[1], arrays[2]
 
