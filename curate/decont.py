@@ -4,6 +4,12 @@ Both sides are normalised the same way (NFKC, case, whitespace, punctuation, LaT
 into word/number tokens (`curate.dedup_text`). Benchmark n-grams are kept as sorted 64-bit hashes (one array per
 index, a few bytes per n-gram), so the full set of benchmarks fits in memory and a lookup is one `searchsorted`.
 Each field of a record is indexed alone and all fields read in a row (story then question for SVAMP/ASDiv).
+
+Problems shorter than one n-gram (`Solve the equation $2^{5x-1}=30$.`) are matched whole: the first
+`short_min_tokens` of them are a key, and a key hit counts only when the whole problem follows in the document.
+The statement is the record's problem fields read in a row (a SVAMP story and its question together), and it
+qualifies only with 3 prose words and a number or LaTeX command: "What is the area of the shaded region?" names
+no problem in particular, and a question without its story ("How many groups of 3 can you make?") neither.
 """
 
 from __future__ import annotations
@@ -38,7 +44,10 @@ TEXT_FIELDS = (
     "final_answer",
     "options",
 )  # in reading order: SVAMP / ASDiv put the story in `Body` and the question after it
+# Fields that state a problem (a short one is matched whole; answers and solutions only by n-grams).
+PROBLEM_FIELDS = ("context", "Body", "body", "problem", "question", "Question", "prompt")
 BENCH_SUFFIXES = (".jsonl",)
+SHORT_MIN_TOKENS = 8
 # LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
 _DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
 
@@ -49,8 +58,8 @@ class Overlap:
 
     benchmark: str
     item: int  # 0-based line of the record in its benchmark file
-    n_matched: int  # matched n-gram positions in the document
-    ngrams: list[str] = field(default_factory=list)  # a few matched n-grams (normalised tokens)
+    n_matched: int  # matched n-gram positions in the document (a short problem matched whole counts 1)
+    ngrams: list[str] = field(default_factory=list)  # a few matched n-grams (or whole short problems)
 
     def to_dict(self) -> dict:
         return {
@@ -88,13 +97,23 @@ def prose_ngrams(tokens: list[str], ngram: int, min_words: int) -> tuple[np.ndar
     A prose word has two or more letters and is not a LaTeX command: n-grams made only of formula pieces
     (`sqrt 3 r 1 r 2 ...`) are common to unrelated pages and would be false hits.
     """
-    codes = _token_codes(tokens)
+    return _prose_ngrams(_token_codes(tokens), ngram, min_words)
+
+
+def _prose_ngrams(codes: np.ndarray, ngram: int, min_words: int) -> tuple[np.ndarray, np.ndarray]:
     hashes = ngram_hashes(codes, ngram)
     if not len(hashes) or min_words <= 0:
         return hashes, np.arange(len(hashes))
     csum = np.concatenate([[0], np.cumsum(codes & np.uint64(1), dtype=np.int64)])
     keep = np.nonzero(csum[ngram:] - csum[: len(hashes)] >= min_words)[0]
     return hashes[keep], keep
+
+
+def _is_specific(tokens: list[str], codes: np.ndarray, min_words: int) -> bool:
+    """A short problem worth matching whole: enough prose words to be a sentence, and a number or a LaTeX
+    command (a lone letter such as the `s` of `Fred's` does not make "How many ... in a block?" specific)."""
+    prose = int((codes & np.uint64(1)).sum())
+    return prose >= min_words and any(t[0].isdigit() or t[0] == "\\" for t in tokens)
 
 
 def record_texts(record: dict) -> list[str]:
@@ -107,6 +126,11 @@ def record_texts(record: dict) -> list[str]:
         if isinstance(value, str) and value.strip() and value.strip() != "None":
             out.append(value)
     return out
+
+
+def problem_texts(record: dict) -> list[str]:
+    """The problem statement fields of one record (strings only), in reading order."""
+    return [v for k in PROBLEM_FIELDS if isinstance(v := record.get(k), str) and v.strip()]
 
 
 def benchmark_files(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
@@ -130,16 +154,27 @@ def benchmark_files(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
 
 
 class BenchmarkIndex:
-    """Sorted n-gram hashes of benchmark records, with the record each n-gram came from."""
+    """Sorted n-gram hashes of benchmark records, with the record each n-gram came from; plus the problems
+    shorter than one n-gram, keyed by their first `short_min_tokens` tokens (0 turns whole matching off)."""
 
-    def __init__(self, paths: Sequence[str | Path], ngram: int = 13, min_words: int = 3):
+    def __init__(
+        self,
+        paths: Sequence[str | Path],
+        ngram: int = 13,
+        min_words: int = 3,
+        short_min_tokens: int = SHORT_MIN_TOKENS,
+    ):
         if ngram < 1:
             raise ValueError(f"ngram must be >= 1, got {ngram}")
-        self.ngram, self.min_words = ngram, min_words
+        self.ngram, self.min_words, self.short_min = ngram, min_words, short_min_tokens
         self.records: list[tuple[str, int]] = []  # record id -> (benchmark name, line)
         self.benchmarks: Counter = Counter()  # benchmark -> records read
-        self.too_short: Counter = Counter()  # benchmark -> records with no n-gram (all fields < ngram tokens)
+        self.too_short: Counter = (
+            Counter()
+        )  # benchmark -> records with no n-gram and no problem matched whole
+        self.matched_whole: Counter = Counter()  # benchmark -> records with a short problem matched whole
         hashes, owners = [], []
+        short: list[tuple[int, int, int, int]] = []  # (key hash, whole hash, length, record)
         for name, path in benchmark_files(paths):
             for line_no, record in _read_jsonl(path):
                 texts = record_texts(record)
@@ -147,18 +182,38 @@ class BenchmarkIndex:
                     texts.append("\n".join(texts))
                 grams = [prose_ngrams(decont_tokens(t), ngram, min_words)[0] for t in texts]
                 grams = [g for g in grams if len(g)]
+                wholes = self._short_problems(record)
                 self.benchmarks[name] += 1
-                if not grams:
+                if not grams and not wholes:
                     self.too_short[name] += 1
                     continue
-                uniq = np.unique(np.concatenate(grams))
-                hashes.append(uniq)
-                owners.append(np.full(len(uniq), len(self.records), dtype=np.int32))
+                rec = len(self.records)
                 self.records.append((name, line_no))
+                if grams:
+                    uniq = np.unique(np.concatenate(grams))
+                    hashes.append(uniq)
+                    owners.append(np.full(len(uniq), rec, dtype=np.int32))
+                if wholes:
+                    self.matched_whole[name] += 1
+                    short.extend((key, whole, length, rec) for key, whole, length in wholes)
         all_hashes = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64)
         all_owners = np.concatenate(owners) if owners else np.empty(0, dtype=np.int32)
         order = np.argsort(all_hashes, kind="stable")
         self.hashes, self.owners = all_hashes[order], all_owners[order]
+        short.sort()
+        self.short_keys = np.array([s[0] for s in short], dtype=np.uint64)
+        self.short_wholes = [(whole, length, rec) for _, whole, length, rec in short]
+
+    def _short_problems(self, record: dict) -> list[tuple[int, int, int]]:
+        """(key hash, whole hash, length) of the record's problem statement (its problem fields read in a row)
+        when it is shorter than one n-gram and matched whole; else []."""
+        parts = list(dict.fromkeys(problem_texts(record)))  # AMC / AIME repeat the problem as the question
+        tokens = decont_tokens("\n".join(parts)) if self.short_min else []
+        codes = _token_codes(tokens)
+        if not (self.short_min <= len(codes) < self.ngram and _is_specific(tokens, codes, self.min_words)):
+            return []
+        key = int(ngram_hashes(codes[: self.short_min], self.short_min)[0])
+        return [(key, int(ngram_hashes(codes, len(codes))[0]), len(codes))]
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -166,27 +221,42 @@ class BenchmarkIndex:
     def find(self, text: str, max_ngrams: int = 5) -> list[Overlap]:
         """Overlaps of `text` with benchmark records (empty list when clean), most matched first."""
         tokens = decont_tokens(text)
-        grams, starts = prose_ngrams(tokens, self.ngram, self.min_words)
-        if not len(grams) or not len(self.hashes):
-            return []
-        lo = np.searchsorted(self.hashes, grams, side="left")
-        found = np.flatnonzero(self.hashes[np.minimum(lo, len(self.hashes) - 1)] == grams)
-        if not len(found):
-            return []
-        hi = np.zeros_like(lo)
-        hi[found] = np.searchsorted(self.hashes, grams[found], side="right")
-        by_record: dict[int, list[int]] = {}
-        for i in found.tolist():
-            pos = int(starts[i])
-            for rec in self.owners[lo[i] : hi[i]].tolist():
-                by_record.setdefault(rec, []).append(pos)
+        codes = _token_codes(tokens)
+        by_record: dict[int, list[tuple[int, int]]] = {}  # record -> (start, length) of each match
+        grams, starts = _prose_ngrams(codes, self.ngram, self.min_words)
+        if len(grams) and len(self.hashes):
+            lo = np.searchsorted(self.hashes, grams, side="left")
+            found = np.flatnonzero(self.hashes[np.minimum(lo, len(self.hashes) - 1)] == grams)
+            if len(found):
+                hi = np.searchsorted(self.hashes, grams[found], side="right")
+                for i, end in zip(found.tolist(), hi.tolist(), strict=True):
+                    for rec in self.owners[lo[i] : end].tolist():
+                        by_record.setdefault(rec, []).append((int(starts[i]), self.ngram))
+        if len(self.short_keys) and len(codes) >= self.short_min:
+            self._find_whole(codes, by_record)
         out = []
-        for rec, pos_list in by_record.items():
+        for rec, matches in by_record.items():
             name, line = self.records[rec]
-            shown = [" ".join(tokens[p : p + self.ngram]) for p in pos_list[:max_ngrams]]
-            out.append(Overlap(benchmark=name, item=line, n_matched=len(pos_list), ngrams=shown))
+            shown = [" ".join(tokens[p : p + n]) for p, n in matches[:max_ngrams]]
+            out.append(Overlap(benchmark=name, item=line, n_matched=len(matches), ngrams=shown))
         out.sort(key=lambda o: (-o.n_matched, o.benchmark, o.item))
         return out
+
+    def _find_whole(self, codes: np.ndarray, by_record: dict[int, list[tuple[int, int]]]) -> None:
+        """Short problems that occur whole in the document: a key hit, then the whole hash checked."""
+        keys = ngram_hashes(codes, self.short_min)
+        lo = np.searchsorted(self.short_keys, keys, side="left")
+        hit = np.flatnonzero(self.short_keys[np.minimum(lo, len(self.short_keys) - 1)] == keys)
+        for pos in hit.tolist():
+            j = int(lo[pos])
+            while j < len(self.short_keys) and self.short_keys[j] == keys[pos]:
+                whole, length, rec = self.short_wholes[j]
+                if (
+                    pos + length <= len(codes)
+                    and int(ngram_hashes(codes[pos : pos + length], length)[0]) == whole
+                ):
+                    by_record.setdefault(rec, []).append((pos, length))
+                j += 1
 
 
 def _read_jsonl(path: Path):
@@ -207,14 +277,17 @@ _INDEX_CACHE: dict[tuple, BenchmarkIndex] = {}
 
 
 def load_index(
-    benchmarks: Sequence[str | Path] | BenchmarkIndex, ngram: int = 13, min_words: int = 3
+    benchmarks: Sequence[str | Path] | BenchmarkIndex,
+    ngram: int = 13,
+    min_words: int = 3,
+    short_min_tokens: int = SHORT_MIN_TOKENS,
 ) -> BenchmarkIndex:
     """A BenchmarkIndex for these paths (built once per process and reused)."""
     if isinstance(benchmarks, BenchmarkIndex):
         return benchmarks
-    key = (tuple(str(Path(p).resolve()) for p in benchmarks), ngram, min_words)
+    key = (tuple(str(Path(p).resolve()) for p in benchmarks), ngram, min_words, short_min_tokens)
     if key not in _INDEX_CACHE:
-        _INDEX_CACHE[key] = BenchmarkIndex(list(benchmarks), ngram, min_words)
+        _INDEX_CACHE[key] = BenchmarkIndex(list(benchmarks), ngram, min_words, short_min_tokens)
     return _INDEX_CACHE[key]
 
 
@@ -224,9 +297,10 @@ def find_overlaps(
     ngram: int = 13,
     max_ngrams: int = 5,
     min_words: int = 3,
+    short_min_tokens: int = SHORT_MIN_TOKENS,
 ) -> list[list[Overlap]]:
     """For each text, its overlaps with benchmark records (an empty list for a clean text)."""
-    index = load_index(benchmarks, ngram, min_words)
+    index = load_index(benchmarks, ngram, min_words, short_min_tokens)
     return [index.find(t or "", max_ngrams=max_ngrams) for t in texts]
 
 
@@ -248,6 +322,7 @@ class DecontFilter(BaseFilter):
         report_folder: str | Path | None = None,
         exclusion_writer=None,
         min_words: int = 3,
+        short_min_tokens: int = SHORT_MIN_TOKENS,
     ):
         super().__init__(exclusion_writer=exclusion_writer)
         if mode not in ("remove", "flag"):
@@ -257,11 +332,13 @@ class DecontFilter(BaseFilter):
         self.ngram = ngram
         self.mode = mode
         self.min_words = min_words
+        self.short_min_tokens = short_min_tokens
         self.report_folder = Path(report_folder) if report_folder else None
         self._report: TextIO | None = None
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
-        overlaps = load_index(self.benchmarks, self.ngram, self.min_words).find(doc.text or "")
+        index = load_index(self.benchmarks, self.ngram, self.min_words, self.short_min_tokens)
+        overlaps = index.find(doc.text or "")
         names = sorted({o.benchmark for o in overlaps})
         doc.metadata["contaminated"] = bool(overlaps)
         doc.metadata["decont_benchmarks"] = ",".join(names)

@@ -37,6 +37,11 @@ class Config(BaseModel):
     min_words: int = Field(
         3, ge=0, description="n-grams need this many prose words (formula-only ones skipped)"
     )
+    short_min_tokens: int = Field(
+        8,
+        ge=0,
+        description="problems shorter than one n-gram are matched whole from this many tokens (0: off)",
+    )
     mode: Literal["remove", "flag"] = Field(
         "remove", description="remove contaminated docs or only flag them"
     )
@@ -58,9 +63,8 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
 
     out_dir, start = Path(out_dir), time.time()
     files = document_files(inputs)
-    index = BenchmarkIndex(
-        benchmarks, config.ngram, config.min_words
-    )  # also: a missing file fails here, named
+    # also: a missing file fails here, named
+    index = BenchmarkIndex(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
     work = out_dir / "work"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
     rejects = build_rejects_writer(out_dir / "rejects", "${rank}.parquet") if config.write_rejects else None
@@ -71,6 +75,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         work / "report",
         exclusion_writer=rejects,
         min_words=config.min_words,
+        short_min_tokens=config.short_min_tokens,
     )
     pipeline = [
         *build_readers(files, work),
@@ -90,6 +95,9 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
             "flagged": sum(hits.values()) if config.mode == "flag" else 0,
             "hits_per_benchmark": dict(sorted(hits.items())),
             "benchmark_records": dict(sorted(index.benchmarks.items())),
+            # records found only whole (short problems), and records the rules cannot find at all
+            "benchmark_records_matched_whole": dict(sorted(index.matched_whole.items())),
+            "benchmark_records_unmatchable": dict(sorted(index.too_short.items())),
             "report": str(out_dir / "contamination.jsonl"),
         }
     )
@@ -111,14 +119,20 @@ def _merge_report(report_dir: Path, out_path: Path) -> Counter:
     return hits
 
 
-def check_prompts(prompt_files: list[str], evals: list[str], ngram: int = 13, min_words: int = 3) -> dict:
+def check_prompts(
+    prompt_files: list[str],
+    evals: list[str],
+    ngram: int = 13,
+    min_words: int = 3,
+    short_min_tokens: int = 8,
+) -> dict:
     """Overlaps of RL prompt sets (JSONL; `prompt` / `problem` / `question` fields) with eval sets.
 
     Returns {"prompts": N, "contaminated": K, "hits_per_benchmark": {...}, "rows": [{file, line, overlaps}]}.
     """
     from curate.decont import BenchmarkIndex, benchmark_files, record_texts
 
-    index = BenchmarkIndex(evals, ngram, min_words)
+    index = BenchmarkIndex(evals, ngram, min_words, short_min_tokens)
     rows: list[dict] = []
     hits: Counter = Counter()
     total = 0

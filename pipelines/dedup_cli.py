@@ -68,6 +68,11 @@ def decont(
         None, "--benchmarks", help="benchmark JSONL files or folders (repeat)"
     ),
     ngram: int = typer.Option(13, "--ngram", help="n-gram size in word/number tokens"),
+    short_min_tokens: int = typer.Option(
+        8,
+        "--short-min-tokens",
+        help="problems shorter than one n-gram are matched whole from this many tokens (0: off)",
+    ),
     flag: bool = typer.Option(False, "--flag", help="keep contaminated documents, only flag them"),
     workers: int = typer.Option(2, "--workers", help="datatrove tasks run in parallel"),
     check: list[Path] = typer.Option(
@@ -78,7 +83,7 @@ def decont(
     ),
 ) -> None:
     """Remove (or flag) documents sharing an n-gram with benchmark problems/solutions, after normalising case,
-    whitespace and LaTeX spacing.
+    whitespace and LaTeX spacing. Problems shorter than one n-gram are matched whole (see --short-min-tokens).
 
     Reads Parquet/JSONL documents and benchmark JSONL (GSM8K, MATH, MATH500, AIME, AMC, OlympiadBench, ...).
     Writes OUT/data/*.parquet (survivors, plus `contaminated` and `decont_benchmarks`), OUT/summary.json
@@ -87,7 +92,7 @@ def decont(
     set and writes the full report to -o (a JSON file) when given; exits 1 when any prompt is contaminated.
     """
     if check:
-        _check(check, against or [], ngram, output)
+        _check(check, against or [], ngram, short_min_tokens, output)
         return
     if not inputs or output is None or not benchmarks:
         fail("give INPUT..., -o OUT and --benchmarks DIR (or --check PROMPTS --against EVALS)")
@@ -95,7 +100,12 @@ def decont(
     from pipelines.decont import Config, run_decont
     from pipelines.executors import ExecutorConfig
 
-    config = Config(ngram=ngram, mode="flag" if flag else "remove", benchmarks=[str(b) for b in benchmarks])
+    config = Config(
+        ngram=ngram,
+        short_min_tokens=short_min_tokens,
+        mode="flag" if flag else "remove",
+        benchmarks=[str(b) for b in benchmarks],
+    )
     executor = ExecutorConfig(tasks=max(1, workers), workers=max(1, workers))
     try:
         summary = run_decont(config, [str(p) for p in inputs], output, executor, config.benchmarks)
@@ -107,14 +117,16 @@ def decont(
     console.print(f"wrote {output}/data/*.parquet, {output}/summary.json and {output}/contamination.jsonl")
 
 
-def _check(prompts: list[Path], evals: list[Path], ngram: int, output: Path | None) -> None:
+def _check(prompts: list[Path], evals: list[Path], ngram: int, short_min: int, output: Path | None) -> None:
     from pipelines.decont import check_prompts
 
     if not evals:
         fail("--check needs --against EVALS (eval JSONL files or folders)")
         return
     try:
-        report = check_prompts([str(p) for p in prompts], [str(e) for e in evals], ngram)
+        report = check_prompts(
+            [str(p) for p in prompts], [str(e) for e in evals], ngram, short_min_tokens=short_min
+        )
     except (FileNotFoundError, ValueError) as err:
         fail(str(err))
         return

@@ -75,6 +75,22 @@ def test_fields_per_benchmark_and_formula_only_ngrams_ignored(bench_dir: Path) -
     )
 
 
+def test_short_problems_are_matched_whole_and_only_whole(tmp_path: Path) -> None:
+    short = {"problem": "What is $\\sqrt{53}$ in simplest radical form?", "answer": "\\sqrt{53}"}
+    bare = {"problem": "What is the area of the shaded region in square units?"}  # no number: not specific
+    story = {"Body": "Paul had 115 books and 20 pens.", "Question": "How many books did he sell in all?"}
+    index = BenchmarkIndex([_write(tmp_path / "b" / "test.jsonl", [short, bare, story])])
+    assert index.matched_whole["b/test"] == 1 and index.too_short["b/test"] == 1  # story: 13-grams
+    page = "Forum.\nWHAT is $ \\sqrt{53} $ in  simplest RADICAL form?\nThanks."
+    [hit] = index.find(page)
+    assert (hit.item, hit.n_matched, hit.ngrams) == (0, 1, ["what is \\sqrt 53 in simplest radical form"])
+    assert index.find("What is $\\sqrt{53}$ in simplest terms?") == []  # the key alone is not enough
+    assert index.find("What is $\\sqrt{54}$ in simplest radical form?") == []
+    assert index.find("What is the area of the shaded region in square units?") == []
+    assert index.find("Paul had 115 books and 20 pens.") == []  # a story without its question
+    assert BenchmarkIndex([tmp_path / "b"], short_min_tokens=0).find(page) == []
+
+
 def test_missing_benchmark_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="nope.jsonl"):
         benchmark_files([tmp_path / "nope.jsonl"])
