@@ -60,6 +60,7 @@ class Overlap:
     item: int  # 0-based line of the record in its benchmark file
     n_matched: int  # matched n-gram positions in the document (a short problem matched whole counts 1)
     ngrams: list[str] = field(default_factory=list)  # a few matched n-grams (or whole short problems)
+    whole: int = 0  # of n_matched, the places where the record's short problem occurs whole
 
     def to_dict(self) -> dict:
         return {
@@ -67,6 +68,7 @@ class Overlap:
             "item": self.item,
             "n_matched": self.n_matched,
             "ngrams": self.ngrams,
+            "whole": self.whole,
         }
 
 
@@ -238,7 +240,8 @@ class BenchmarkIndex:
         for rec, matches in by_record.items():
             name, line = self.records[rec]
             shown = [" ".join(tokens[p : p + n]) for p, n in matches[:max_ngrams]]
-            out.append(Overlap(benchmark=name, item=line, n_matched=len(matches), ngrams=shown))
+            whole = sum(n != self.ngram for _, n in matches)
+            out.append(Overlap(name, line, n_matched=len(matches), ngrams=shown, whole=whole))
         out.sort(key=lambda o: (-o.n_matched, o.benchmark, o.item))
         return out
 

@@ -76,7 +76,8 @@ def check_overlap(
     ngram: int = 13,
     min_fraction: float = 0.5,
 ) -> tuple[list[dict[str, str]], dict[str, Any]]:
-    """Drop (or refuse, or only report) prompts that are eval problems: 13-gram hits over >= min_fraction of them.
+    """Drop (or refuse, or only report) prompts that are eval problems: 13-gram hits over >= min_fraction of them,
+    or an eval problem too short for a 13-gram found whole in them.
 
     A bare 13-gram hit is not enough: competition boilerplate ("where m and n are relatively prime positive
     integers. Find m+n") is shared by unrelated problems (187 of MATH8K's 8,521 prompts hit AIME24 that way).
@@ -93,7 +94,8 @@ def check_overlap(
     bad = []
     for i in any_hit:
         positions = max(1, len(decont_tokens(texts[i])) - ngram + 1)
-        if max(o.n_matched for o in hits[i]) / positions >= min_fraction:
+        # a short eval problem found whole in the prompt is that problem, whatever else the prompt says
+        if any(o.whole for o in hits[i]) or max(o.n_matched for o in hits[i]) / positions >= min_fraction:
             bad.append(i)
     report = {
         "checked": True,

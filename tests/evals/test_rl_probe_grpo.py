@@ -70,6 +70,18 @@ def test_overlapping_prompts_are_dropped_or_refused(tmp_path):
         raise AssertionError("fail policy did not refuse a contaminated prompt set")
 
 
+def test_a_short_eval_problem_inside_a_longer_prompt_is_dropped(tmp_path):
+    short = "What is $\\sqrt{53}$ in simplest radical form?"  # 8 tokens: no 13-gram to match
+    evals = tmp_path / "math500" / "test.jsonl"
+    _write_jsonl(evals, [{"problem": short, "answer": "\\sqrt{53}"}])
+    prompts = [
+        {"question": short + " Put the final answer in a box and explain every step you take.", "answer": "x"},
+        {"question": "What is $\\sqrt{54}$ in simplest radical form? Put it in a box.", "answer": "x"},
+    ]
+    kept, report = check_overlap(prompts, [evals], "drop")
+    assert report["overlapping_prompts"] == 1 and kept == prompts[1:]
+
+
 def test_grpo_probe_runs_a_few_steps_and_logs_validation(tiny_model_dir, tmp_path):
     prompts, bench = _probe_inputs(tmp_path)
     config = ProbeConfig(
