@@ -82,8 +82,10 @@ def decont(
         None, "--against", help="eval sets the --check prompts are checked against"
     ),
 ) -> None:
-    """Remove (or flag) documents sharing an n-gram with benchmark problems/solutions, after normalising case,
-    whitespace and LaTeX spacing. Problems shorter than one n-gram are matched whole (see --short-min-tokens).
+    """Remove (or flag) documents sharing an n-gram, or a whole short problem, with benchmark sets.
+
+    Both sides are normalised (case, whitespace, LaTeX spacing) first. Problems shorter than one n-gram are
+    matched whole (see --short-min-tokens).
 
     Reads Parquet/JSONL documents and benchmark JSONL (GSM8K, MATH, MATH500, AIME, AMC, OlympiadBench, ...).
     Writes OUT/data/*.parquet (survivors, plus `contaminated` and `decont_benchmarks`), OUT/summary.json
