@@ -156,7 +156,12 @@ def _forecast_all(
     curves = [c for c in load_curves(path, compute_column=compute_column) if not column or column in c.name]
     if not curves:
         fail(f"no accuracy curve in {path} (a CSV with a Step column, or a probe folder with validation.csv)")
+    short = [c.name for c in curves if len(c.x) < 3]
+    if short:
+        console.print(f"skipped {len(short)} run(s) with fewer than 3 points: {', '.join(short[:5])}")
     curves = [c for c in curves if len(c.x) >= 3]
+    if not curves:
+        fail(f"no curve in {path} has 3 points or more to fit")
     # Runs of one CSV are forecast together (forecast_curves pools the gain prior over them).
     pairs = forecast_curves(curves, fit_fraction, target, skip_fraction, n_boot)
     return [

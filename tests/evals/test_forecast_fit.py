@@ -95,6 +95,19 @@ def test_forecast_cli_json_prints_run_predicted_actual(tmp_path):
         assert r["predicted_final"] == pytest.approx(r["actual_final"], abs=0.03)
 
 
+def test_forecast_cli_skips_short_runs_and_names_a_file_with_none_to_fit(tmp_path):
+    from mathmix.cli import app
+
+    path = tmp_path / "curves.csv"
+    path.write_text("Step,a,b\n0,0.1,\n10,0.2,x\n20,nan,0.3\n30,0.35,0.31\n")
+    result = CliRunner().invoke(app, ["eval", "forecast", str(path), "--json"])
+    assert result.exit_code == 0 and [r["run"] for r in json.loads(result.stdout)] == ["a"]
+    assert "fewer than 3 points: b" in result.stderr
+    path.write_text("foo,bar\n1,2\n")
+    result = CliRunner().invoke(app, ["eval", "forecast", str(path)])
+    assert result.exit_code == 2 and "no curve in" in result.stderr and "3 points" in result.stderr
+
+
 def test_forecast_never_sees_past_the_fit_fraction(shared_data):
     """Scrambling every curve's unseen part (its own and its siblings') changes no forecast, only the actuals."""
     curves = load_curves(shared_data / "rl_curves" / "analysis_data_quality" / "acc_math500.csv")

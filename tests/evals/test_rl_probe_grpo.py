@@ -75,7 +75,10 @@ def test_a_short_eval_problem_inside_a_longer_prompt_is_dropped(tmp_path):
     evals = tmp_path / "math500" / "test.jsonl"
     _write_jsonl(evals, [{"problem": short, "answer": "\\sqrt{53}"}])
     prompts = [
-        {"question": short + " Put the final answer in a box and explain every step you take.", "answer": "x"},
+        {
+            "question": short + " Put the final answer in a box and explain every step you take.",
+            "answer": "x",
+        },
         {"question": "What is $\\sqrt{54}$ in simplest radical form? Put it in a box.", "answer": "x"},
     ]
     kept, report = check_overlap(prompts, [evals], "drop")
