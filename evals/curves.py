@@ -16,7 +16,22 @@ import numpy as np
 # Columns that are never a curve of their own: W&B's min/max bands and bookkeeping.
 _SKIP_SUFFIXES = ("__MIN", "__MAX", "__step")
 # Columns that are not accuracies (the forecast fits accuracies; lengths are tracked, not forecast).
-_NOT_ACCURACY = ("length", "compute", "tokens", "rollouts", "reward", "truncated", "seconds", "loss", "epoch")
+_NOT_ACCURACY = (
+    "length",
+    "compute",
+    "tokens",
+    "rollouts",
+    "reward",
+    "truncated",
+    "seconds",
+    "loss",
+    "epoch",
+    "time",  # W&B's Wall Time / Relative Time / _runtime / _timestamp
+    "global_step",
+    "learning_rate",
+    "grad_norm",
+    "entropy",
+)
 
 
 @dataclass
@@ -31,7 +46,8 @@ class Curve:
 
 def is_accuracy_column(name: str) -> bool:
     """True for a column that holds an accuracy/score curve (not a length, loss or compute column)."""
-    low = name.lower()
+    # W&B names a column "RUN - metric": only the metric says what it holds (a run may be called *_long_time).
+    low = name.rsplit(" - ", 1)[-1].lower()
     return not any(word in low for word in _NOT_ACCURACY)
 
 

@@ -108,6 +108,16 @@ def test_forecast_cli_skips_short_runs_and_names_a_file_with_none_to_fit(tmp_pat
     assert result.exit_code == 2 and "no curve in" in result.stderr and "3 points" in result.stderr
 
 
+def test_wandb_export_reads_only_accuracy_columns(tmp_path):
+    path = tmp_path / "export.csv"
+    header = '"Step","Wall Time","grpo_long_time - val/acc","grpo_long_time - val/acc__MIN","grpo - val/response_length"'
+    path.write_text(
+        header + "\n" + "\n".join(f"{s},{1e9 + s},{s / 100},{s / 200},{300 + s}" for s in range(5))
+    )
+    [curve] = read_curves_csv(path)
+    assert curve.name == "grpo_long_time - val/acc" and list(curve.y) == [0.0, 0.01, 0.02, 0.03, 0.04]
+
+
 def test_forecast_never_sees_past_the_fit_fraction(shared_data):
     """Scrambling every curve's unseen part (its own and its siblings') changes no forecast, only the actuals."""
     curves = load_curves(shared_data / "rl_curves" / "analysis_data_quality" / "acc_math500.csv")
