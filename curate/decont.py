@@ -166,14 +166,13 @@ class BenchmarkIndex:
         min_words: int = 3,
         short_min_tokens: int = SHORT_MIN_TOKENS,
     ):
-        if ngram < 1:
-            raise ValueError(f"ngram must be >= 1, got {ngram}")
+        if ngram < 1 or short_min_tokens < 0:
+            raise ValueError(f"need ngram >= 1 and short_min_tokens >= 0, got {ngram} and {short_min_tokens}")
         self.ngram, self.min_words, self.short_min = ngram, min_words, short_min_tokens
         self.records: list[tuple[str, int]] = []  # record id -> (benchmark name, line)
         self.benchmarks: Counter = Counter()  # benchmark -> records read
-        self.too_short: Counter = (
-            Counter()
-        )  # benchmark -> records with no n-gram and no problem matched whole
+        # benchmark -> records with no n-gram and no short problem to match whole (no rule can find them)
+        self.too_short: Counter = Counter()
         self.matched_whole: Counter = Counter()  # benchmark -> records with a short problem matched whole
         hashes, owners = [], []
         short: list[tuple[int, int, int, int]] = []  # (key hash, whole hash, length, record)
@@ -184,9 +183,9 @@ class BenchmarkIndex:
                     texts.append("\n".join(texts))
                 grams = [prose_ngrams(decont_tokens(t), ngram, min_words)[0] for t in texts]
                 grams = [g for g in grams if len(g)]
-                wholes = self._short_problems(record)
+                whole = self._short_problem(record)
                 self.benchmarks[name] += 1
-                if not grams and not wholes:
+                if not grams and whole is None:
                     self.too_short[name] += 1
                     continue
                 rec = len(self.records)
@@ -195,9 +194,9 @@ class BenchmarkIndex:
                     uniq = np.unique(np.concatenate(grams))
                     hashes.append(uniq)
                     owners.append(np.full(len(uniq), rec, dtype=np.int32))
-                if wholes:
+                if whole is not None:
                     self.matched_whole[name] += 1
-                    short.extend((key, whole, length, rec) for key, whole, length in wholes)
+                    short.append((*whole, rec))
         all_hashes = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64)
         all_owners = np.concatenate(owners) if owners else np.empty(0, dtype=np.int32)
         order = np.argsort(all_hashes, kind="stable")
@@ -206,16 +205,16 @@ class BenchmarkIndex:
         self.short_keys = np.array([s[0] for s in short], dtype=np.uint64)
         self.short_wholes = [(whole, length, rec) for _, whole, length, rec in short]
 
-    def _short_problems(self, record: dict) -> list[tuple[int, int, int]]:
+    def _short_problem(self, record: dict) -> tuple[int, int, int] | None:
         """(key hash, whole hash, length) of the record's problem statement (its problem fields read in a row)
-        when it is shorter than one n-gram and matched whole; else []."""
+        when it is shorter than one n-gram and qualifies for a whole match; else None."""
         parts = list(dict.fromkeys(problem_texts(record)))  # AMC / AIME repeat the problem as the question
         tokens = decont_tokens("\n".join(parts)) if self.short_min else []
         codes = _token_codes(tokens)
         if not (self.short_min <= len(codes) < self.ngram and _is_specific(tokens, codes, self.min_words)):
-            return []
+            return None
         key = int(ngram_hashes(codes[: self.short_min], self.short_min)[0])
-        return [(key, int(ngram_hashes(codes, len(codes))[0]), len(codes))]
+        return key, int(ngram_hashes(codes, len(codes))[0]), len(codes)
 
     def __len__(self) -> int:
         return len(self.hashes)
