@@ -28,17 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_minhash import load_pages  # noqa: E402
-from curate.decont import BenchmarkIndex, benchmark_files  # noqa: E402
+from curate.decont import BenchmarkIndex, benchmark_files, problem_texts  # noqa: E402
 
 EVAL_SETS = ("gsm8k/test", "math500/test", "qwen_eval/")
-PROBLEM_KEYS = (
-    "Body",
-    "body",
-    "problem",
-    "question",
-    "Question",
-    "prompt",
-)  # body before question (SVAMP, ASDiv)
 
 
 def perturb(text: str, rng: random.Random) -> str:
@@ -68,8 +60,8 @@ def planted_problems(bench: Path, n: int, rng: random.Random) -> list[tuple[str,
             continue
         for line in path.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
-            parts = [record[k] for k in PROBLEM_KEYS if isinstance(record.get(k), str) and record[k].strip()]
-            parts = list(dict.fromkeys(parts))  # AMC/AIME carry the same text as problem and question
+            # story before question (SVAMP, ASDiv); AMC/AIME carry the same text as problem and question
+            parts = list(dict.fromkeys(problem_texts(record)))
             if parts:
                 out.append((name, " ".join(parts)))
     rng.shuffle(out)
