@@ -17,6 +17,26 @@ from pipelines.stages import stage_module
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
 
 
+def stage_notes(summary: dict) -> str:
+    """A stage's key figures in a few words: its main drop reasons, and what a stage that is not about documents
+    made (tokens, losses, accuracies, held-out F1)."""
+    notes = []
+    dropped = summary.get("dropped")
+    if isinstance(dropped, dict) and dropped:
+        top = sorted(dropped.items(), key=lambda kv: -kv[1])[:2]
+        notes.append(", ".join(f"{reason} {n}" for reason, n in top) + (" ..." if len(dropped) > 2 else ""))
+    heldout = summary.get("heldout")
+    if isinstance(heldout, dict) and "f1" in heldout:
+        notes.append(f"held-out F1 {heldout['f1']:.2f}")
+    if "tokens_out" in summary:
+        notes.append(f"{summary['tokens_out']:,} tokens")
+    for name, stage in (summary.get("stages") or {}).items():
+        if isinstance(stage, dict) and "final_loss" in stage:
+            notes.append(f"{name}: {stage.get('steps', '?')} steps, loss {stage['final_loss']:.2f}")
+    notes += [f"{key[9:]} {value:.2f}" for key, value in summary.items() if key.startswith("accuracy_")]
+    return "; ".join(notes)
+
+
 def run_quickstart(output_dir: Path, recipe_path: Path | None = None) -> dict:
     """Write OUTPUT_DIR/sample, run the quickstart recipe into OUTPUT_DIR, print a table of stage outputs."""
     start = time.time()
@@ -42,6 +62,9 @@ def run_quickstart(output_dir: Path, recipe_path: Path | None = None) -> dict:
             getattr(stage_module(stage), "FOLDER", stage) + "/",
         )
     console.print(table)
+    for stage, summary in summaries.items():  # below the table: a column would wrap on a terminal of 80
+        if notes := stage_notes(summary):
+            console.print(f"  {stage}: {notes}", soft_wrap=True)
     total = round(time.time() - start, 1)
     (output_dir / "quickstart.json").write_text(
         json.dumps({"seconds": total, "stages": list(summaries)}) + "\n"

@@ -7,7 +7,7 @@ import time
 
 import pyarrow.parquet as pq
 
-from pipelines.quickstart import run_quickstart
+from pipelines.quickstart import run_quickstart, stage_notes
 
 DOCUMENT_STAGES = ("web", "dedup", "decont", "branches")
 
@@ -52,3 +52,11 @@ def test_quickstart_runs_the_whole_chain(tmp_path):
     again = run_quickstart(run)  # every stage is complete: the rerun skips them all
     assert time.time() - start < 30
     assert again["web"] == summaries["web"]
+
+
+def test_stage_notes_name_the_main_drops_and_what_was_made():
+    web = {"dropped": {"language": 1, "no_math_signal": 10, "not_html": 2}}
+    assert stage_notes(web) == "no_math_signal 10, not_html 2 ..."
+    train = {"dropped": {}, "stages": {"stable": {"steps": 48, "final_loss": 1.127}}, "docs_in": 0}
+    assert stage_notes(train) == "stable: 48 steps, loss 1.13"
+    assert stage_notes({"tokens_out": 3072, "accuracy_gsm8k": 0.25}) == "3,072 tokens; gsm8k 0.25"
