@@ -3,7 +3,8 @@
 Documents keep their ids; every other input column travels in metadata and comes back as a column of
 OUT/data/*.parquet (schema: the inputs' Parquet schema plus the stage's own columns, so every output file has
 the same columns). Rows with empty or missing text are read as a single space (and written back empty), so that
-they are counted (dedup drops them as `empty`) instead of datatrove's readers skipping them silently.
+they are counted (dedup drops them as `empty`) instead of datatrove's readers skipping them silently; a JSONL
+line that is not JSON is dropped as `bad_record` by the reader (`curate.doc_readers`).
 """
 
 from __future__ import annotations
@@ -56,10 +57,11 @@ def _read_adapter(self, data: dict, path: str, id_in_file: int | str) -> dict:
 
 def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[Any]:
     """datatrove readers for the Parquet and JSONL files (file lists written to WORK/inputs_*.txt)."""
-    from datatrove.pipeline.readers import JsonlReader, ParquetReader
+    from curate.doc_readers import CountingJsonlReader, CountingParquetReader
 
     readers = []
-    for kind, paths, cls in (("parquet", files[0], ParquetReader), ("jsonl", files[1], JsonlReader)):
+    kinds = (("parquet", files[0], CountingParquetReader), ("jsonl", files[1], CountingJsonlReader))
+    for kind, paths, cls in kinds:
         if not paths:
             continue
         root = Path(_common_root(paths))

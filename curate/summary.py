@@ -2,7 +2,8 @@
 
 Convention used by every mathmix step: a dropped document is counted with `stat_update(f"dropped_{reason}")`
 (datatrove's BaseFilter does this itself when a filter returns `(False, reason)`), the first step counts what it
-read as `docs_in` (datatrove readers count `documents`), and the writer's `total` is docs_out.
+read as `docs_in` (datatrove readers count `documents`; a stage with one reader per input format sums them), and
+the writer's `total` is docs_out.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from mathmix.cli_util import write_json
 
 DROP_PREFIX = "dropped_"
+READER_PREFIX = "📖 - READER"  # datatrove's step type for readers, the start of a step's name in its stats
 
 
 def _total(value: Any) -> float:
@@ -43,8 +45,10 @@ def summarize_logs(logging_dir: Path | str, seconds: float | None = None) -> dic
     steps = read_step_stats(logging_dir)
     if not steps:
         return {"docs_in": 0, "docs_out": 0, "dropped": {}, "seconds": seconds or 0.0}
-    first, last = steps[0][1], steps[-1][1]
-    docs_in = int(first.get("docs_in", first.get("documents", 0)))
+    last = steps[-1][1]
+    # Every leading reader counts: a stage fed Parquet and JSONL runs one reader per format, one after another.
+    readers = [labels for name, labels in steps[:-1] if name.startswith(READER_PREFIX)] or [steps[0][1]]
+    docs_in = int(sum(labels.get("docs_in", labels.get("documents", 0)) for labels in readers))
     docs_out = int(last.get("total", 0))
     dropped: Counter = Counter()
     for _, labels in steps:

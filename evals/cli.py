@@ -58,19 +58,22 @@ def bench_cmd(
     if not data_dir.is_dir():
         fail(f"benchmark folder not found: {data_dir} (--data-dir)")
     out = out or Path(f"eval-{Path(model).name or 'model'}")
-    summary = run_bench(
-        model,
-        plan,
-        data_dir,
-        out,
-        limit=limit,
-        zero_shot=zero_shot,
-        prompt_file=prompt_file,
-        seed=seed,
-        max_new_tokens=max_new_tokens,
-        backend=backend,
-        batch_size=batch_size,
-    )
+    try:
+        summary = run_bench(
+            model,
+            plan,
+            data_dir,
+            out,
+            limit=limit,
+            zero_shot=zero_shot,
+            prompt_file=prompt_file,
+            seed=seed,
+            max_new_tokens=max_new_tokens,
+            backend=backend,
+            batch_size=batch_size,
+        )
+    except ValueError as err:
+        fail(str(err))
     print_results_table(summary)
     console.print(f"results: {out}/results.json")
 

@@ -10,6 +10,24 @@ from evals.grading import truncate_at_stops
 Progress = Callable[[int], None]
 
 
+def check_model(model_path: str | Path) -> None:
+    """Fail early, naming the path, when MODEL cannot be loaded: a missing folder, or one without weights."""
+    path = Path(model_path)
+    if path.exists() and not (path / "config.json").is_file():
+        raise ValueError(f"{path}: not a Hugging Face model folder (no config.json)")
+    if not path.exists() and (str(model_path).startswith((".", "/", "~")) or path.suffix):
+        raise ValueError(f"model not found: {model_path}")
+
+
+def load_pretrained(loader, model_path: str | Path, **kwargs):
+    """`loader.from_pretrained(MODEL)`, with any failure to load reported as a ValueError naming MODEL."""
+    try:
+        return loader.from_pretrained(str(model_path), **kwargs)
+    except (OSError, ValueError, KeyError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ValueError(f"{model_path}: cannot load with transformers {loader.__name__}: {first}") from None
+
+
 class TransformersGenerator:
     """Batched greedy decoding with Hugging Face transformers (left padding; prompts cut from the left to fit)."""
 
@@ -20,12 +38,13 @@ class TransformersGenerator:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+        check_model(model_path)
+        self.tokenizer = load_pretrained(AutoTokenizer, model_path)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token or self.tokenizer.unk_token
         dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
-        self.model = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=dtype).to(self.device).eval()
+        self.model = load_pretrained(AutoModelForCausalLM, model_path, dtype=dtype).to(self.device).eval()
         self.batch_size = batch_size
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 4096) or 4096)
 

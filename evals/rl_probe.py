@@ -303,7 +303,10 @@ def run_probe(
             f"{len(train)} training prompts left after the held-out slice; need >= {config.prompts_per_step}"
         )
     math500 = load_benchmark("math500", data_dir, limit=config.math500_limit) if data_dir else None
-    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    from evals.generate import check_model, load_pretrained
+
+    check_model(model)
+    tokenizer = load_pretrained(AutoTokenizer, model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     dataset = Dataset.from_list(

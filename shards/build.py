@@ -111,7 +111,7 @@ class MegatronShardWriter(PipelineStep):
 
 def _readers(files: list[Path], list_dir: Path) -> list[PipelineStep]:
     """One datatrove reader per format over exactly `files` (a paths file), sharded across tasks by file."""
-    from datatrove.pipeline.readers import JsonlReader, ParquetReader
+    from curate.doc_readers import CountingJsonlReader, CountingParquetReader
 
     root = Path(os.path.commonpath([str(f.parent.resolve()) for f in files]))
     groups = {
@@ -126,9 +126,9 @@ def _readers(files: list[Path], list_dir: Path) -> list[PipelineStep]:
         paths_file = list_dir / f"inputs_{fmt}.txt"
         paths_file.write_text("".join(f"{f.resolve().relative_to(root)}\n" for f in group))
         if fmt == "parquet":  # read_metadata=False: only the id and text columns are read
-            readers.append(ParquetReader(str(root), paths_file=str(paths_file), read_metadata=False))
+            readers.append(CountingParquetReader(str(root), paths_file=str(paths_file), read_metadata=False))
         else:
-            readers.append(JsonlReader(str(root), paths_file=str(paths_file)))
+            readers.append(CountingJsonlReader(str(root), paths_file=str(paths_file)))
     return readers
 
 
@@ -146,7 +146,7 @@ def build_shards(
 
     `executor` is a `pipelines.executors.ExecutorConfig` (default: local, 2 tasks). Reruns skip finished tasks.
     """
-    from curate.summary import read_step_stats, summarize_logs, write_summary
+    from curate.summary import summarize_logs, write_summary
     from pipelines.executors import ExecutorConfig
 
     start = time.time()
@@ -166,13 +166,6 @@ def build_shards(
     info = {k: parts[0][k] for k in ("tokenizer", "vocab_size", "eos_id", "dtype")}
     manifest = write_manifest(out, [f for p in parts for f in p["files"]], name=name or out.name, **info)
     summary = summarize_logs(logs, seconds=time.time() - start)
-    # one reader per input format: docs_in is what all of them read, not only the first
-    steps = read_step_stats(logs)
-    summary["docs_in"] = int(sum(stats.get("documents", 0) for _, stats in steps[:-1]))
-    summary.pop("unaccounted", None)
-    missing = summary["docs_in"] - summary["docs_out"] - sum(summary["dropped"].values())
-    if missing:
-        summary["unaccounted"] = missing
     summary |= {
         "tokens": manifest["tokens"],
         "documents": manifest["documents"],

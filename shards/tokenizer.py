@@ -39,7 +39,7 @@ def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> Lo
         eos_token: the token closing each document (default: the tokenizer's eos_token).
 
     Raises:
-        ValueError: no fast (Rust) tokenizer, or no EOS token.
+        ValueError: no such tokenizer, no fast (Rust) tokenizer, or no EOS token.
     """
     folder = Path(name_or_path)
     backend: Any
@@ -52,7 +52,13 @@ def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> Lo
     else:
         from transformers import AutoTokenizer
 
-        hf = AutoTokenizer.from_pretrained(str(name_or_path))
+        try:
+            hf = AutoTokenizer.from_pretrained(str(name_or_path))
+        except OSError as err:  # not a folder, and no hub copy (cached, or reachable)
+            raise ValueError(
+                f"tokenizer not found: {name_or_path} is not a folder with tokenizer.json, and loading it as a "
+                f"Hugging Face name failed ({str(err).splitlines()[0]})"
+            ) from None
         backend = getattr(hf, "backend_tokenizer", None)
         if backend is None:
             raise ValueError(f"{name_or_path}: no fast tokenizer (tokenizer.json) to shard with")

@@ -82,7 +82,7 @@ class RewriteSettings(BaseModel):
 
 def build_readers(inputs: list[str], settings: RewriteSettings) -> list[Any]:
     """One datatrove reader per input: a stage folder (its data/), a folder of Parquet/JSONL, or one file."""
-    from datatrove.pipeline.readers import JsonlReader, ParquetReader
+    from curate.doc_readers import CountingJsonlReader, CountingParquetReader
 
     readers = []
     for raw in inputs:
@@ -95,8 +95,8 @@ def build_readers(inputs: list[str], settings: RewriteSettings) -> list[Any]:
             folder, pattern = path.parent, path.name
         else:
             raise FileNotFoundError(f"{raw}: no such input file or folder")
-        kind = ParquetReader if pattern.endswith(".parquet") else JsonlReader
-        kwargs = {"compression": "infer"} if kind is JsonlReader else {}
+        kind = CountingParquetReader if pattern.endswith(".parquet") else CountingJsonlReader
+        kwargs = {"compression": "infer"} if kind is CountingJsonlReader else {}
         readers.append(
             kind(str(folder), glob_pattern=pattern, limit=settings.max_docs, text_key=settings.text_key,
                  id_key=settings.id_key, **kwargs)
@@ -242,6 +242,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     _ensure_data_file(out_dir / "data", task)
     generated, summary = summarize_logs(gen_logs), summarize_logs(val_logs)
     summary["docs_in"] = generated["docs_in"]  # the inputs, not the raw records the validator re-reads
+    for reason, count in generated["dropped"].items():  # rows the input readers could not use
+        summary["dropped"][reason] = summary["dropped"].get(reason, 0) + count
     missing = summary["docs_in"] - summary["docs_out"] - sum(summary["dropped"].values())
     summary.pop("unaccounted", None)
     if missing:

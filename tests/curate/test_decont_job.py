@@ -138,3 +138,26 @@ def test_recipe_stages_dedup_then_decont(corpus: tuple[Path, Path], tmp_path: Pa
     assert (run_dir / "decont" / "summary.json").is_file() and (
         run_dir / "dedup" / "clusters.jsonl"
     ).is_file()
+
+
+def test_parquet_and_jsonl_inputs_both_counted_and_bad_lines_dropped(corpus, tmp_path: Path) -> None:
+    """One reader per format: docs_in sums them; a line that is not a JSON object is a counted drop."""
+    import pyarrow as pa
+
+    docs, bench = corpus
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    pq.write_table(
+        pa.Table.from_pylist([{"id": "p1", "text": "a parquet page about gardens"}]), folder / "a.parquet"
+    )
+    (folder / "b.jsonl").write_bytes(docs.read_bytes() + b"not json\n\n[1, 2]\n\xff\xfe{}\n")
+    for command in ("decont", "dedup"):
+        out = tmp_path / command
+        args = [command, str(folder), "-o", str(out)] + (
+            ["--benchmarks", str(bench)] if command == "decont" else []
+        )
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["docs_in"] == 1 + 4 + 3 and is_balanced(summary) and "unaccounted" not in summary
+        assert summary["dropped"]["bad_record"] == 3

@@ -244,3 +244,19 @@ def test_self_consistency_over_samples(tmp_path, endpoint):
     (row,) = read_rows(tmp_path / "qa" / "data")
     assert row["source_id"] == "web-0" and row["answer"] == "1" and row["rollouts"] == 3
     assert row["agreement"] == pytest.approx(2 / 3, abs=1e-3)
+
+
+def test_unreadable_input_rows_are_counted_not_lost(tmp_path, endpoint):
+    url, set_script = endpoint
+    set_script(Script("qa"))
+    docs = tmp_path / "in" / "docs.jsonl"
+    docs.parent.mkdir()
+    good = [
+        {"id": f"web-{i}", "text": f"DOC-{i} Worked example: {i} + {i + 1} = {2 * i + 1}."} for i in (0, 1)
+    ]
+    docs.write_text(
+        "\n".join([json.dumps(good[0]), "{broken", json.dumps({"id": "e", "text": ""}), json.dumps(good[1])])
+    )
+    summary = run_task([str(docs)], tmp_path / "qa", "qa", settings(url), ExecutorConfig(tasks=1))
+    assert summary["docs_in"] == 4 and summary["docs_out"] == 2 and is_balanced(summary)
+    assert summary["dropped"] == {"bad_record": 1, "empty_text": 1}

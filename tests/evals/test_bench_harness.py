@@ -175,3 +175,19 @@ def test_bench_cli_end_to_end_with_a_tiny_model(tiny_model_dir, bench_dir, tmp_p
     assert "aime24" in summary["skipped"]
     items = json.loads((out / "math500.json").read_text())["items"]
     assert set(items[0]) == {"id", "question", "gold", "output", "extracted", "method", "correct"}
+
+
+def test_bench_cli_names_a_model_it_cannot_load(tmp_path):
+    from mathmix.cli import app
+
+    data = tmp_path / "bench"
+    data.mkdir()
+    (tmp_path / "empty_model").mkdir()
+    for model, message in (
+        (tmp_path / "empty_model", "no config.json"),
+        (tmp_path / "nope", "model not found"),
+    ):
+        result = CliRunner().invoke(
+            app, ["eval", "bench", str(model), "--data-dir", str(data), "-o", str(tmp_path)]
+        )
+        assert result.exit_code == 2 and message in result.stderr, result.output

@@ -35,6 +35,7 @@ def _corpus(tmp_path):
     with open(src / "b.jsonl", "w") as f:
         for i, text in enumerate(TEXTS[150:]):
             f.write(json.dumps({"id": f"j{i}", "text": text}) + "\n")
+        f.write("{not json\n")
     return src
 
 
@@ -55,9 +56,9 @@ def test_build_tokens_match_the_tokenizer(tmp_path, tokenizer_dir):
     summary = build_shards(
         [_corpus(tmp_path)], out, str(tokenizer_dir), ExecutorConfig(tasks=2), batch_size=16
     )
-    # "" is skipped by the datatrove reader itself; whitespace-only text is counted as dropped here
-    assert summary["docs_in"] == 321 and summary["docs_out"] == 320
-    assert summary["dropped"] == {"empty_text": 1}
+    # every row is counted: "" and whitespace-only text as empty_text, the line that is not JSON as bad_record
+    assert summary["docs_in"] == 323 and summary["docs_out"] == 320 and "unaccounted" not in summary
+    assert summary["dropped"] == {"empty_text": 2, "bad_record": 1}
     manifest = read_manifest(out)
     assert manifest["documents"] == 320 and manifest["dtype"] == "uint16"
     tok = load_tokenizer(tokenizer_dir)
