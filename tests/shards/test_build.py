@@ -128,3 +128,11 @@ def test_real_math_text_round_trips(tmp_path, shared_data):
     ds = IndexedDataset(resolve_prefixes(out)[0])
     decoded = [tok.backend.decode(ds[i][:-1].tolist(), skip_special_tokens=False) for i in range(len(ds))]
     assert sorted(decoded) == sorted(texts)
+
+
+def test_a_folder_without_a_tokenizer_is_named(tmp_path):
+    with pytest.raises(ValueError, match="no tokenizer.json"):
+        load_tokenizer(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text("{}")
+    with pytest.raises(ValueError, match=f"tokenizer not found: {tmp_path}"):
+        load_tokenizer(tmp_path)
