@@ -1,10 +1,10 @@
 """datatrove's Parquet and JSONL readers, counting what they cannot read instead of skipping it with a log line.
 
 datatrove's readers skip a JSONL line that is not JSON, and any row without text, with one warning in the log
-and no count, so a damaged or half-empty file loses documents silently. These count every row they look at as
-`docs_in`, and drop a line that is not a JSON object as `bad_record` and a row without text as `empty_text`
-(the `dropped_*` convention of `curate.summary`). Blank lines are not rows. Adapters that hand empty text on
-(dedup and decont read it as " " so that their own steps count it) are unaffected.
+and no count, so a damaged or half-empty file loses documents silently. These drop a line that is not a JSON
+object as `bad_record` and a row without text as `empty_text` (the `dropped_*` convention of `curate.summary`,
+which counts a reader's docs_in as what it passed on plus what it dropped). Blank lines are not rows. Adapters
+that hand empty text on (dedup and decont read it as " " so that their own steps count it) are unaffected.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from datatrove.pipeline.readers import JsonlReader, ParquetReader
 
 
 class _CountingMixin:
-    """Counts each row handed to the adapter as `docs_in`, and a row left without text as `dropped_empty_text`."""
+    """Counts a row left without text as `dropped_empty_text` (datatrove's `documents` counts what is passed on;
+    `curate.summary` adds the two: counting every row here would also count the one row datatrove reads past
+    its `limit` and never passes on)."""
 
     def get_document_from_dict(self, data: dict, source_file: str, id_in_file: int | str):
-        self.stat_update("docs_in")  # type: ignore[attr-defined]
         document = super().get_document_from_dict(data, source_file, id_in_file)  # type: ignore[misc]
         if not document:
             self.stat_update("dropped_empty_text")  # type: ignore[attr-defined]
@@ -45,7 +46,6 @@ class CountingJsonlReader(_CountingMixin, JsonlReader):
                     except orjson.JSONDecodeError:
                         row = None
                     if not isinstance(row, dict):
-                        self.stat_update("docs_in")
                         self.stat_update("dropped_bad_record")
                         continue
                     document = self.get_document_from_dict(row, filepath, line_no)

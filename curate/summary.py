@@ -40,6 +40,14 @@ def read_step_stats(logging_dir: Path | str) -> list[tuple[str, dict[str, float]
     return [(name, dict(counts)) for name, counts in merged]
 
 
+def _read_count(labels: dict[str, float]) -> float:
+    """What a reader read: its own `docs_in` where it counts one, else the documents it passed on plus the rows it
+    dropped (`curate.doc_readers`; datatrove's `documents` counts only what was passed on)."""
+    if "docs_in" in labels:
+        return labels["docs_in"]
+    return labels.get("documents", 0) + sum(v for k, v in labels.items() if k.startswith(DROP_PREFIX))
+
+
 def summarize_logs(logging_dir: Path | str, seconds: float | None = None) -> dict[str, Any]:
     """Build {"docs_in", "docs_out", "dropped": {reason: n}, "seconds"} from a datatrove logging folder."""
     steps = read_step_stats(logging_dir)
@@ -48,7 +56,7 @@ def summarize_logs(logging_dir: Path | str, seconds: float | None = None) -> dic
     last = steps[-1][1]
     # Every leading reader counts: a stage fed Parquet and JSONL runs one reader per format, one after another.
     readers = [labels for name, labels in steps[:-1] if name.startswith(READER_PREFIX)] or [steps[0][1]]
-    docs_in = int(sum(labels.get("docs_in", labels.get("documents", 0)) for labels in readers))
+    docs_in = int(sum(_read_count(labels) for labels in readers))
     docs_out = int(last.get("total", 0))
     dropped: Counter = Counter()
     for _, labels in steps:
