@@ -85,9 +85,7 @@ def main() -> None:
     pages = load_pages(args.shared)
     problems = planted_problems(args.shared / "bench", args.planted, rng)
     rows = [{"id": f"clean{i}", "text": p} for i, p in enumerate(pages)]
-    # only to tell which problems the 13-gram rule, and the whole-problem rule, can find at all
-    by_ngram = BenchmarkIndex([args.shared / "bench"], short_min_tokens=0)
-    index = BenchmarkIndex([args.shared / "bench"])
+    index = BenchmarkIndex([args.shared / "bench"])  # only to tell which rule can find each problem at all
     detectable = {}
     for i, (name, problem) in enumerate(problems):
         page = rng.choice(pages)
@@ -96,7 +94,8 @@ def main() -> None:
         rows.append(
             {"id": f"planted{i}", "text": page[:cut] + "\n" + perturb(problem, rng) + "\n" + page[cut:]}
         )
-        rule = "ngram" if by_ngram.find(problem) else "whole" if index.find(problem) else "none"
+        hits = index.find(problem)
+        rule = "ngram" if any(o.n_matched > o.whole for o in hits) else "whole" if hits else "none"
         detectable[f"planted{i}"] = (name, rule)
     shutil.rmtree(args.out, ignore_errors=True)
     (args.out / "in").mkdir(parents=True)

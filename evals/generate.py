@@ -11,11 +11,15 @@ Progress = Callable[[int], None]
 
 
 def check_model(model_path: str | Path) -> None:
-    """Fail early, naming the path, when MODEL cannot be loaded: a missing folder, or one without weights."""
+    """Fail early, naming the path, when MODEL cannot be loaded: a missing folder, or one without a config.
+
+    Only names written as paths (`./m`, `/m`, `~/m`) must exist here; anything else may be a hub name
+    (`Qwen/Qwen2.5-1.5B`), which `load_pretrained` reports on if it cannot be loaded either.
+    """
     path = Path(model_path)
     if path.exists() and not (path / "config.json").is_file():
         raise ValueError(f"{path}: not a Hugging Face model folder (no config.json)")
-    if not path.exists() and (str(model_path).startswith((".", "/", "~")) or path.suffix):
+    if not path.exists() and str(model_path).startswith((".", "/", "~")):
         raise ValueError(f"model not found: {model_path}")
 
 

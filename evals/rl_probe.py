@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evals.benchmarks import BENCHMARKS, SUITES, load_benchmark
+from evals.generate import check_model, load_pretrained
 from evals.grading import boxed_reward
 from mathmix.cli_util import write_json
 
@@ -303,8 +304,6 @@ def run_probe(
             f"{len(train)} training prompts left after the held-out slice; need >= {config.prompts_per_step}"
         )
     math500 = load_benchmark("math500", data_dir, limit=config.math500_limit) if data_dir else None
-    from evals.generate import check_model, load_pretrained
-
     check_model(model)
     tokenizer = load_pretrained(AutoTokenizer, model)
     if tokenizer.pad_token is None:
