@@ -40,8 +40,10 @@ class CausalLMService:
             torch.set_num_threads(threads)
         self.torch = torch
         self.model_name = model_path
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
-        self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
+        from mathmix.hub import from_pretrained
+
+        self.tokenizer = from_pretrained(AutoTokenizer, model_path)
+        self.model = from_pretrained(AutoModelForCausalLM, model_path, dtype=getattr(torch, dtype))
         self.model.eval()
         config_ctx = getattr(self.model.config, "max_position_embeddings", 2048)
         self.max_context = min(max_context, config_ctx) if max_context else config_ctx

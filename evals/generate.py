@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evals.grading import truncate_at_stops
+from mathmix.hub import from_pretrained
 
 Progress = Callable[[int], None]
 
@@ -26,7 +27,7 @@ def check_model(model_path: str | Path) -> None:
 def load_pretrained(loader, model_path: str | Path, **kwargs):
     """`loader.from_pretrained(MODEL)`, with any failure to load reported as a ValueError naming MODEL."""
     try:
-        return loader.from_pretrained(str(model_path), **kwargs)
+        return from_pretrained(loader, model_path, **kwargs)
     except (OSError, ValueError, KeyError) as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ValueError(f"{model_path}: cannot load with transformers {loader.__name__}: {first}") from None

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from mathmix.hub import from_pretrained
 from midtrain.checkpoint import STATE_FILE, list_checkpoints, load_model_weights
 
 
@@ -32,7 +33,7 @@ def load_tokenizer(source: str, eos_token_id: int | None):
 
     path = Path(source)
     if not path.is_file():  # a HF folder (or a hub name already in the local cache)
-        return AutoTokenizer.from_pretrained(source)
+        return from_pretrained(AutoTokenizer, source)
     tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
     if eos_token_id is not None:
         tok.eos_token = tok.convert_ids_to_tokens(eos_token_id)

@@ -94,7 +94,9 @@ def _samples(datasets: list[IndexedDataset], tokenizer: str | None, n: int, limi
         try:
             from transformers import AutoTokenizer
 
-            hf = AutoTokenizer.from_pretrained(str(tokenizer))
+            from mathmix.hub import from_pretrained
+
+            hf = from_pretrained(AutoTokenizer, tokenizer)
             decode = hf.decode
         except (OSError, ValueError):  # tokenizer not available offline: show ids only
             decode = None

@@ -52,10 +52,12 @@ def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> Lo
     else:
         from transformers import AutoTokenizer
 
+        from mathmix.hub import from_pretrained
+
         if folder.is_dir() and not (folder / "tokenizer_config.json").is_file():
             raise ValueError(f"{folder}: no tokenizer.json or tokenizer_config.json in this folder")
         try:
-            hf = AutoTokenizer.from_pretrained(str(name_or_path))
+            hf = from_pretrained(AutoTokenizer, name_or_path)
         except (OSError, ValueError) as err:  # not a folder, and no hub copy (cached, or reachable)
             raise ValueError(
                 f"tokenizer not found: {name_or_path} is not a folder with tokenizer.json, and loading it as a "

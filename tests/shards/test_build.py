@@ -136,3 +136,37 @@ def test_a_folder_without_a_tokenizer_is_named(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text("{}")
     with pytest.raises(ValueError, match=f"tokenizer not found: {tmp_path}"):
         load_tokenizer(tmp_path)
+
+
+def test_a_cached_hub_name_loads_without_the_network(tokenizer_dir, tmp_path):
+    """A hub name in the local cache loads at once with HF_HUB_OFFLINE unset (transformers alone spends ~50 s on
+    network retries first where there is no network, as on these machines), and a name in no cache says so."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    snapshot = tmp_path / "hub" / "models--tiny--math-bpe" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    for f in tokenizer_dir.iterdir():
+        shutil.copy(f, snapshot / f.name)
+    (snapshot / "config.json").write_text(
+        '{"model_type": "llama"}'
+    )  # AutoTokenizer reads the model config too
+    (tmp_path / "hub" / "models--tiny--math-bpe" / "refs").mkdir()
+    (tmp_path / "hub" / "models--tiny--math-bpe" / "refs" / "main").write_text("abc123")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["HF_HUB_CACHE"] = str(tmp_path / "hub")
+    code = "from shards.tokenizer import load_tokenizer; print(load_tokenizer('tiny/math-bpe').vocab_size)"
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) == load_tokenizer(tokenizer_dir).vocab_size
+    assert time.monotonic() - start < 30
+    assert "fetching it from the hub" not in done.stderr
+
+    env["HF_HUB_OFFLINE"] = "1"
+    code = "from shards.tokenizer import load_tokenizer; load_tokenizer('tiny/not-cached')"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "tokenizer not found: tiny/not-cached" in done.stderr
