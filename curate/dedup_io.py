@@ -17,16 +17,19 @@ from typing import Any
 
 import pyarrow as pa
 
+from mathmix.paths import stage_data
+
 PARQUET_SUFFIXES = (".parquet",)
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst")
 _INTERNAL = ("file_path", "reason", "filter_reason", "_empty_text")
 
 
 def document_files(inputs: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
-    """(Parquet files, JSONL files) given or under the folders given; error naming a missing path."""
+    """(Parquet files, JSONL files) given or under the folders given (a stage folder: its data/ only); error naming
+    a missing path."""
     parquet, jsonl = [], []
     for raw in inputs:
-        path = Path(raw)
+        path = stage_data(raw)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file())
         elif path.is_file():

@@ -155,10 +155,13 @@ CORPUS_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json.gz", ".jsonl.zst")
 
 
 def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Parquet/JSONL files named by `paths` (files, or folders searched recursively), sorted per folder."""
+    """Parquet/JSONL files named by `paths` (files, or folders searched recursively; a stage folder: its data/),
+    sorted per folder."""
+    from mathmix.paths import stage_data
+
     files: list[Path] = []
     for raw in paths:
-        p = Path(raw)
+        p = stage_data(raw)
         if p.is_dir():
             files.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(CORPUS_SUFFIXES)))
         elif p.is_file():

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curate.rewrite.tasks import ValidationSettings, sampling_json
 from curate.summary import summarize_logs, write_summary
+from mathmix.paths import stage_data
 
 CPU_SERVER = str(Path(__file__).resolve().parents[1] / "cpu_server.py")
 Server = Literal["transformers", "vllm", "sglang", "endpoint"]
@@ -86,9 +87,7 @@ def build_readers(inputs: list[str], settings: RewriteSettings) -> list[Any]:
 
     readers = []
     for raw in inputs:
-        path = Path(raw)
-        if path.is_dir() and (path / "data").is_dir():
-            path = path / "data"  # a stage folder: its outputs, never its rejects/
+        path = stage_data(raw)  # a stage folder: its outputs, never its rejects/
         if path.is_dir():
             folder, pattern = path, "*.parquet" if any(path.glob("*.parquet")) else "*.jsonl*"
         elif path.is_file():
