@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -31,7 +32,9 @@ def train_cmd(
     negatives: list[Path] = typer.Option([], "--negatives", "-n", help="non-math inputs (repeat the option)"),
     llm_seeds: list[Path] = typer.Option([], help="corpus with a 0-5 `math_score_llm` column"),
     llm_threshold: float = typer.Option(3.0, help="`math_score_llm` >= this is math, below is non-math"),
-    max_docs_per_input: int = typer.Option(0, help="sample at most this many documents per input (0: all)"),
+    max_docs_per_input: int = typer.Option(
+        0, min=0, help="sample at most this many documents per input (0: all)"
+    ),
     preset: str = typer.Option("deepseekmath", help=f"hyperparameter defaults: {', '.join(PRESETS)}"),
     dim: int = typer.Option(None, help="vector size (preset default)"),
     lr: float = typer.Option(None, help="learning rate (preset default)"),
@@ -51,28 +54,51 @@ def train_cmd(
     extractor), benchmark JSONL (problem+solution, question+answer). Writes MODEL, MODEL.card.json (inputs,
     counts, hyperparameters, threshold, held-out metrics) and MODEL.train-pages.tsv (pages used in training)."""
     from classifiers.data import InputError
-    from classifiers.train import TrainSettings, train_model
+    from classifiers.train import SettingError, TrainSettings, train_model
 
     if preset not in PRESETS:
         fail(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     given = {"dim": dim, "lr": lr, "word_ngrams": word_ngrams, "min_count": min_count, "epoch": epoch}
     hyper = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
-    settings = TrainSettings(
-        **hyper,
-        bucket=bucket,
-        min_doc_freq=min_doc_freq,
-        bench_weight=bench_weight,
-        holdout=holdout,
-        target_precision=target_precision,
-        seed=seed,
-    )
+    try:
+        settings = TrainSettings(
+            **hyper,
+            bucket=bucket,
+            min_doc_freq=min_doc_freq,
+            bench_weight=bench_weight,
+            holdout=holdout,
+            target_precision=target_precision,
+            seed=seed,
+        )
+    except SettingError as err:
+        fail(f"--{err.name.replace('_', '-')} {err.message}")
+    check_output_file(output)
     try:
         data = load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_per_input, seed)
         card = train_model(data, output, settings)
-    except (InputError, ValueError) as err:
+    except (InputError, ValueError, RuntimeError) as err:
         fail(str(err))
+    except OSError as err:
+        fail(os_error_message(err))
     held = card["metrics"]["heldout"] or {}
     console.print(f"wrote {output} (threshold {card['threshold']:.3f}); held-out pages: " + _fmt(held))
+
+
+def check_output_file(path: Path) -> None:
+    """Fail (one line) when a file cannot be written at `path`: checked before hours of reading and training."""
+    if path.is_dir():
+        fail(f"{path}: is a folder; give a file name (e.g. {path}/model.bin)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        fail(f"{path}: cannot create its folder {path.parent} ({err.strerror or err})")
+    if not os.access(path.parent, os.W_OK):
+        fail(f"{path}: folder {path.parent} is not writable")
+
+
+def os_error_message(err: OSError) -> str:
+    """`FILE: reason` for an OSError (a file that cannot be read or written)."""
+    return f"{err.filename}: {err.strerror}" if err.filename else str(err)
 
 
 def load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_per_input=0, seed=0):
@@ -117,8 +143,12 @@ def eval_cmd(
     nonmath: list[Path] = typer.Option([], "--nonmath", help="non-math inputs"),
     ood_math: list[Path] = typer.Option([], help="out-of-distribution math inputs"),
     ood_nonmath: list[Path] = typer.Option([], help="out-of-distribution non-math inputs"),
-    target_precision: float = typer.Option(0.95, help="report the threshold reaching this precision"),
-    top_percent: float = typer.Option(10.0, help="report the threshold keeping this top share"),
+    target_precision: float = typer.Option(
+        0.95, min=0, max=1, help="report the threshold reaching this precision"
+    ),
+    top_percent: float = typer.Option(
+        10.0, min=0, max=100, help="report the threshold keeping this top share (percent)"
+    ),
     plot: Path = typer.Option(None, help="PR-curve PNG (default: MODEL.pr.png)"),
     json_out: bool = typer.Option(
         False, "--json", help="print only the JSON metrics at the model's threshold"
@@ -133,6 +163,8 @@ def eval_cmd(
 
     if not math and not nonmath:
         fail("give --math and/or --nonmath inputs")
+    if target_precision == 0 or top_percent == 0:
+        fail("--target-precision and --top-percent must be above 0")
     try:
         result = evaluate_model(
             model,
@@ -146,6 +178,8 @@ def eval_cmd(
         )
     except (InputError, ModelError) as err:
         fail(str(err))
+    except OSError as err:
+        fail(os_error_message(err))
     if json_out:
         keys = ("precision", "recall", "f1", "threshold", "n_math", "n_nonmath")
         print(json.dumps({k: result["heldout"][k] for k in keys}))
@@ -183,9 +217,11 @@ def recall_cmd(
     model: Path = typer.Argument(..., help="model file"),
     corpus: list[Path] = typer.Option(..., "--corpus", help="scored corpus with `url` (Parquet/JSONL)"),
     output: Path = typer.Option(..., "-o", "--output", help="folder for domains.json and candidates.jsonl"),
-    threshold: float = typer.Option(None, help="math threshold (default: the model's)"),
-    domain_share: float = typer.Option(0.1, help="a domain is math when more than this share scores high"),
-    min_pages: int = typer.Option(3, help="ignore domains with fewer pages"),
+    threshold: float = typer.Option(None, min=0, max=1, help="math threshold (default: the model's)"),
+    domain_share: float = typer.Option(
+        0.1, min=0, max=1, help="a domain is math when more than this share scores high"
+    ),
+    min_pages: int = typer.Option(3, min=1, help="ignore domains with fewer pages"),
 ) -> None:
     """One round of iterative recall: reads a corpus with URLs, writes OUT/domains.json (math domains and URL
     patterns) and OUT/candidates.jsonl (their pages the model missed, for review), and records the round in
@@ -194,10 +230,14 @@ def recall_cmd(
     from classifiers.model import ModelError
     from classifiers.recall import recall_round
 
+    if output.exists() and not output.is_dir():
+        fail(f"{output}: exists and is not a folder")
     try:
         summary = recall_round(model, corpus, output, threshold, domain_share, min_pages)
     except (InputError, ModelError, ValueError) as err:
         fail(str(err))
+    except OSError as err:
+        fail(os_error_message(err))
     console.print(
         f"{summary['math_domains']} math domains of {summary['domains']}, "
         f"{summary['candidates']} candidates -> {output}/candidates.jsonl"
@@ -218,6 +258,8 @@ def score_cmd(
         docs = [d for p in inputs for d in read_input(p)]
     except (InputError, ModelError) as err:
         fail(str(err))
+    except OSError as err:
+        fail(os_error_message(err))
     for doc, score in zip(docs, clf.score([d.text for d in docs]), strict=True):
         print(f"{score:.4f}\t{doc.source}\t{doc.page}")
 

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mathmix.paths import stage_data
+
 # Benchmark field pairs (question-like, answer-like), tried in order: MATH, GSM8K, OlympiadBench, MATH8K.
 BENCH_FIELDS = [
     ("problem", "solution"),
@@ -51,7 +53,10 @@ def source_name(path: Path) -> str:
 
 def _iter_json_rows(path: Path) -> Iterator[dict]:
     if path.suffix == ".json":
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise InputError(f"{path}: not valid JSON ({err.msg})") from None
         yield from (data if isinstance(data, list) else [data])
         return
     with path.open() as fh:
@@ -64,14 +69,24 @@ def _iter_json_rows(path: Path) -> Iterator[dict]:
 
 
 def iter_rows(path: Path) -> Iterator[dict]:
-    """Rows of a Parquet, JSONL or JSON file as dicts."""
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+    """Rows of a Parquet, JSONL or JSON file as dicts; a file that cannot be read is an InputError naming it."""
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
 
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
-            yield from batch.to_pylist()
-    else:
-        yield from _iter_json_rows(path)
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+                yield from batch.to_pylist()
+        else:
+            yield from _iter_json_rows(path)
+    except InputError:
+        raise
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError; UnicodeDecodeError too
+        raise InputError(f"{path}: cannot be read as {path.suffix[1:]} ({_first_line(err)})") from None
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def row_text(row: dict) -> str | None:
@@ -118,8 +133,11 @@ def _read_pages(pages: list[Path], source: str) -> Iterator[LabelledDoc]:
 
 
 def read_input(path: str | Path) -> list[LabelledDoc]:
-    """All documents of one input: a corpus file, a folder of corpus files, a folder of HTML pages, or one page."""
-    path = Path(path)
+    """All documents of one input: a corpus file, a folder of corpus files, a folder of HTML pages, or one page.
+
+    A stage folder (one holding `data/`) means its `data/`: its summary, logs and rejects are not documents.
+    """
+    path = stage_data(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     source = source_name(path)
@@ -142,23 +160,27 @@ def llm_seed_split(path: str | Path, threshold: float = 3.0, column: str = "math
 
     Rows without a numeric score are left out (they were not scored, which says nothing about them).
     """
-    path = Path(path)
+    path = stage_data(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES)
     if not files:
         raise InputError(f"{path}: no .parquet/.jsonl files")
     positives: list[LabelledDoc] = []
     negatives: list[LabelledDoc] = []
-    source = source_name(path) + ":llm"
+    # One source per class: a source is counted and balanced under one label (card `counts.by_source`).
+    pos_source, neg_source = source_name(path) + ":llm-math", source_name(path) + ":llm-nonmath"
     seen_column = False
     for f in files:
         for row in iter_rows(f):
             score, text = row.get(column), row_text(row)
             if isinstance(score, int | float) and text:
                 seen_column = True
-                doc = LabelledDoc(
-                    text, source, str(row.get("url") or row.get("id") or content_key(text)), kind="llm"
-                )
-                (positives if score >= threshold else negatives).append(doc)
+                page = str(row.get("url") or row.get("id") or content_key(text))
+                if score >= threshold:
+                    positives.append(LabelledDoc(text, pos_source, page, kind="llm"))
+                else:
+                    negatives.append(LabelledDoc(text, neg_source, page, kind="llm"))
     if not seen_column:
         raise InputError(f"{path}: no row has a numeric `{column}` column (0-5 LLM math score)")
     return positives, negatives

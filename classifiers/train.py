@@ -66,6 +66,40 @@ class TrainSettings:
     seed: int = 0
     threads: int = 1  # one thread: fastText is deterministic only then (reruns give the same model)
 
+    def __post_init__(self) -> None:
+        for name, (ok, rule) in _RULES.items():
+            value = getattr(self, name)
+            if not ok(value):
+                raise SettingError(name, f"must be {rule} (got {value})")
+
+
+class SettingError(ValueError):
+    """A training setting out of its range; `name` is the field (the CLI option is `--name-with-dashes`)."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(f"{name} {message}")
+        self.name, self.message = name, message
+
+
+# Checked when settings are made, so a bad value is named before hours of reading and training: holdout 1.5
+# held out every page and failed as "needs a positive and a negative document"; epoch 0 wrote an untrained model.
+_RULES = {
+    "dim": (lambda v: v >= 1, ">= 1"),
+    "lr": (lambda v: v > 0, "> 0"),
+    "word_ngrams": (lambda v: v >= 1, ">= 1"),
+    "min_count": (lambda v: v >= 1, ">= 1"),
+    "epoch": (lambda v: v >= 1, ">= 1"),
+    "bucket": (lambda v: v >= 1, ">= 1"),
+    "chunk_tokens": (lambda v: v >= 1, ">= 1"),
+    "max_chunks_per_page": (lambda v: v >= 1, ">= 1"),
+    "max_examples_per_source": (lambda v: v >= 1, ">= 1"),
+    "bench_weight": (lambda v: v > 0, "> 0"),
+    "min_doc_freq": (lambda v: v >= 1, ">= 1"),
+    "holdout": (lambda v: 0 <= v < 1, "in [0, 1)"),
+    "target_precision": (lambda v: 0 < v <= 1, "in (0, 1]"),
+    "threads": (lambda v: v >= 1, ">= 1"),
+}
+
 
 @dataclass
 class TrainData:
@@ -155,6 +189,12 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
     start = time.time()
     pos_train, pos_test = split_by_page(data.positives, s.holdout, s.seed)
     neg_train, neg_test = split_by_page(data.negatives, s.holdout, s.seed)
+    for name, docs, given in (("math", pos_train, data.positives), ("non-math", neg_train, data.negatives)):
+        if given and not docs:
+            raise ValueError(
+                f"holdout {s.holdout} leaves no {name} page for training ({len(given)} documents given): "
+                "lower the holdout or give more pages"
+            )
     with tempfile.TemporaryDirectory() as tmp:
         train_file = Path(tmp) / "train.txt"
         counts = build_training_file(pos_train, neg_train, s, train_file)
@@ -262,12 +302,18 @@ def _choose_threshold(clf: MathClassifier, pos: list[LabelledDoc], neg: list[Lab
     return round(float(threshold), 6), held_out
 
 
-def _source_counts(pos: list[LabelledDoc], neg: list[LabelledDoc]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
+def _source_counts(pos: list[LabelledDoc], neg: list[LabelledDoc]) -> dict[str, dict[str, Any]]:
+    """{source: {"label", "docs"}}; a source given in both classes gets one entry per class (`source [label]`)."""
+    counts: Counter[tuple[str, str]] = Counter()
     for label, docs in (("math", pos), ("nonmath", neg)):
-        for d in docs:
-            out.setdefault(d.source, {"label": label, "docs": 0})["docs"] += 1  # type: ignore[operator]
-    return out
+        counts.update((d.source, label) for d in docs)
+    in_both = {src for src, label in counts if label == "math"} & {
+        src for src, label in counts if label != "math"
+    }
+    return {
+        (f"{src} [{label}]" if src in in_both else src): {"label": label, "docs": n}
+        for (src, label), n in counts.items()
+    }
 
 
 def _write_train_pages(model_path: Path, docs: list[LabelledDoc]) -> None:

@@ -251,3 +251,115 @@ def test_unknown_words_are_scored_as_unk(model):
     as_unk = clf.score_lines(["<unk> " * 20 + "theorem"])
     skipped = clf.score_lines(["theorem"])
     assert unseen[0] == pytest.approx(as_unk[0]) and unseen[0] != pytest.approx(skipped[0])
+
+
+def _stage_folder(path: Path, rows: list[dict]) -> Path:
+    """A stage folder as the web stage writes it: data/ plus a summary, logs and rejects that are not input."""
+    (path / "data").mkdir(parents=True)
+    (path / "logs").mkdir()
+    (path / "rejects").mkdir()
+    _jsonl(path / "data" / "00000.jsonl", rows)
+    (path / "summary.json").write_text(json.dumps({"docs_in": len(rows) + 1, "docs_out": len(rows)}))
+    (path / "logs" / "executor.json").write_text(json.dumps({"pipeline": []}))
+    _jsonl(path / "rejects" / "00000.jsonl", [{"text": "dropped page", "math_score_llm": 5}])
+    return path
+
+
+def test_a_stage_folder_is_read_as_its_data(model, tmp_path):
+    from mathmix.cli import app
+
+    rows = [
+        {"text": t, "url": f"https://m.org/q/{i}", "math_score_llm": 4}
+        for i, t in enumerate(_docs(MATH_WORDS, 3, 30))
+    ]
+    stage = _stage_folder(tmp_path / "web", rows)
+    assert [d.text for d in read_input(stage)] == [r["text"] for r in rows]  # no rejects, summary or logs
+    pos, neg = llm_seed_split(stage)
+    assert len(pos) == 3 and neg == []
+    result = CliRunner().invoke(app, ["classifier", "score", str(model), str(stage)])
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 3
+
+
+def test_unreadable_files_and_unwritable_outputs_are_one_line_errors(model, corpora, tmp_path):
+    from mathmix.cli import app
+
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_bytes(b"x")
+    with pytest.raises(InputError, match="corrupt.parquet: cannot be read as parquet"):
+        read_input(corrupt)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(InputError, match="broken.json: not valid JSON"):
+        read_input(broken)
+    result = CliRunner().invoke(app, ["classifier", "score", str(model), str(corrupt)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert "corrupt.parquet: cannot be read" in " ".join(result.output.split())
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for out in (afile / "m.bin", tmp_path):
+        args = ["classifier", "train", "-p", str(corpora["math"]), "-n", str(corpora["text"]), "-o", str(out)]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert isinstance(result.exception, SystemExit)  # typer.Exit, not a traceback
+        assert str(out) in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--holdout", "1.5", "--holdout must be in [0, 1)"),
+        ("--holdout", "1", "--holdout must be in [0, 1)"),
+        ("--epoch", "0", "--epoch must be >= 1"),
+        ("--dim", "0", "--dim must be >= 1"),
+        ("--lr", "0", "--lr must be > 0"),
+        ("--bucket", "0", "--bucket must be >= 1"),
+        ("--min-doc-freq", "0", "--min-doc-freq must be >= 1"),
+        ("--target-precision", "1.5", "--target-precision must be in (0, 1]"),
+        ("--max-docs-per-input", "-1", "--max-docs-per-input"),
+    ],
+)
+def test_train_options_out_of_range_are_named(corpora, tmp_path, option, value, message):
+    from mathmix.cli import app
+
+    out = tmp_path / "m.bin"
+    args = ["classifier", "train", "-p", str(corpora["math"]), "-n", str(corpora["text"]), "-o", str(out)]
+    result = CliRunner().invoke(app, [*args, option, value])
+    assert result.exit_code == 2 and message in " ".join(result.output.split())
+    assert not out.exists()  # rejected before any training
+
+
+def test_holdout_that_leaves_no_training_page_says_so(tmp_path):
+    from classifiers.data import LabelledDoc
+    from classifiers.train import TrainData
+
+    pos = [LabelledDoc("prove the lemma", "m", f"m{i}") for i in range(2)]
+    neg = [LabelledDoc("the match report", "n", f"n{i}") for i in range(2)]
+    with pytest.raises(ValueError, match="holdout 0.9 leaves no math page for training"):
+        train_model(TrainData(pos, neg), tmp_path / "m.bin", TrainSettings(holdout=0.9))
+
+
+def test_llm_seed_classes_are_counted_apart_in_the_card(corpora, tmp_path):
+    seeds = [{"text": t, "math_score_llm": 5} for t in _docs(MATH_WORDS, 6, 40)]
+    seeds += [{"text": t, "math_score_llm": 0} for t in _docs(TEXT_WORDS, 6, 41)]
+    path = _jsonl(tmp_path / "seeds.jsonl", seeds)
+    data = load_training_data([corpora["math"]], [corpora["text"]], [path], 3.0)
+    card = train_model(data, tmp_path / "m.bin", FAST)
+    name = f"{tmp_path.name}/seeds.jsonl"
+    by_source = card["counts"]["by_source"]
+    assert by_source[f"{name}:llm-math"] == {"label": "math", "docs": 6}
+    assert by_source[f"{name}:llm-nonmath"] == {"label": "nonmath", "docs": 6}
+    assert sum(v["docs"] for v in by_source.values()) == card["counts"]["positive_docs"] + 46
+
+
+def test_a_source_in_both_classes_is_counted_once_per_class():
+    from classifiers.data import LabelledDoc
+    from classifiers.train import _source_counts
+
+    pos = [LabelledDoc("a", "same", "p1"), LabelledDoc("b", "only", "p2")]
+    neg = [LabelledDoc("c", "same", "p3"), LabelledDoc("d", "same", "p4")]
+    assert _source_counts(pos, neg) == {
+        "same [math]": {"label": "math", "docs": 1},
+        "only": {"label": "math", "docs": 1},
+        "same [nonmath]": {"label": "nonmath", "docs": 2},
+    }
