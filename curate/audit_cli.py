@@ -95,13 +95,17 @@ def schema_cmd(
 def report_cmd(
     run_dir: Path = RUN_DIR,
     output: Path | None = typer.Option(
-        None, "-o", "--output", help="HTML file (default RUN_DIR/audit/report.html)"
+        None,
+        "-o",
+        "--output",
+        help="HTML file (default RUN_DIR/audit/report.html); a folder means FOLDER/report.html; "
+        "X.md means X.html + X.md",
     ),
     markdown: bool = typer.Option(True, "--markdown/--no-markdown", help="also write the .md twin (+ PNGs)"),
     math_threshold: float | None = typer.Option(
-        None, "--math-threshold", help="default: from web summary.json"
+        None, "--math-threshold", min=0, max=1, help="default: from web summary.json"
     ),
-    top_n: int = typer.Option(20, "--top", help="rows in top-N tables (domains, languages)"),
+    top_n: int = typer.Option(20, "--top", min=1, help="rows in top-N tables (domains, languages)"),
 ) -> None:
     """Write the audit report: one self-contained HTML file and a Markdown twin (plots in <stem>_plots/).
 
@@ -110,14 +114,25 @@ def report_cmd(
     """
     from curate.audit_sections import write_report
 
-    html_path = output or run_dir / "audit" / "report.html"
-    result = write_report(run_dir, html_path, html_path.with_suffix(".md") if markdown else None,
-                          math_threshold=math_threshold, top_n=top_n)  # fmt: skip
+    html_path, md_path = report_paths(output or run_dir / "audit" / "report.html", markdown)
+    try:
+        result = write_report(run_dir, html_path, md_path, math_threshold=math_threshold, top_n=top_n)
+    except OSError as err:
+        fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
     for section in result["sections"].values():
         for note in section["notes"]:
             if note.startswith("not available"):
                 console.print(f"[dim]{section['title']}: {note}[/]")
     console.print(f"wrote {', '.join(result['files'][:2])} ({result['seconds']:.1f} s)")
+
+
+def report_paths(output: Path, markdown: bool) -> tuple[Path, Path | None]:
+    """(HTML, Markdown or None) for `-o OUTPUT`: X.md means X.html + X.md (the twin overwrote the HTML)."""
+    if output.is_dir():
+        output = output / "report.html"
+    elif output.suffix.lower() == ".md":
+        return output.with_suffix(".html"), output if markdown else None
+    return output, output.with_suffix(".md") if markdown else None
 
 
 @audit_app.command("sample")

@@ -243,6 +243,8 @@ def write_report(
     threads: int | None = None,
 ) -> dict[str, Any]:
     """Build the canned report over `run_dir` and write HTML (+ Markdown); return its numbers and files."""
+    if md_path is not None and Path(md_path).resolve() == Path(html_path).resolve():
+        raise ValueError(f"{html_path}: the HTML report and its Markdown twin would be the same file")
     start = time.time()
     with AuditSession(run_dir, threads=threads) as session:
         sections = build_report(session, math_threshold=math_threshold, top_n=top_n)

@@ -24,6 +24,23 @@ REPORT_SUFFIXES = (".json",)  # JSON documents; .jsonl files become lazy views (
 # Sub-folders of a stage that are not reports: outputs, rejects, datatrove logs, models, tokenizers.
 NOT_REPORT_FOLDERS = {"data", "rejects", "logs", "_model", "tokenizer", "model", "checkpoints"}
 MAX_REPORT_BYTES = 32 * 1024 * 1024  # a stage report bigger than this is left to read_json() in a query
+# Columns of the known JSON-lines reports, for the view over an empty one: a clean decont run writes an empty
+# contamination.jsonl, and `SELECT count(*) FROM decont_contamination` must say 0, not "table does not exist".
+# (curate/decont.py `Overlap.to_dict`, pipelines/dedup.py clusters.)
+EMPTY_REPORT_COLUMNS = {
+    "decont_contamination": {
+        "id": "VARCHAR",
+        "mode": "VARCHAR",
+        "overlaps": "STRUCT(benchmark VARCHAR, item BIGINT, n_matched BIGINT, ngrams VARCHAR[], whole BIGINT)[]",
+    },
+    "dedup_clusters": {
+        "kind": "VARCHAR",
+        "cluster_id": "BIGINT",
+        "size": "BIGINT",
+        "kept": "VARCHAR",
+        "removed": "VARCHAR[]",
+    },
+}
 
 
 def _sql_str(value: str | Path) -> str:
@@ -252,11 +269,19 @@ def create_jsonl_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
             (files, _table_name(stage, *d.relative_to(stage_dir).parts)) for d, files in by_folder.items()
         ]
         for files, name in groups:
-            files = [f for f in files if f.is_file() and f.stat().st_size > 0]
-            if files and name not in made and _json_view(con, name, files):
-                where = files[0] if len(files) == 1 else files[0].parent
-                made[name] = f"{where.relative_to(run_dir).as_posix()}: {len(files)} jsonl file(s)"
+            full = [f for f in files if f.is_file() and f.stat().st_size > 0]
+            if full and name not in made and _json_view(con, name, full):
+                where = full[0] if len(full) == 1 else full[0].parent
+                made[name] = f"{where.relative_to(run_dir).as_posix()}: {len(full)} jsonl file(s)"
+            elif not full and name in EMPTY_REPORT_COLUMNS and name not in made:
+                _empty_view(con, name, EMPTY_REPORT_COLUMNS[name])
+                made[name] = f"{files[0].relative_to(run_dir).as_posix()}: empty (0 rows)"
     return made
+
+
+def _empty_view(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, str]) -> None:
+    select = ", ".join(f'CAST(NULL AS {kind}) AS "{col}"' for col, kind in columns.items())
+    con.execute(f'CREATE VIEW "{name}" AS SELECT {select} WHERE false')
 
 
 def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> bool:

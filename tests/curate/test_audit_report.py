@@ -201,3 +201,23 @@ def test_math_threshold_from_the_scorer_step_or_its_model_card(tmp_path):
     assert _scorer_threshold(executor) == 0.8
     executor.write_text(json.dumps({"pipeline": [step | {"keep_top_percent": 10}]}))
     assert _scorer_threshold(executor) is None
+
+
+def test_cli_report_named_md_writes_html_and_markdown_apart(run_dir, tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from curate.audit_cli import register
+
+    app = typer.Typer()
+    register(app)
+    result = CliRunner().invoke(app, ["audit", "report", str(run_dir), "-o", str(tmp_path / "x.md")])
+    assert result.exit_code == 0, result.output
+    html, md = (tmp_path / "x.html").read_text(), (tmp_path / "x.md").read_text()
+    assert html.startswith("<!doctype html>") and md.startswith("# mathmix audit")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    result = CliRunner().invoke(app, ["audit", "report", str(run_dir), "-o", str(folder)])
+    assert result.exit_code == 0 and (folder / "report.html").is_file() and (folder / "report.md").is_file()
+    with pytest.raises(ValueError, match="same file"):
+        write_report(run_dir, tmp_path / "y.md", tmp_path / "y.md")

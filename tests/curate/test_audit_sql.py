@@ -232,3 +232,15 @@ def test_cli_sql_formats_and_refusal(run_dir, tmp_path):
     assert out.exit_code == 0 and "math_score" in json.loads(out.stdout)["web"]["columns"]
     out = runner.invoke(_cli(), ["audit", "sample", str(run_dir), "--where", "lang = 'en'", "-n", "3"])
     assert out.exit_code == 0 and out.stdout.count("--- [") == 3
+
+
+def test_empty_reports_of_a_clean_run_are_views_with_zero_rows(tmp_path):
+    run = build_synthetic_run(tmp_path / "clean", 200)
+    (run / "decont" / "contamination.jsonl").write_text("")  # a clean decont run: no hit
+    (run / "dedup" / "clusters.jsonl").write_text("")  # no duplicate
+    with AuditSession(run) as s:
+        assert s.scalar("SELECT count(*) FROM decont_contamination") == 0
+        assert s.scalar("SELECT count(*) FROM dedup_clusters") == 0
+        assert s.columns("decont_contamination") == ["id", "mode", "overlaps"]
+        # the report's query over it runs and gives no row
+        assert s.rows('SELECT unnest("overlaps").benchmark AS b FROM decont_contamination') == []
