@@ -7,51 +7,167 @@ from pathlib import Path
 
 import typer
 
-from mathmix.cli_util import DefaultCommandGroup, fail
+from mathmix.cli_util import DefaultCommandGroup, console, fail, print_summary
 
 web_app = typer.Typer(
     cls=DefaultCommandGroup,
-    help="Web stage: WARC / HTML / JSONL -> math-aware text -> language ID -> math prefilter -> Parquet.",
+    help="Web stage: WARC / HTML / JSONL -> math-aware text -> language ID -> math prefilter -> Parquet "
+    "(OUT/data/, summary.json, logs/; rejects/ with --write-rejects). `web extract` prints the text of HTML files.",
     no_args_is_help=False,
 )
+
+# Leading bytes of files that are not HTML: archives and compressed files (`web extract` would print their
+# bytes as "text"), and PDF.
+NOT_HTML_MAGIC = {
+    b"\x1f\x8b": "a gzip file",
+    b"WARC/": "a WARC file",
+    b"BZh": "a bzip2 file",
+    b"\xfd7zXZ": "an xz file",
+    b"\x28\xb5\x2f\xfd": "a zstd file",
+    b"PK\x03\x04": "a zip file",
+    b"%PDF": "a PDF file",
+}
+
+
+def html_files(paths: list[Path]) -> list[Path]:
+    """The HTML files to extract: each file as given, each folder's .html/.htm/.xhtml files (recursive).
+
+    Fails (one line, before any output) on a missing path, a folder without HTML, or a file that is not HTML.
+    """
+    from curate.readers import HTML_SUFFIXES
+
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(HTML_SUFFIXES)
+            )
+            if not found:
+                fail(f"{path}: is a folder with no {'/'.join(HTML_SUFFIXES)} files")
+            files += found
+        elif path.is_file():
+            problem = not_html(path)
+            if problem:
+                fail(f"{path}: {problem}, not HTML; `mathmix web {path} -o OUT` reads WARC, HTML and JSONL")
+            files.append(path)
+        else:
+            fail(f"{path}: no such file or folder")
+    return files
+
+
+def not_html(path: Path) -> str | None:
+    """What the file is when its first bytes say it is not HTML (compressed, WARC, binary), else None."""
+    from curate.readers import WARC_SUFFIXES
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(8192)
+    except OSError as err:
+        fail(f"{path}: cannot be read ({err.strerror})")
+    for magic, kind in NOT_HTML_MAGIC.items():
+        if head.startswith(magic):
+            return kind
+    if path.name.lower().endswith(WARC_SUFFIXES):
+        return "a WARC/ARC file"
+    if b"\x00" in head:
+        return "a binary file"
+    return None
 
 
 @web_app.command("extract")
 def extract_cmd(
-    files: list[Path] = typer.Argument(..., help="HTML files to extract"),
+    files: list[Path] = typer.Argument(..., help="HTML files, or folders of them, to extract"),
     engine: str = typer.Option("fast", "--engine", help="fast (resiliparse) or clean (trafilatura)"),
 ) -> None:
-    """Extract math-aware text from HTML files; prints one JSON object per file: {"path", "text"}."""
+    """Extract math-aware text from HTML files (a folder: its .html files); prints one JSON object per file:
+    {"path", "text"}. A WARC, compressed or binary file is an error (the web stage reads those)."""
     from curate.extract import extract
 
     if engine not in ("fast", "clean"):
         fail(f"--engine must be fast or clean, got {engine!r}")
-    for path in files:
-        if not path.is_file():
-            fail(f"{path}: no such file")
+    for path in html_files(files):
         html = path.read_bytes().decode("utf-8", errors="replace")
         print(json.dumps({"path": str(path), "text": extract(html, engine=engine)}, ensure_ascii=False))
+
+
+def check_inputs(inputs: list[Path]) -> None:
+    """Fail on an input file of a kind the reader skips (it would read 0 pages from it and exit 0)."""
+    from curate.readers import HTML_SUFFIXES, JSONL_SUFFIXES, WARC_SUFFIXES
+
+    kinds = WARC_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES
+    for path in inputs:
+        if path.is_file() and not path.name.lower().endswith(kinds):
+            fail(
+                f"{path}: not a supported input; the web stage reads {', '.join(kinds)} files and folders of them"
+            )
+        if not path.exists():
+            fail(f"{path}: no such file or folder")
+
+
+def check_output(output: Path) -> None:
+    """Fail (one line) when OUT cannot be the stage folder."""
+    if output.exists() and not output.is_dir():
+        fail(f"{output}: exists and is not a folder; -o names the output folder")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        fail(f"{output}: cannot create the output folder ({err.strerror or err})")
 
 
 @web_app.command("run")
 def run_web(
     inputs: list[Path] = typer.Argument(
-        ..., help="WARC/WARC.gz files, folders of .html files, or JSONL with html"
+        ..., help="WARC/ARC(.gz) files, folders of .html files, or JSONL with html"
     ),
     output: Path = typer.Option(
-        ..., "-o", "--output", help="output folder: data/*.parquet, summary.json, logs/"
+        ..., "-o", "--output", help="output folder: data/*.parquet, summary.json, logs/, rejects/"
     ),
-    workers: int = typer.Option(1, "--workers", help="datatrove tasks run in parallel"),
-    recipe: Path | None = typer.Option(None, "--recipe", help="take the web settings from this recipe"),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="datatrove tasks run in parallel (default 1; overrides the recipe's)"
+    ),
+    write_rejects: bool | None = typer.Option(
+        None,
+        "--write-rejects/--no-write-rejects",
+        help="write every dropped page to OUT/rejects/*.parquet with its reason (default: off, or the recipe's)",
+    ),
+    recipe: Path | None = typer.Option(
+        None, "--recipe", help="take the web settings and the executor from this recipe"
+    ),
 ) -> None:
     """Web stage: read pages, extract math-aware text, language ID, blocklist, math prefilter, quality filters.
 
-    Reads WARC(.gz), folders of .html, or JSONL with an `html` field; writes OUT/data/*.parquet (one row per kept
-    page, with provenance), OUT/summary.json (docs_in, docs_out, dropped by reason, seconds) and OUT/logs/.
+    Reads WARC/ARC(.gz), folders of .html, or JSONL with an `html` field; writes OUT/data/*.parquet (one row per
+    kept page, with provenance), OUT/summary.json (docs_in, docs_out, dropped by reason, seconds), OUT/logs/ and,
+    with --write-rejects, OUT/rejects/*.parquet (one row per dropped page with its reason). --workers and
+    --write-rejects override what --recipe sets.
     """
-    from pipelines.web import run_web_cli
+    from pipelines.executors import ExecutorConfig
+    from pipelines.recipe import RecipeError, load_recipe
+    from pipelines.web import Config
+    from pipelines.web import run_web as run_stage
 
-    run_web_cli([str(p) for p in inputs], output, workers=workers, recipe=recipe)
+    check_inputs(inputs)
+    check_output(output)
+    config, executor = Config(), ExecutorConfig(tasks=workers or 1, workers=workers or 1)
+    if recipe is not None:
+        try:
+            parsed = load_recipe(recipe)
+        except RecipeError as err:
+            fail(str(err))
+        config, executor = parsed.stages.get("web", config), parsed.executor
+        if workers is not None:
+            executor = executor.model_copy(update={"workers": workers})
+    if write_rejects is not None:
+        config = config.model_copy(update={"write_rejects": write_rejects})
+    try:
+        summary = run_stage(config, [str(p) for p in inputs], output, executor, math_model=config.math_model)
+    except FileNotFoundError as err:
+        fail(str(err))
+    except OSError as err:
+        fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
+    print_summary(summary, title="web summary")
+    wrote = ", rejects/*.parquet" if config.write_rejects else ""
+    console.print(f"wrote {output}/data/*.parquet{wrote} and {output}/summary.json")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,117 @@
+"""`mathmix web` and `mathmix web extract` from the command line: options, bad inputs and outputs."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from mathmix.cli import app
+
+MATH = (
+    "<html><head><script src='mathjax.js'></script></head><body><article><h1>Quadratic equations</h1>"
+    + "<p>The roots of <script type='math/tex'>ax^2+bx+c=0</script> are given by the quadratic formula, and "
+    "we prove that the discriminant decides how many real solutions the equation has.</p>"
+    * 8
+    + "</article></body></html>"
+)
+NEWS = (
+    "<html><body><article><p>The mayor said the city council would vote on the budget next week after the "
+    "football season ended, and the market was closed for the holiday.</p></article></body></html>"
+)
+
+
+def _out(result) -> str:
+    return " ".join(result.output.split())
+
+
+@pytest.fixture()
+def pages(tmp_path):
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "math.html").write_text(MATH)
+    (folder / "news.html").write_text(NEWS)
+    return folder
+
+
+def test_an_input_of_an_unsupported_kind_is_named(tmp_path):
+    text = tmp_path / "x.txt"
+    text.write_text("hello")
+    result = CliRunner().invoke(app, ["web", str(text), "-o", str(tmp_path / "w6")])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert f"{text}: not a supported input" in _out(result) and ".warc.gz" in _out(result)
+    assert not (tmp_path / "w6").exists()
+
+
+def test_an_output_that_is_a_file_is_a_one_line_error(pages, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    result = CliRunner().invoke(app, ["web", str(pages), "-o", str(afile)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert f"{afile}: exists and is not a folder" in _out(result)
+
+
+def test_write_rejects_flag_writes_every_dropped_page(pages, tmp_path):
+    out = tmp_path / "w"
+    result = CliRunner().invoke(app, ["web", str(pages), "-o", str(out), "--write-rejects"])
+    assert result.exit_code == 0, result.output
+    rejects = [
+        row for f in sorted((out / "rejects").glob("*.parquet")) for row in pq.read_table(f).to_pylist()
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["docs_in"] == 2 and len(rejects) == sum(summary["dropped"].values()) >= 1
+    help_text = _out(CliRunner().invoke(app, ["web", "run", "--help"]))
+    assert "rejects/" in help_text and "--write-rejects" in help_text
+
+
+def test_workers_and_write_rejects_override_the_recipe(pages, tmp_path, monkeypatch):
+    import pipelines.web
+
+    seen = {}
+
+    def fake_run_web(config, inputs, out_dir, executor, math_model=None):
+        seen.update(config=config, executor=executor)
+        return {"docs_in": 0, "docs_out": 0, "dropped": {}}
+
+    monkeypatch.setattr(pipelines.web, "run_web", fake_run_web)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "name: r\nexecutor: {kind: local, tasks: 4, workers: 1}\nstages:\n  web: {write_rejects: true}\n"
+    )
+    base = ["web", str(pages), "-o", str(tmp_path / "w"), "--recipe", str(recipe)]
+    assert CliRunner().invoke(app, base).exit_code == 0
+    assert seen["executor"].workers == 1 and seen["executor"].tasks == 4 and seen["config"].write_rejects
+    result = CliRunner().invoke(app, [*base, "--workers", "3", "--no-write-rejects"])
+    assert result.exit_code == 0, result.output
+    assert seen["executor"].workers == 3 and seen["executor"].tasks == 4
+    assert seen["config"].write_rejects is False
+
+
+def test_extract_refuses_warc_gzip_and_binary_files(tmp_path):
+    warc = tmp_path / "big.warc.gz"
+    warc.write_bytes(gzip.compress(b"WARC/1.0\r\nWARC-Type: response\r\n\r\n"))
+    plain_warc = tmp_path / "a.warc"
+    plain_warc.write_bytes(b"WARC/1.0\r\nWARC-Type: warcinfo\r\n\r\n")
+    binary = tmp_path / "img.html"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    for path, kind in ((warc, "a gzip file"), (plain_warc, "a WARC file"), (binary, "a binary file")):
+        result = CliRunner().invoke(app, ["web", "extract", str(path)])
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+        assert f"{path}: {kind}, not HTML" in _out(result) and "mathmix web" in _out(result)
+        assert result.stdout == ""  # nothing printed as "text"
+
+
+def test_extract_a_folder_extracts_its_html_files(pages, tmp_path):
+    result = CliRunner().invoke(app, ["web", "extract", str(pages)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in io.StringIO(result.stdout) if line.strip()]
+    assert [r["path"] for r in rows] == [str(pages / "math.html"), str(pages / "news.html")]
+    assert "$ax^2+bx+c=0$" in rows[0]["text"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(app, ["web", "extract", str(empty)])
+    assert result.exit_code == 2 and f"{empty}: is a folder with no" in _out(result)
