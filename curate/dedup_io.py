@@ -94,6 +94,11 @@ def output_schema(parquet_files: list[Path], extra: list[tuple[str, pa.DataType]
     return pa.schema(fields)
 
 
+def minimal_schema(extra: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    """id, text and `extra`: the columns of an empty output when the inputs gave no schema (JSONL)."""
+    return pa.schema([("id", pa.string()), ("text", pa.string()), *extra])
+
+
 def _write_adapter(names: tuple[str, ...] | None, self, document) -> dict:
     row = {"id": document.id, "text": "" if document.metadata.get("_empty_text") else document.text}
     row.update((k, v) for k, v in document.metadata.items() if k not in _INTERNAL and k not in row)

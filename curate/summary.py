@@ -86,3 +86,18 @@ def write_summary(out_dir: Path | str, summary: dict[str, Any]) -> Path:
 def is_balanced(summary: dict[str, Any]) -> bool:
     """docs_in == docs_out + sum(dropped)."""
     return summary["docs_in"] == summary["docs_out"] + sum(summary["dropped"].values())
+
+
+def ensure_data_file(data_dir: Path | str, schema: Any) -> None:
+    """A stage that kept nothing still gets DATA_DIR with one empty Parquet file of its schema.
+
+    datatrove's writers open a file only for their first document; without this, the next stage (or a reader of
+    the run) would find no `data/` at all instead of zero documents.
+    """
+    import pyarrow.parquet as pq
+
+    data_dir = Path(data_dir)
+    if any(data_dir.glob("*.parquet")):
+        return
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(schema.empty_table(), data_dir / "00000_empty.parquet")

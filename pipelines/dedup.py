@@ -70,15 +70,17 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     from datatrove.pipeline.dedup.minhash import MinhashDedupBuckets
 
     from curate.dedup_exact import ExactDedupFilter, ExactDedupHasher, ExactDedupIndex
-    from curate.dedup_io import build_readers, document_files, output_schema
+    from curate.dedup_io import build_readers, document_files, minimal_schema, output_schema
     from curate.minhash import FastMinhashSignature
     from curate.minhash_cluster import MinhashClusterByRule
-    from curate.summary import summarize_logs, write_summary
+    from curate.summary import ensure_data_file, summarize_logs, write_summary
+    from pipelines.job_record import check_job, job_identity
 
     out_dir, start = Path(out_dir), time.time()
     files = document_files(inputs)
     work, logs = out_dir / "work", out_dir / "logs"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
+    check_job(out_dir, job_identity([*files[0], *files[1]], config, out_dir.parent, tasks=tasks), "dedup run")
     rule = list(config.keep_rule)
 
     stage_seconds: dict[str, float] = {}
@@ -123,7 +125,9 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
             ],
             1,
         )
-    run("6_filter", _filter_pipeline(config, files, out_dir, output_schema(files[0], EXTRA_COLUMNS)), tasks)
+    schema = output_schema(files[0], EXTRA_COLUMNS)
+    run("6_filter", _filter_pipeline(config, files, out_dir, schema), tasks)
+    ensure_data_file(out_dir / "data", schema or minimal_schema(EXTRA_COLUMNS))
     summary = summarize_logs(logs / "6_filter", seconds=time.time() - start)
     summary.update(_report(work / "report", out_dir / "clusters.jsonl"))
     summary["stage_seconds"] = stage_seconds

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -24,7 +25,7 @@ def run(
     Each stage is resumable: a rerun skips finished stages (summary.json present) and finished datatrove tasks.
     """
     from pipelines.recipe import RecipeError, load_recipe
-    from pipelines.runner import run_recipe
+    from pipelines.runner import StageFailed, run_recipe
 
     try:
         parsed = load_recipe(recipe)
@@ -33,7 +34,16 @@ def run(
         return
     if output_dir is not None:
         parsed.output_dir = output_dir
-    run_recipe(parsed, dry_run=dry_run, only=only)
+    try:
+        run_recipe(parsed, dry_run=dry_run, only=only)
+    except StageFailed as err:
+        if os.environ.get("MATHMIX_DEBUG"):
+            raise
+        fail(
+            f"{err} (finished stages are kept: fix it and rerun the same command; MATHMIX_DEBUG=1 shows the traceback)"
+        )
+    except ValueError as err:
+        fail(str(err))
 
 
 def quickstart(

@@ -12,8 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from mathmix.cli_util import console, print_summary
+from mathmix.paths import expand_inputs
+from pipelines.job_record import check_job, job_identity
 from pipelines.recipe import Recipe
 from pipelines.stages import STAGES, StageContext, stage_module
+
+RECIPE_STAGE_FILE = "recipe-stage.json"  # the recipe's settings and inputs of a finished stage
+
+
+class StageFailed(Exception):
+    """A stage stopped on bad input or settings (an OSError or ValueError): `stage` names it."""
+
+    def __init__(self, stage: str, error: Exception):
+        super().__init__(f"stage {stage}: {error}")
+        self.stage, self.error = stage, error
 
 
 def plan(recipe: Recipe) -> list[dict[str, Any]]:
@@ -37,8 +49,20 @@ def plan(recipe: Recipe) -> list[dict[str, Any]]:
 
 
 def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = None) -> dict[str, Any]:
-    """Run every stage of `recipe` in order; return {stage: summary}."""
+    """Run every stage of `recipe` in order; return {stage: summary}.
+
+    Raises:
+        ValueError: `only` names a stage that is not in the recipe.
+        StageFailed: a stage stopped on an OSError or ValueError (a missing input, a bad model, bad settings);
+            the stages before it are finished and a rerun goes on from it.
+    """
     steps = plan(recipe)
+    unknown = sorted(set(only or []) - {step["stage"] for step in steps})
+    if unknown:
+        raise ValueError(
+            f"--only {', '.join(unknown)}: not a stage of this recipe (its stages: "
+            f"{', '.join(step['stage'] for step in steps)})"
+        )
     if dry_run:
         for step in steps:
             console.print(f"[bold]{step['stage']}[/]: {step['inputs'] or '-'} -> {step['output']}")
@@ -52,22 +76,31 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             previous[name] = out_dir
             continue
         summary_path = out_dir / "summary.json"
+        identity = job_identity(step["inputs"], step["config"], run_dir=recipe.output_dir)
         if summary_path.exists():
+            try:  # a finished stage is kept only if the recipe still asks for the same thing
+                check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
+            except ValueError as err:
+                raise StageFailed(name, err) from None
             console.print(f"[dim]{name}: already complete ({summary_path}), skipped[/]")
             summaries[name] = json.loads(summary_path.read_text())
             previous[name] = out_dir
             continue
         console.rule(f"[bold]{name}")
         start = time.time()
-        ctx = StageContext(
-            run_dir=recipe.output_dir,
-            out_dir=out_dir,
-            inputs=step["inputs"],
-            executor=recipe.executor,
-            previous=dict(previous),
-        )
-        summary = stage_module(name).run_stage(step["config"], ctx)
+        try:
+            ctx = StageContext(
+                run_dir=recipe.output_dir,
+                out_dir=out_dir,
+                inputs=expand_inputs(step["inputs"]),
+                executor=recipe.executor,
+                previous=dict(previous),
+            )
+            summary = stage_module(name).run_stage(step["config"], ctx)
+        except (OSError, ValueError) as err:
+            raise StageFailed(name, err) from err
         summary.setdefault("seconds", round(time.time() - start, 2))
+        check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
         print_summary(summary, title=f"{name} summary")
         summaries[name] = summary
         previous[name] = out_dir

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
+from curate.summary import ensure_data_file
 from mathmix.cli_util import console, fail, print_summary
 
 WEB_SCHEMA = pa.schema(
@@ -159,9 +160,6 @@ def build_pipeline(config: Config, files: list[str], out_dir: Path, math_model: 
             min_alpha_fraction=config.min_alpha_fraction,
         ),
     ]
-    for step in steps:
-        if hasattr(step, "exclusion_writer") and rejects:
-            step.exclusion_writer = exclusion(type(step).__name__)
     if math_model:
         from classifiers.scorer import MathScoreFilter
 
@@ -170,6 +168,9 @@ def build_pipeline(config: Config, files: list[str], out_dir: Path, math_model: 
                 math_model, threshold=config.math_threshold, keep_top_percent=config.keep_top_percent
             )
         )
+    for step in steps:
+        if hasattr(step, "exclusion_writer") and rejects:
+            step.exclusion_writer = exclusion(type(step).__name__)
     steps.append(
         ParquetWriter(
             str(out_dir / "data"), output_filename="${rank}.parquet", adapter=_adapter, schema=WEB_SCHEMA
@@ -184,6 +185,7 @@ def run_web(
     """Run the web stage over `inputs` into `out_dir`; returns (and writes) the summary."""
     from curate.readers import input_files
     from curate.summary import summarize_logs, write_summary
+    from pipelines.job_record import check_job, job_identity
 
     out_dir = Path(out_dir)
     files = input_files(inputs)
@@ -191,16 +193,30 @@ def run_web(
         raise FileNotFoundError(f"no WARC, .html or JSONL files found in {inputs}")
     start = time.time()
     tasks = min(config.tasks or executor.tasks, len(files))
+    check_job(
+        out_dir, job_identity(files, config, out_dir.parent, math_model=math_model, tasks=tasks), "web run"
+    )
     pipeline = build_pipeline(config, files, out_dir, math_model)
     executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-web", tasks=tasks))
+    ensure_data_file(out_dir / "data", WEB_SCHEMA)
     summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
     summary["input_files"] = len(files)
     write_summary(out_dir, summary)
     return summary
 
 
+def resolve_paths(config: Config, run_dir: Path | str) -> dict[str, Any]:
+    """`{run_dir}` substituted in the stage's path settings (its inputs are resolved by the runner)."""
+    return {
+        key: value.replace("{run_dir}", str(run_dir))
+        for key in ("math_model", "blocklist")
+        if isinstance(value := getattr(config, key), str)
+    }
+
+
 def run_stage(config: Config, ctx) -> dict:
     """Recipe stage `web`: inputs from the recipe; scores with the run's classifier when it trained one."""
+    config = config.model_copy(update=resolve_paths(config, ctx.run_dir))
     model = config.math_model
     if model is None and "classifier" in ctx.previous:
         candidate = ctx.previous["classifier"] / "model.bin"

@@ -148,6 +148,7 @@ def build_shards(
     """
     from curate.summary import summarize_logs, write_summary
     from pipelines.executors import ExecutorConfig
+    from pipelines.job_record import check_job, job_identity
 
     start = time.time()
     out = Path(out_dir)
@@ -158,6 +159,8 @@ def build_shards(
     executor = executor or ExecutorConfig()
     step = MegatronShardWriter(out, tokenizer, eos_token, batch_size, max_shard_bytes, logs)
     tasks = min(executor.tasks, len(files))
+    settings = {"tokenizer": str(tokenizer), "eos_token": eos_token, "max_shard_bytes": max_shard_bytes}
+    check_job(out, job_identity(files, settings, out.parent, tasks=tasks), "shards build")
     job = executor.build([*_readers(files, logs), step], logs, job_name=f"shards-{out.name}", tasks=tasks)
     executor.run(job)
     parts = [json.loads(p.read_text()) for p in sorted((logs / PARTS).glob("*.json"))]

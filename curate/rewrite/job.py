@@ -19,7 +19,7 @@ from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field
 
 from curate.rewrite.tasks import ValidationSettings, sampling_json
-from curate.summary import summarize_logs, write_summary
+from curate.summary import ensure_data_file, summarize_logs, write_summary
 from mathmix.paths import stage_data
 
 CPU_SERVER = str(Path(__file__).resolve().parents[1] / "cpu_server.py")
@@ -223,14 +223,23 @@ def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, mod
     return steps, decont
 
 
+# How a rerun may differ from the run it resumes: where and how fast it generates, not what.
+OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "request_timeout_s",
+                        "server_ready_timeout_s", "retries", "retry_backoff_s", "tp", "dp", "cpu_threads",
+                        "corpus_docs", "gpu_output_tokens_per_s"}  # fmt: skip
+
+
 def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSettings, executor: Any,
              model_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.rewrite.report import inference_stats, throughput_report
     from mathmix.cli_util import write_json
+    from pipelines.job_record import check_job, job_identity
 
     start = time.time()
     out_dir = Path(out_dir)
+    what = settings.model_dump(mode="json", exclude=OPERATIONAL_SETTINGS)
+    check_job(out_dir, job_identity(inputs, what, out_dir.parent, task=task), f"rewrite ({task})")
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
     steps = generation_pipeline(inputs, out_dir, task, settings, model)
@@ -276,11 +285,6 @@ def _run_all(executor: Any, steps: list, logging_dir: Path, name: str, tasks: in
 
 def _ensure_data_file(data_dir: Path, task: str) -> None:
     """A task that kept nothing still gets one empty Parquet file with its schema, so readers find the columns."""
-    if any(data_dir.glob("*.parquet")):
-        return
-    import pyarrow.parquet as pq
-
     from curate.rewrite.steps import output_schema
 
-    data_dir.mkdir(parents=True, exist_ok=True)
-    pq.write_table(output_schema(task).empty_table(), data_dir / "00000_empty.parquet")
+    ensure_data_file(data_dir, output_schema(task))

@@ -1,0 +1,74 @@
+"""What wrote an output folder: its inputs and settings, recorded in OUT/job.json before any work starts.
+
+datatrove skips a task whose completion marker exists, whatever the task read: rerunning into a folder with other
+inputs, settings or task count would silently keep the old results (or mix them with new ones). A rerun of the
+same job resumes; a different one is refused with the differences named.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+JOB_FILE = "job.json"
+
+
+def job_identity(
+    inputs: list[str | Path], config: Any, run_dir: Path | str | None = None, **extra: Any
+) -> dict:
+    """The inputs (absolute paths), the settings (a pydantic model or a dict) and any extra fields (e.g. tasks).
+
+    Paths inside RUN_DIR are written as `{run_dir}/...`, so a run folder copied or moved elsewhere still resumes.
+    """
+    settings = config.model_dump(mode="json") if hasattr(config, "model_dump") else dict(config)
+    identity = {"inputs": [str(Path(p).resolve()) for p in inputs], "settings": settings, **extra}
+    text = json.dumps(identity, default=str)
+    if run_dir is not None:
+        for form in {str(Path(run_dir).resolve()), str(Path(run_dir))}:
+            if form not in ("", "."):
+                text = text.replace(json.dumps(form)[1:-1], "{run_dir}")
+    return json.loads(text)
+
+
+def check_job(
+    out_dir: Path | str, identity: dict[str, Any], what: str = "job", filename: str = JOB_FILE
+) -> None:
+    """Record IDENTITY in OUT/job.json, or refuse (ValueError) when OUT holds the work of a different job."""
+    path = Path(out_dir) / filename
+    if path.is_file():
+        try:
+            previous = json.loads(path.read_text())
+        except ValueError:
+            previous = None
+        if previous is not None and previous != identity:
+            raise ValueError(
+                f"{out_dir} holds the output of a different {what} ({describe_difference(previous, identity)}); "
+                "write to a new folder, or delete this one to start over"
+            )
+        if previous is not None:
+            return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(identity, indent=1, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """`inputs differ`, `settings.ngram: 13 -> 8`, `tasks: 2 -> 4` ... (the first few)."""
+    parts = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            parts += [
+                f"{key}.{k}: {a.get(k)!r} -> {b.get(k)!r}"
+                for k in sorted(set(a) | set(b))
+                if a.get(k) != b.get(k)
+            ]
+        elif key == "inputs":
+            parts.append("inputs differ")
+        else:
+            parts.append(f"{key}: {a!r} -> {b!r}")
+    return "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")

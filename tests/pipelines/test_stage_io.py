@@ -1,0 +1,132 @@
+"""How stages hand documents on: a stage folder means its data/, a stage that keeps nothing still leaves an empty
+data/, rejects cover every filter, and a rerun into a folder written by a different job is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.dedup import Config as DedupConfig
+from pipelines.dedup import run_dedup
+from pipelines.executors import ExecutorConfig
+from pipelines.recipe import load_recipe
+from pipelines.runner import StageFailed, run_recipe
+from pipelines.web import Config as WebConfig
+from pipelines.web import run_web
+
+MATH = "Let $x^2 + {i}x + 1 = 0$. By the quadratic formula the roots are real when ${i}^2 - 4 \\ge 0$, so x = {i}."
+
+
+def _stage_folder(root: Path) -> Path:
+    """A stage folder as the stages write it: 3 kept documents, 2 rejects, a summary and a log."""
+    (root / "data").mkdir(parents=True)
+    (root / "rejects").mkdir()
+    (root / "logs").mkdir()
+    texts = [MATH.replace("{i}", str(i)) + " " + "word " * (10 + i) for i in range(3)]
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": texts}), root / "data" / "00000.parquet")
+    pq.write_table(
+        pa.table({"id": ["r1", "r2"], "text": ["dropped one", "dropped two"], "reason": ["x", "y"]}),
+        root / "rejects" / "Filter-00000.parquet",
+    )
+    (root / "summary.json").write_text(json.dumps({"docs_in": 5, "docs_out": 3}))
+    (root / "logs" / "executor.json").write_text(json.dumps({"tasks": 1}))
+    return root
+
+
+def test_a_stage_folder_is_read_through_its_data(tmp_path):
+    stage = _stage_folder(tmp_path / "web")
+    summary = run_dedup(DedupConfig(minhash=False), [str(stage)], tmp_path / "dedup", ExecutorConfig(tasks=1))
+    assert summary["docs_in"] == 3 and summary["docs_out"] == 3
+    ids = pq.read_table(tmp_path / "dedup" / "data").column("id").to_pylist()
+    assert sorted(ids) == ["a", "b", "c"]
+
+
+def test_a_stage_that_keeps_nothing_leaves_an_empty_data_folder(tmp_path):
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "news.html").write_text("<html><body><p>The council met on Tuesday.</p></body></html>")
+    web = tmp_path / "web"
+    summary = run_web(WebConfig(), [str(pages)], web, ExecutorConfig(tasks=1))
+    assert summary["docs_in"] == 1 and summary["docs_out"] == 0
+    table = pq.read_table(web / "data")
+    assert table.num_rows == 0 and "math_score" in table.column_names
+    after = run_dedup(DedupConfig(), [str(web)], tmp_path / "dedup", ExecutorConfig(tasks=1))
+    assert after["docs_in"] == 0 and after["docs_out"] == 0
+    assert pq.read_table(tmp_path / "dedup" / "data").num_rows == 0
+
+
+def test_a_rerun_with_other_inputs_or_settings_is_refused(tmp_path):
+    stage = _stage_folder(tmp_path / "web")
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "z", "text": MATH.replace("{i}", "9")}) + "\n")
+    out = tmp_path / "dedup"
+    first = run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
+    again = run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))  # resumes
+    assert again["docs_out"] == first["docs_out"]
+    with pytest.raises(ValueError, match="different dedup run.*inputs differ"):
+        run_dedup(DedupConfig(minhash=False), [str(other)], out, ExecutorConfig(tasks=1))
+    with pytest.raises(ValueError, match="settings.minhash: False -> True"):
+        run_dedup(DedupConfig(minhash=True), [str(stage)], out, ExecutorConfig(tasks=1))
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, shared_data):
+    """20 real math pages and 20 real non-math pages, and a folder with both for the web stage."""
+    root = tmp_path_factory.mktemp("pages")
+    for kind in ("math", "nonmath"):
+        for i, page in enumerate(sorted((shared_data / "html" / kind).glob("*.html"))[:20]):
+            for folder in (root / kind, root / "crawl"):
+                folder.mkdir(exist_ok=True)
+                shutil.copy(page, folder / f"{kind}-{i}.html")
+    return root
+
+
+def test_recipe_rejects_cover_the_math_filter_and_paths_expand(tmp_path, pages):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{tasks: 1, workers: 1}}\nstages:\n"
+        f"  classifier: {{positives: ['{pages}/math'], negatives: ['{pages}/nonmath']}}\n"
+        f"  web: {{inputs: ['{pages}/cr*'], write_rejects: true, keep_top_percent: 50,"
+        " math_model: '{run_dir}/classifier/model.bin'}\n"
+    )
+    summaries = run_recipe(load_recipe(recipe))
+    web = summaries["web"]
+    assert web["dropped"]["below_top_percent"] > 0
+    rejects = pq.read_table(tmp_path / "run" / "web" / "rejects").to_pylist()
+    by_step = {r["step"] for r in rejects if r["reason"] == "below_top_percent"}
+    assert by_step == {"MathScoreFilter"}
+    assert len(rejects) == sum(web["dropped"].values())
+    assert all(r["math_score"] is not None for r in rejects if r["step"] == "MathScoreFilter")
+
+    # The same recipe again: finished stages are skipped. A changed stage setting is refused, not skipped.
+    assert run_recipe(load_recipe(recipe))["web"] == web
+    recipe.write_text(recipe.read_text().replace("keep_top_percent: 50", "keep_top_percent: 60"))
+    with pytest.raises(StageFailed, match=r"stage web: .*keep_top_percent: 50.0 -> 60.0"):
+        run_recipe(load_recipe(recipe))
+
+
+def test_run_cli_names_a_failed_stage_and_an_unknown_stage(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nstages:\n  web: {{inputs: ['{tmp_path}/nope*']}}\n"
+    )
+
+    def mathmix(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "COLUMNS": "1000"}  # no wrapping of the one-line error
+        return subprocess.run(
+            [sys.executable, "-m", "mathmix", *args], capture_output=True, text=True, env=env
+        )
+
+    failed = mathmix("run", str(recipe))
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr
+    assert "stage web" in failed.stderr and "nope*: no file matches" in failed.stderr
+    unknown = mathmix("run", str(recipe), "--only", "bogus")
+    assert unknown.returncode == 2 and "--only bogus: not a stage of this recipe" in unknown.stderr
