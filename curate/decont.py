@@ -26,27 +26,32 @@ import numpy as np
 from datatrove.data import Document
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
+from curate.decont_sources import (
+    BENCH_SUFFIXES,
+    PROBLEM_FIELDS,
+    TEXT_FIELDS,
+    benchmark_files,
+    problem_texts,
+    read_records,
+    record_texts,
+)
 from curate.dedup_text import TOKEN_RE, ngram_hashes, normalize_math_text, token_hashes
 
-# Fields holding problem / solution text across GSM8K, MATH, MATH500, AIME, AMC, OlympiadBench, Minerva/OCW, SAT,
-# SVAMP, ASDiv, MATH8K prompts (names differ per set; see ../shared/data/README.md).
-TEXT_FIELDS = (
-    "context",
-    "Body",
-    "body",
-    "problem",
-    "question",
-    "Question",
-    "prompt",
-    "solution",
-    "answer",
-    "Answer",
-    "final_answer",
-    "options",
-)  # in reading order: SVAMP / ASDiv put the story in `Body` and the question after it
-# Fields that state a problem (a short one is matched whole; answers and solutions only by n-grams).
-PROBLEM_FIELDS = ("context", "Body", "body", "problem", "question", "Question", "prompt")
-BENCH_SUFFIXES = (".jsonl",)
+__all__ = [
+    "BENCH_SUFFIXES",
+    "PROBLEM_FIELDS",
+    "TEXT_FIELDS",
+    "BenchmarkIndex",
+    "DecontFilter",
+    "Overlap",
+    "benchmark_files",
+    "find_overlaps",
+    "problem_texts",
+    "read_records",
+    "record_texts",
+    "validate_benchmarks",
+]
+
 SHORT_MIN_TOKENS = 8
 # LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
 _DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
@@ -118,46 +123,78 @@ def _is_specific(tokens: list[str], codes: np.ndarray, min_words: int) -> bool:
     return prose >= min_words and any(t[0].isdigit() or t[0] == "\\" for t in tokens)
 
 
-def record_texts(record: dict) -> list[str]:
-    """The problem/solution texts of one benchmark record (fields that exist, are strings and are not 'None')."""
-    out = []
-    for key in TEXT_FIELDS:
-        value = record.get(key)
-        if isinstance(value, list):
-            value = "\n".join(str(v) for v in value)
-        if isinstance(value, str) and value.strip() and value.strip() != "None":
-            out.append(value)
-    return out
+def _short_problem(record: dict, ngram: int, min_words: int, short_min: int) -> tuple[int, int, int] | None:
+    """(key hash, whole hash, length) of the record's problem statement (its problem fields read in a row)
+    when it is shorter than one n-gram and qualifies for a whole match; else None."""
+    parts = list(dict.fromkeys(problem_texts(record)))  # AMC / AIME repeat the problem as the question
+    tokens = decont_tokens("\n".join(parts)) if short_min else []
+    codes = _token_codes(tokens)
+    if not (short_min <= len(codes) < ngram and _is_specific(tokens, codes, min_words)):
+        return None
+    key = int(ngram_hashes(codes[:short_min], short_min)[0])
+    return key, int(ngram_hashes(codes, len(codes))[0]), len(codes)
 
 
-def problem_texts(record: dict) -> list[str]:
-    """The problem statement fields of one record (strings only), in reading order."""
-    return [v for k in PROBLEM_FIELDS if isinstance(v := record.get(k), str) and v.strip()]
+def _record_keys(
+    record: dict, ngram: int, min_words: int, short_min: int
+) -> tuple[np.ndarray, tuple[int, int, int] | None]:
+    """(unique n-gram hashes, short-problem key or None) of one benchmark record: what the index holds for it."""
+    texts = record_texts(record)
+    if len(texts) > 1:  # also the fields read in a row, as a page would show them
+        texts.append("\n".join(texts))
+    grams = [g for t in texts if len(g := prose_ngrams(decont_tokens(t), ngram, min_words)[0])]
+    uniq = np.unique(np.concatenate(grams)) if grams else np.empty(0, dtype=np.uint64)
+    return uniq, _short_problem(record, ngram, min_words, short_min)
 
 
-def benchmark_files(paths: Sequence[str | Path]) -> list[tuple[str, Path]]:
-    """(benchmark name, file) for every JSONL file given or under a folder given; error naming a missing path."""
-    files: list[tuple[str, Path]] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_file():
-            files.append((f"{path.parent.name}/{path.name.removesuffix('.jsonl')}", path))
-        elif path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(BENCH_SUFFIXES))
-            if not found:
-                raise FileNotFoundError(f"benchmark folder {path} holds no .jsonl file")
-            for p in found:
-                rel = str(p.relative_to(path)).removesuffix(".jsonl")
-                # files directly in the folder get the folder's name: gsm8k/test, not test
-                files.append((rel if "/" in rel else f"{path.resolve().name}/{rel}", p))
-        else:
-            raise FileNotFoundError(f"benchmark file or folder not found: {path}")
-    return files
+def _no_records_error(files: Sequence[Path]) -> ValueError:
+    shown = ", ".join(str(f) for f in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    return ValueError(
+        f"no benchmark record to check in {shown} (a record needs a problem, question, prompt, solution "
+        "or answer field long enough to match)"
+    )
+
+
+def validate_benchmarks(
+    paths: Sequence[str | Path],
+    ngram: int = 13,
+    min_words: int = 3,
+    short_min_tokens: int = SHORT_MIN_TOKENS,
+) -> list[Path]:
+    """Check benchmark paths before any work: every path exists and, together, they hold a record to check.
+
+    Reads each file only up to its first checkable record. Returns the files with none (to warn about);
+    raises FileNotFoundError naming a missing path, ValueError naming a bad line or, when no file holds a
+    checkable record, the files. A run that checks nothing must not report "no contamination found".
+    """
+    if ngram < 1 or short_min_tokens < 0:
+        raise ValueError(f"need ngram >= 1 and short_min_tokens >= 0, got {ngram} and {short_min_tokens}")
+    files = [path for _name, path in benchmark_files(paths)]
+    unused = [
+        path
+        for path in files
+        if not any(
+            isinstance(record, dict) and _checkable(record, ngram, min_words, short_min_tokens)
+            for _, record in read_records(path)
+        )
+    ]
+    if len(unused) == len(files):
+        raise _no_records_error(unused)
+    return unused
+
+
+def _checkable(record: dict, ngram: int, min_words: int, short_min: int) -> bool:
+    grams, whole = _record_keys(record, ngram, min_words, short_min)
+    return bool(len(grams)) or whole is not None
 
 
 class BenchmarkIndex:
     """Sorted n-gram hashes of benchmark records, with the record each n-gram came from; plus the problems
-    shorter than one n-gram, keyed by their first `short_min_tokens` tokens (0 turns whole matching off)."""
+    shorter than one n-gram, keyed by their first `short_min_tokens` tokens (0 turns whole matching off).
+
+    No checkable record in any file given is a ValueError naming the files; `unused_files` lists the files
+    without one when others have some.
+    """
 
     def __init__(
         self,
@@ -170,33 +207,35 @@ class BenchmarkIndex:
             raise ValueError(f"need ngram >= 1 and short_min_tokens >= 0, got {ngram} and {short_min_tokens}")
         self.ngram, self.min_words, self.short_min = ngram, min_words, short_min_tokens
         self.records: list[tuple[str, int]] = []  # record id -> (benchmark name, line)
-        self.benchmarks: Counter = Counter()  # benchmark -> records read
+        self.benchmarks: Counter = Counter()  # benchmark -> records read that hold text in a known field
         # benchmark -> records with no n-gram and no short problem to match whole (no rule can find them)
         self.too_short: Counter = Counter()
         self.matched_whole: Counter = Counter()  # benchmark -> records with a short problem matched whole
+        self.unused_files: list[Path] = []  # files without a checkable record
         hashes, owners = [], []
         short: list[tuple[int, int, int, int]] = []  # (key hash, whole hash, length, record)
         for name, path in benchmark_files(paths):
-            for line_no, record in _read_jsonl(path):
-                texts = record_texts(record)
-                if len(texts) > 1:  # also the fields read in a row, as a page would show them
-                    texts.append("\n".join(texts))
-                grams = [prose_ngrams(decont_tokens(t), ngram, min_words)[0] for t in texts]
-                grams = [g for g in grams if len(g)]
-                whole = self._short_problem(record)
+            checkable = len(self.records)
+            for line_no, record in read_records(path):
+                if not isinstance(record, dict) or not record_texts(record):
+                    continue
                 self.benchmarks[name] += 1
-                if not grams and whole is None:
+                grams, whole = _record_keys(record, ngram, min_words, short_min_tokens)
+                if not len(grams) and whole is None:
                     self.too_short[name] += 1
                     continue
                 rec = len(self.records)
                 self.records.append((name, line_no))
-                if grams:
-                    uniq = np.unique(np.concatenate(grams))
-                    hashes.append(uniq)
-                    owners.append(np.full(len(uniq), rec, dtype=np.int32))
+                if len(grams):
+                    hashes.append(grams)
+                    owners.append(np.full(len(grams), rec, dtype=np.int32))
                 if whole is not None:
                     self.matched_whole[name] += 1
                     short.append((*whole, rec))
+            if len(self.records) == checkable:
+                self.unused_files.append(path)
+        if not self.records:
+            raise _no_records_error(self.unused_files)
         all_hashes = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64)
         all_owners = np.concatenate(owners) if owners else np.empty(0, dtype=np.int32)
         order = np.argsort(all_hashes, kind="stable")
@@ -204,17 +243,6 @@ class BenchmarkIndex:
         short.sort()
         self.short_keys = np.array([s[0] for s in short], dtype=np.uint64)
         self.short_wholes = [(whole, length, rec) for _, whole, length, rec in short]
-
-    def _short_problem(self, record: dict) -> tuple[int, int, int] | None:
-        """(key hash, whole hash, length) of the record's problem statement (its problem fields read in a row)
-        when it is shorter than one n-gram and qualifies for a whole match; else None."""
-        parts = list(dict.fromkeys(problem_texts(record)))  # AMC / AIME repeat the problem as the question
-        tokens = decont_tokens("\n".join(parts)) if self.short_min else []
-        codes = _token_codes(tokens)
-        if not (self.short_min <= len(codes) < self.ngram and _is_specific(tokens, codes, self.min_words)):
-            return None
-        key = int(ngram_hashes(codes[: self.short_min], self.short_min)[0])
-        return key, int(ngram_hashes(codes, len(codes))[0]), len(codes)
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -259,20 +287,6 @@ class BenchmarkIndex:
                 ):
                     by_record.setdefault(rec, []).append((pos, length))
                 j += 1
-
-
-def _read_jsonl(path: Path):
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{line_no + 1}: not valid JSON: {err}") from None
-            if isinstance(record, dict):
-                yield line_no, record
 
 
 _INDEX_CACHE: dict[tuple, BenchmarkIndex] = {}
@@ -330,7 +344,7 @@ class DecontFilter(BaseFilter):
         if mode not in ("remove", "flag"):
             raise ValueError(f"mode must be 'remove' or 'flag', got {mode!r}")
         self.benchmarks = [str(p) for p in benchmarks]
-        benchmark_files(self.benchmarks)  # fail now, naming the missing file, not inside a worker
+        validate_benchmarks(self.benchmarks, ngram, min_words, short_min_tokens)  # fail now, not in a worker
         self.ngram = ngram
         self.mode = mode
         self.min_words = min_words

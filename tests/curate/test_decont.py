@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 from datatrove.data import Document
 
-from curate.decont import BenchmarkIndex, DecontFilter, benchmark_files, find_overlaps
+from curate.decont import (
+    BenchmarkIndex,
+    DecontFilter,
+    benchmark_files,
+    find_overlaps,
+    read_records,
+    validate_benchmarks,
+)
 
 GSM = {
     "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
@@ -69,10 +76,8 @@ def test_fields_per_benchmark_and_formula_only_ngrams_ignored(bench_dir: Path) -
     assert index.too_short["math500/test"] == 1  # "Compute 1+1." has no 13-gram
     assert index.find(SVAMP["Body"])[0].benchmark == "svamp/test"
     formula = "$$ r_1 = \\sqrt{3} r_2 + \\sqrt{3} r_1 r_2 \\sqrt{3} r_1 r_2 \\sqrt 3 r_1 r_2 $$"
-    assert (
-        BenchmarkIndex([_write(bench_dir.parent / "f" / "x.jsonl", [{"problem": formula}])]).find(formula)
-        == []
-    )
+    formulas = BenchmarkIndex([_write(bench_dir.parent / "f" / "x.jsonl", [{"problem": formula}, GSM])])
+    assert formulas.find(formula) == [] and formulas.too_short["f/x"] == 1
 
 
 def test_short_problems_are_matched_whole_and_only_whole(tmp_path: Path) -> None:
@@ -137,3 +142,64 @@ def test_real_benchmarks_pasted_into_real_pages(shared_data: Path) -> None:
     assert [h for h in hits[: len(texts)] if h] == []  # clean pages: no hit
     found = sum(bool(h) for h in hits[len(texts) :])
     assert found >= len(problems) - 1, f"{found}/{len(problems)}"  # a 1-line problem may have no 13-gram
+
+
+def test_benchmarks_with_no_checkable_record_are_an_error_naming_them(tmp_path: Path) -> None:
+    empty = _write(tmp_path / "b" / "empty.jsonl", [])
+    no_fields = _write(tmp_path / "b" / "fields.jsonl", [{"id": 1, "text": GSM["question"]}, {"foo": "x"}])
+    for paths in ([empty], [no_fields], [empty, no_fields], [tmp_path / "b"]):
+        with pytest.raises(ValueError, match="no benchmark record to check in .*empty.jsonl|fields.jsonl"):
+            BenchmarkIndex(paths)
+        with pytest.raises(ValueError, match="no benchmark record to check"):
+            validate_benchmarks(paths)
+    good = _write(tmp_path / "b" / "gsm.jsonl", [GSM])
+    assert validate_benchmarks([tmp_path / "b"]) == [empty, no_fields]  # some usable: warn about the rest
+    index = BenchmarkIndex([tmp_path / "b"])
+    assert index.unused_files == [empty, no_fields] and dict(index.benchmarks) == {"b/gsm": 1}
+    assert validate_benchmarks([good]) == []
+    with pytest.raises(FileNotFoundError, match="nope"):
+        validate_benchmarks([good, tmp_path / "nope"])
+
+
+def test_same_named_benchmark_files_keep_distinct_names(tmp_path: Path) -> None:
+    """Two `gsm8k/test` files were merged under one name, and a hit's line no longer said which file."""
+    first = _write(tmp_path / "bench" / "gsm8k" / "test.jsonl", [GSM])
+    second = _write(tmp_path / "bench" / "qwen_eval" / "gsm8k" / "test.jsonl", [MATH, GSM])
+    names = benchmark_files([first, second, tmp_path / "bench", first])  # a file reached twice is read once
+    assert names == [("bench/gsm8k/test", first), ("qwen_eval/gsm8k/test", second)]
+    index = BenchmarkIndex([first, second])
+    assert dict(index.benchmarks) == {"bench/gsm8k/test": 1, "qwen_eval/gsm8k/test": 2}
+    hits = {(o.benchmark, o.item) for o in index.find(GSM["question"])}
+    assert hits == {("bench/gsm8k/test", 0), ("qwen_eval/gsm8k/test", 1)}
+    first.with_suffix(".json").write_text(json.dumps([GSM]))
+    names = [n for n, _ in benchmark_files([first, first.with_suffix(".json")])]
+    assert names == ["gsm8k/test.jsonl", "gsm8k/test.json"]
+
+
+def test_same_named_real_benchmarks(shared_data: Path) -> None:
+    bench = shared_data / "bench"
+    files = benchmark_files([bench / "gsm8k" / "test.jsonl", bench / "qwen_eval" / "gsm8k" / "test.jsonl"])
+    assert [name for name, _ in files] == ["bench/gsm8k/test", "qwen_eval/gsm8k/test"]
+    whole = dict(benchmark_files([bench]))  # one folder: names as before, already distinct
+    assert "gsm8k/test" in whole and "qwen_eval/gsm8k/test" in whole and len(whole) == len(set(whole))
+
+
+def test_records_are_read_with_file_and_line_in_every_error(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps([GSM, [1], MATH], indent=2))
+    assert [(i, type(r).__name__) for i, r in read_records(tmp_path / "a.json")] == [
+        (0, "dict"),
+        (1, "list"),
+        (2, "dict"),
+    ]
+    (tmp_path / "bad.jsonl").write_text(json.dumps(GSM) + "\n\nnot json\n")
+    (tmp_path / "bad.json").write_text('[\n{"a": 1},\n{"a": }\n]')
+    (tmp_path / "obj.json").write_text('{"data": []}')
+    (tmp_path / "latin.jsonl").write_bytes(b'{"a": 1}\n{"a": "\xe9"}\n')
+    for name, message in [
+        ("bad.jsonl", "bad.jsonl:3: not valid JSON"),
+        ("bad.json", "bad.json:3: not valid JSON"),
+        ("obj.json", "obj.json: a .json file must hold a list of records"),
+        ("latin.jsonl", "latin.jsonl:2: not UTF-8"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            list(read_records(tmp_path / name))
