@@ -98,6 +98,8 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
             # records found only whole (short problems), and records the rules cannot find at all
             "benchmark_records_matched_whole": dict(sorted(index.matched_whole.items())),
             "benchmark_records_unmatchable": dict(sorted(index.too_short.items())),
+            # files that held no checkable record (an error when no file holds one)
+            "benchmark_files_unused": [str(p) for p in index.unused_files],
             "report": str(out_dir / "contamination.jsonl"),
         }
     )
@@ -126,36 +128,45 @@ def check_prompts(
     min_words: int = 3,
     short_min_tokens: int = 8,
 ) -> dict:
-    """Overlaps of RL prompt sets (JSONL; `prompt` / `problem` / `question` fields) with eval sets.
+    """Overlaps of RL prompt sets (JSONL or `.json` arrays) with eval sets.
 
-    Returns {"prompts": N, "contaminated": K, "hits_per_benchmark": {...}, "rows": [{file, line, overlaps}]}.
+    A row's prompt is read from `prompt` / `problem` / `question` / `text` / `messages` ... (see
+    `curate.decont_sources.prompt_texts`); a row with none is counted in `unreadable` (first lines listed), not
+    passed as clean. Returns {"prompts": N checked, "contaminated": K, "unreadable": U, "unreadable_rows": [...],
+    "hits_per_benchmark": {...}, "rows": [{file, line, overlaps}]}. No readable prompt at all is a ValueError.
     """
-    from curate.decont import BenchmarkIndex, benchmark_files, record_texts
+    from curate.decont import BenchmarkIndex
+    from curate.decont_sources import benchmark_files, prompt_texts, read_records
 
+    files = benchmark_files(prompt_files, what="prompt")  # a missing prompt file fails before the index
     index = BenchmarkIndex(evals, ngram, min_words, short_min_tokens)
     rows: list[dict] = []
+    unreadable: list[dict] = []
     hits: Counter = Counter()
     total = 0
-    for _name, path in benchmark_files(prompt_files):
-        with path.open(encoding="utf-8") as f:
-            for line_no, line in enumerate(f):
-                if not line.strip():
-                    continue
-                total += 1
-                record = json.loads(line)
-                overlaps = (
-                    [o for t in record_texts(record) for o in index.find(t)]
-                    if isinstance(record, dict)
-                    else []
-                )
-                if overlaps:
-                    hits.update({o.benchmark for o in overlaps})
-                    rows.append(
-                        {"file": str(path), "line": line_no, "overlaps": [o.to_dict() for o in overlaps]}
-                    )
+    for _name, path in files:
+        for line_no, record in read_records(path):
+            texts = prompt_texts(record) if isinstance(record, dict) else []
+            if not texts:
+                reason = "no_prompt" if isinstance(record, dict) else "not_an_object"
+                unreadable.append({"file": str(path), "line": line_no, "reason": reason})
+                continue
+            total += 1
+            overlaps = [o for t in texts for o in index.find(t)]
+            if overlaps:
+                hits.update({o.benchmark for o in overlaps})
+                rows.append({"file": str(path), "line": line_no, "overlaps": [o.to_dict() for o in overlaps]})
+    if not total:
+        shown = ", ".join(str(p) for _, p in files[:5]) + (" ..." if len(files) > 5 else "")
+        raise ValueError(
+            f"no readable prompt in {shown} ({len(unreadable)} rows): a row needs a prompt, problem, question, "
+            "text or messages field"
+        )
     return {
         "prompts": total,
         "contaminated": len(rows),
+        "unreadable": len(unreadable),
+        "unreadable_rows": unreadable[:100],
         "hits_per_benchmark": dict(sorted(hits.items())),
         "rows": rows,
     }

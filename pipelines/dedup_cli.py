@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 
 from mathmix.cli_util import console, fail, print_summary, write_json
+
+C = TypeVar("C", bound=BaseModel)
 
 
 def dedup(
@@ -33,21 +37,18 @@ def dedup(
     OUT/work/ (every MinHash boundary: signatures, buckets, clusters) and OUT/logs/.
     """
     from pipelines.dedup import Config, run_dedup
-    from pipelines.executors import ExecutorConfig
 
-    try:
-        config = Config(
-            bands=bands,
-            rows=rows,
-            n_grams=n_grams,
-            keep_rule=[k.strip() for k in keep.split(",") if k.strip()],
-            minhash=not no_minhash,
-            exact_url=not no_url,
-        )
-    except ValueError as err:
-        fail(f"bad option: {err}")
-        return
-    executor = ExecutorConfig(tasks=max(1, workers), workers=max(1, workers))
+    config = _options(
+        Config,
+        {"bands": "--bands", "rows": "--rows", "n_grams": "--ngrams", "keep_rule": "--keep"},
+        bands=bands,
+        rows=rows,
+        n_grams=n_grams,
+        keep_rule=[k.strip() for k in keep.split(",") if k.strip()],
+        minhash=not no_minhash,
+        exact_url=not no_url,
+    )
+    executor = _executor(workers)
     try:
         summary = run_dedup(config, [str(p) for p in inputs], output, executor)
     except FileNotFoundError as err:
@@ -93,28 +94,31 @@ def decont(
     OUT/rejects/ and OUT/logs/. With `--check PROMPTS --against EVALS`: prints the contaminated prompts per eval
     set and writes the full report to -o (a JSON file) when given; exits 1 when any prompt is contaminated.
     """
+    from pipelines.decont import Config, run_decont
+
+    config = _options(
+        Config,
+        {"ngram": "--ngram", "short_min_tokens": "--short-min-tokens"},
+        ngram=ngram,
+        short_min_tokens=short_min_tokens,
+        mode="flag" if flag else "remove",
+        benchmarks=[str(b) for b in benchmarks or []],
+    )
     if check:
-        _check(check, against or [], ngram, short_min_tokens, output)
+        _check(check, against or [], config.ngram, config.short_min_tokens, output)
         return
     if not inputs or output is None or not benchmarks:
         fail("give INPUT..., -o OUT and --benchmarks DIR (or --check PROMPTS --against EVALS)")
         return
-    from pipelines.decont import Config, run_decont
-    from pipelines.executors import ExecutorConfig
-
-    config = Config(
-        ngram=ngram,
-        short_min_tokens=short_min_tokens,
-        mode="flag" if flag else "remove",
-        benchmarks=[str(b) for b in benchmarks],
-    )
-    executor = ExecutorConfig(tasks=max(1, workers), workers=max(1, workers))
+    executor = _executor(workers)
     try:
         summary = run_decont(config, [str(p) for p in inputs], output, executor, config.benchmarks)
     except (FileNotFoundError, ValueError) as err:
         fail(str(err))
         return
     print_summary(summary, title="decont summary")
+    for path in summary["benchmark_files_unused"]:
+        console.print(f"[yellow]warning:[/] benchmark file {path} holds no record to check")
     _print_hits(summary["hits_per_benchmark"])
     console.print(f"wrote {output}/data/*.parquet, {output}/summary.json and {output}/contamination.jsonl")
 
@@ -133,6 +137,12 @@ def _check(prompts: list[Path], evals: list[Path], ngram: int, short_min: int, o
         fail(str(err))
         return
     console.print(f"{report['contaminated']:,} of {report['prompts']:,} prompts overlap an eval set")
+    if report["unreadable"]:
+        where = ", ".join(f"{r['file']}:{r['line'] + 1}" for r in report["unreadable_rows"][:3])
+        console.print(
+            f"[yellow]warning:[/] {report['unreadable']:,} rows hold no readable prompt and were not checked "
+            f"({where}{', ...' if report['unreadable'] > 3 else ''})"
+        )
     _print_hits(report["hits_per_benchmark"])
     for row in report["rows"][:10]:
         first = row["overlaps"][0]
@@ -145,6 +155,29 @@ def _check(prompts: list[Path], evals: list[Path], ngram: int, short_min: int, o
         console.print(f"wrote {output}")
     if report["contaminated"]:
         raise typer.Exit(1)
+
+
+def _options(config_cls: type[C], flags: dict[str, str], **values: Any) -> C:
+    """Build a stage config from CLI options; a bad value is a one-line error naming the option."""
+    from pydantic import ValidationError
+
+    try:
+        return config_cls(**values)
+    except ValidationError as err:
+        bad = [
+            f"{flags.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']} (got {e['input']!r})"
+            for e in err.errors()
+        ]
+        fail("bad option " + "; ".join(bad))
+        raise typer.Exit(2) from None  # not reached: fail() exits
+
+
+def _executor(workers: int) -> Any:
+    from pipelines.executors import ExecutorConfig
+
+    if workers < 1:
+        fail(f"bad option --workers: must be at least 1 (got {workers})")
+    return ExecutorConfig(tasks=workers, workers=workers)
 
 
 def _print_hits(hits: dict[str, int]) -> None:
