@@ -85,9 +85,15 @@ def output_schema(parquet_files: list[Path], extra: list[tuple[str, pa.DataType]
     """The inputs' unified Parquet schema plus `extra` columns (None for JSONL-only input: inferred)."""
     import pyarrow.parquet as pq
 
-    if not parquet_files:
+    schemas = []
+    for path in parquet_files:
+        try:
+            schemas.append(pq.read_schema(path))
+        except (pa.ArrowException, OSError):  # a damaged file: the reader counts it as unreadable
+            continue
+    if not schemas:
         return None
-    schema = pa.unify_schemas([pq.read_schema(p) for p in parquet_files], promote_options="permissive")
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
     fields = [f for f in schema if f.name not in _INTERNAL and f.name != "metadata"]
     names = {f.name for f in fields}
     fields += [pa.field(name, dtype) for name, dtype in extra if name not in names]

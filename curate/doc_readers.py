@@ -9,7 +9,11 @@ that hand empty text on (dedup and decont read it as " " so that their own steps
 
 from __future__ import annotations
 
+import zlib
+
 from datatrove.pipeline.readers import JsonlReader, ParquetReader
+
+from curate.summary import NO_TEXT_FIELD, UNREADABLE_FILES
 
 
 class _CountingMixin:
@@ -18,14 +22,38 @@ class _CountingMixin:
     its `limit` and never passes on)."""
 
     def get_document_from_dict(self, data: dict, source_file: str, id_in_file: int | str):
+        if self.text_key not in data:  # type: ignore[attr-defined]
+            # not a drop reason of its own (the row is still counted once, below or by the stage's adapter):
+            # a note that the text may sit under another column name
+            self.stat_update(NO_TEXT_FIELD)  # type: ignore[attr-defined]
         document = super().get_document_from_dict(data, source_file, id_in_file)  # type: ignore[misc]
         if not document:
             self.stat_update("dropped_empty_text")  # type: ignore[attr-defined]
         return document
 
 
+def _unreadable(reader, filepath: str, err: BaseException) -> None:
+    """A file that cannot be opened, or ends early (truncated gzip, damaged Parquet): its readable rows are kept,
+    the rest cannot be counted, so the file is counted (`unreadable_files`, shown with the summary) and named."""
+    from loguru import logger
+
+    reader.stat_update(UNREADABLE_FILES)
+    logger.warning(
+        f"{filepath}: unreadable from here on ({type(err).__name__}: {err}); the rest of it is skipped"
+    )
+
+
 class CountingParquetReader(_CountingMixin, ParquetReader):
-    """datatrove's ParquetReader; rows without text are counted as dropped (`empty_text`)."""
+    """datatrove's ParquetReader; rows without text are counted as dropped (`empty_text`), a damaged file as
+    `unreadable_files`."""
+
+    def read_file(self, filepath: str):
+        import pyarrow as pa
+
+        try:
+            yield from super().read_file(filepath)
+        except (pa.ArrowException, OSError, EOFError) as err:
+            _unreadable(self, filepath, err)
 
 
 class CountingJsonlReader(_CountingMixin, JsonlReader):
@@ -36,18 +64,21 @@ class CountingJsonlReader(_CountingMixin, JsonlReader):
     def read_file(self, filepath: str):
         import orjson
 
-        with self.data_folder.open(filepath, "rb", compression=self.compression) as handle:
-            for line_no, line in enumerate(handle):
-                if not line.strip():
-                    continue
-                with self.track_time():
-                    try:
-                        row = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        row = None
-                    if not isinstance(row, dict):
-                        self.stat_update("dropped_bad_record")
+        try:
+            with self.data_folder.open(filepath, "rb", compression=self.compression) as handle:
+                for line_no, line in enumerate(handle):
+                    if not line.strip():
                         continue
-                    document = self.get_document_from_dict(row, filepath, line_no)
-                if document:
-                    yield document
+                    with self.track_time():
+                        try:
+                            row = orjson.loads(line)
+                        except orjson.JSONDecodeError:
+                            row = None
+                        if not isinstance(row, dict):
+                            self.stat_update("dropped_bad_record")
+                            continue
+                        document = self.get_document_from_dict(row, filepath, line_no)
+                    if document:
+                        yield document
+        except (OSError, EOFError, zlib.error) as err:  # a truncated or damaged .gz ends the file here
+            _unreadable(self, filepath, err)

@@ -16,6 +16,8 @@ from typing import Any
 from mathmix.cli_util import write_json
 
 DROP_PREFIX = "dropped_"
+NO_TEXT_FIELD = "rows_without_text_field"  # counted by curate.doc_readers; reported, not a drop reason
+UNREADABLE_FILES = "unreadable_files"  # damaged / truncated input files (curate.doc_readers); reported
 READER_PREFIX = "📖 - READER"  # datatrove's step type for readers, the start of a step's name in its stats
 
 
@@ -69,6 +71,10 @@ def summarize_logs(logging_dir: Path | str, seconds: float | None = None) -> dic
         "dropped": dict(sorted(dropped.items())),
         "seconds": round(seconds, 2) if seconds is not None else None,
     }
+    for note in (NO_TEXT_FIELD, UNREADABLE_FILES):
+        count = int(sum(labels.get(note, 0) for labels in readers))
+        if count:
+            summary[note] = count
     missing = docs_in - docs_out - sum(dropped.values())
     if missing:
         # Never hide a leak: the summary says so, and the tests check that it never appears.

@@ -54,6 +54,16 @@ def print_summary(summary: dict[str, Any], title: str = "summary") -> None:
         elif isinstance(value, int | str):
             table.add_row(key, f"{value:,}" if isinstance(value, int) else value)
     console.print(table)
+    if summary.get("rows_without_text_field"):
+        console.print(
+            f"[yellow]warning:[/] {summary['rows_without_text_field']:,} of {summary.get('docs_in', 0):,} input rows "
+            "have no `text` field (dropped as empty): is the text in a column with another name?"
+        )
+    if summary.get("unreadable_files"):
+        console.print(
+            f"[yellow]warning:[/] {summary['unreadable_files']:,} input file(s) damaged or truncated: read up to the "
+            "damage, the rest skipped (the log names them)"
+        )
 
 
 def format_validation_errors(err: Any) -> str:

@@ -38,3 +38,26 @@ def from_pretrained(loader: Any, name_or_path: str | Path, **kwargs: Any) -> Any
             file=sys.stderr,
         )
     return loader.from_pretrained(name, **kwargs)
+
+
+def check_model_source(name_or_path: str | Path) -> None:
+    """Fail early (ValueError naming it) when a model can be neither a local folder nor a hub name to fetch.
+
+    A path (`./m`, `/m`, `~/m`, or an existing folder) must hold config.json; a hub name must be in the local cache
+    when HF_HUB_OFFLINE is set. A name that may be fetched is left to the loader.
+    """
+    name = str(name_or_path)
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{name}: not a Hugging Face model folder (no config.json)")
+        return
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:
+        raise ValueError(f"model not found: {name}")
+    if offline():
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(name, "config.json"), str):
+            raise ValueError(
+                f"model not found: {name} is not a local folder nor in the Hugging Face cache (offline)"
+            )

@@ -41,17 +41,30 @@ def check_job(
             previous = json.loads(path.read_text())
         except ValueError:
             previous = None
-        if previous is not None and previous != identity:
+        if previous is not None and previous != identity and has_progress(Path(out_dir)):
             raise ValueError(
                 f"{out_dir} holds the output of a different {what} ({describe_difference(previous, identity)}); "
                 "write to a new folder, or delete this one to start over"
             )
-        if previous is not None:
+        if previous == identity:
             return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(identity, indent=1, ensure_ascii=False) + "\n")
     tmp.replace(path)
+
+
+def has_progress(out_dir: Path) -> bool:
+    """Whether OUT holds finished work: a summary, a datatrove completion marker, or generation checkpoints.
+
+    A job that failed before finishing anything (a bad model path, say) may be rerun with other settings.
+    """
+    if (out_dir / "summary.json").is_file():
+        return True
+    for pattern in ("**/completions/*", "checkpoints/**/*", "raw/*"):
+        if any(p.is_file() for p in out_dir.glob(pattern)):
+            return True
+    return False
 
 
 def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:

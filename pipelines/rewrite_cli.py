@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from mathmix.cli_util import DefaultCommandGroup, fail, print_summary
+from mathmix.cli_util import DefaultCommandGroup, fail, format_validation_errors, print_summary
 
 rewrite_app = typer.Typer(
     cls=DefaultCommandGroup,
@@ -45,6 +45,12 @@ def run_rewrite(
         None, "--corpus-docs", help="corpus size for the GPU-hours estimate"
     ),
     tp: int = typer.Option(1, "--tp", help="tensor parallel GPUs (vllm, sglang)"),
+    server_timeout: float | None = typer.Option(
+        None,
+        "--server-timeout",
+        min=1,
+        help="seconds to wait for the server to answer (default 1800; endpoint: 60)",
+    ),
 ) -> None:
     """Rewrite documents with an LLM and keep only outputs that pass validation.
 
@@ -53,6 +59,8 @@ def run_rewrite(
     OUT/raw/ (raw generations), OUT/throughput.json (tokens/s, GPU-hours estimate), OUT/summary.json, OUT/logs/.
     A killed run resumes from OUT/checkpoints without redoing finished requests.
     """
+    from pydantic import ValidationError
+
     from curate.rewrite.job import RewriteSettings, run_task
     from pipelines.executors import ExecutorConfig
 
@@ -65,13 +73,21 @@ def run_rewrite(
     for path in inputs:
         if not path.exists():
             fail(f"{path}: no such input")
-    settings = RewriteSettings(
-        model=model, server=server, endpoint=endpoint, max_tokens=max_tokens, temperature=temperature,
-        samples=samples, max_docs=max_docs, text_key=text_key, decont_benchmarks=decont or [],
-        corpus_docs=corpus_docs, tp=tp,
-    )  # fmt: skip
+    if server_timeout is None:
+        server_timeout = 60.0 if server == "endpoint" else 1800.0
+    try:
+        settings = RewriteSettings(
+            model=model, server=server, endpoint=endpoint, max_tokens=max_tokens, temperature=temperature,
+            samples=samples, max_docs=max_docs, text_key=text_key, decont_benchmarks=decont or [],
+            corpus_docs=corpus_docs, tp=tp, server_ready_timeout_s=server_timeout,
+        )  # fmt: skip
+    except ValidationError as err:
+        fail(format_validation_errors(err))
     try:
         summary = run_task([str(p) for p in inputs], output, task, settings, ExecutorConfig(tasks=1))
+    except ValueError as err:  # bad settings or inputs, or OUT holds another job: nothing to resume
+        fail(str(err))
+        return
     except Exception as err:  # the server died or never started: say so; a rerun resumes from checkpoints
         fail(f"rewrite failed: {type(err).__name__}: {err} (rerun the same command to resume)")
         return

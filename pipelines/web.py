@@ -15,7 +15,6 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from curate.summary import ensure_data_file
-from mathmix.cli_util import console, fail, print_summary
 
 WEB_SCHEMA = pa.schema(
     [
@@ -222,26 +221,3 @@ def run_stage(config: Config, ctx) -> dict:
         candidate = ctx.previous["classifier"] / "model.bin"
         model = str(candidate) if candidate.is_file() else None
     return run_web(config, ctx.inputs, ctx.out_dir, ctx.executor, math_model=model)
-
-
-def run_web_cli(inputs: list[str], output: Path, workers: int = 1, recipe: Path | None = None) -> None:
-    """`mathmix web`: settings from --recipe (its web block and executor) or the defaults."""
-    from pipelines.executors import ExecutorConfig
-    from pipelines.recipe import RecipeError, load_recipe
-
-    config, executor = Config(), ExecutorConfig(tasks=max(1, workers), workers=max(1, workers))
-    if recipe is not None:
-        try:
-            parsed = load_recipe(recipe)
-        except RecipeError as err:
-            fail(str(err))
-            return
-        config = parsed.stages.get("web", config)
-        executor = parsed.executor
-    try:
-        summary = run_web(config, inputs, output, executor, math_model=config.math_model)
-    except FileNotFoundError as err:
-        fail(str(err))
-        return
-    print_summary(summary, title="web summary")
-    console.print(f"wrote {output}/data/*.parquet and {output}/summary.json")

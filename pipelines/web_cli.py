@@ -143,7 +143,7 @@ def run_web(
     """
     from pipelines.executors import ExecutorConfig
     from pipelines.recipe import RecipeError, load_recipe
-    from pipelines.web import Config
+    from pipelines.web import Config, resolve_paths
     from pipelines.web import run_web as run_stage
 
     check_inputs(inputs)
@@ -155,6 +155,7 @@ def run_web(
         except RecipeError as err:
             fail(str(err))
         config, executor = parsed.stages.get("web", config), parsed.executor
+        config = config.model_copy(update=resolve_paths(config, parsed.output_dir))
         if workers is not None:
             executor = executor.model_copy(update={"workers": workers})
     if write_rejects is not None:
@@ -165,6 +166,8 @@ def run_web(
         fail(str(err))
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
+    except ValueError as err:  # e.g. OUT holds another job's output
+        fail(str(err))
     print_summary(summary, title="web summary")
     wrote = ", rejects/*.parquet" if config.write_rejects else ""
     console.print(f"wrote {output}/data/*.parquet{wrote} and {output}/summary.json")

@@ -234,21 +234,31 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.rewrite.report import inference_stats, throughput_report
     from mathmix.cli_util import write_json
+    from mathmix.hub import check_model_source
     from pipelines.job_record import check_job, job_identity
 
     start = time.time()
     out_dir = Path(out_dir)
     what = settings.model_dump(mode="json", exclude=OPERATIONAL_SETTINGS)
+    if settings.server != "endpoint" and settings.model != "auto":  # before a server starts and fails on it
+        check_model_source(settings.model)
     check_job(out_dir, job_identity(inputs, what, out_dir.parent, task=task), f"rewrite ({task})")
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
     steps = generation_pipeline(inputs, out_dir, task, settings, model)
     _run_all(executor, steps, gen_logs, f"rewrite-{task}-gen", settings.inference_tasks)
     gen_seconds = time.time() - start
-    steps, decont = validation_pipeline(out_dir, task, settings, model)
-    _run_all(executor, steps, val_logs, f"rewrite-{task}-val", 1)
+    if any((out_dir / "raw").glob("*.jsonl.gz")):
+        steps, decont = validation_pipeline(out_dir, task, settings, model)
+        _run_all(executor, steps, val_logs, f"rewrite-{task}-val", 1)
+        summary = summarize_logs(val_logs)
+    else:  # no input document was usable, so nothing was generated: nothing to validate
+        decont, summary = "skipped (nothing generated)", {"docs_in": 0, "docs_out": 0, "dropped": {}}
     _ensure_data_file(out_dir / "data", task)
-    generated, summary = summarize_logs(gen_logs), summarize_logs(val_logs)
+    generated = summarize_logs(gen_logs)
+    for note in ("rows_without_text_field", "unreadable_files"):
+        if generated.get(note):
+            summary[note] = generated[note]
     summary["docs_in"] = generated["docs_in"]  # the inputs, not the raw records the validator re-reads
     for reason, count in generated["dropped"].items():  # rows the input readers could not use
         summary["dropped"][reason] = summary["dropped"].get(reason, 0) + count

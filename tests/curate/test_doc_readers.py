@@ -30,3 +30,38 @@ def test_parquet_rows_without_text_are_counted(tmp_path):
     reader = CountingParquetReader(str(tmp_path))
     assert [d.id for d in reader.run()] == ["a", "b"]
     assert _totals(reader) == {"documents": 2, "dropped_empty_text": 1}
+
+
+def test_damaged_files_are_counted_and_the_rest_is_read(tmp_path):
+    import gzip
+
+    good = pa.table({"id": ["a", "b"], "text": ["one", "two"]})
+    pq.write_table(good, tmp_path / "0-good.parquet")
+    (tmp_path / "1-bad.parquet").write_bytes(b"P")  # a 1-byte "Parquet" file
+    reader = CountingParquetReader(str(tmp_path))
+    assert [d.id for d in reader.run()] == ["a", "b"]  # the damaged file did not end the job
+    assert reader.stats.stats["unreadable_files"].total == 1
+
+    rows = "".join(json.dumps({"id": str(i), "text": f"row {i} " * 50}) + "\n" for i in range(400))
+    whole = gzip.compress(rows.encode())
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "cut.jsonl.gz").write_bytes(whole[: len(whole) // 2])
+    reader = CountingJsonlReader(str(tmp_path / "j"), compression="infer")
+    ids = [d.id for d in reader.run()]
+    assert 0 < len(ids) < 400 and ids == [str(i) for i in range(len(ids))]  # read up to the cut
+    assert reader.stats.stats["unreadable_files"].total == 1
+
+
+def test_a_stage_reports_rows_without_a_text_field_and_damaged_files(tmp_path):
+    from pipelines.dedup import Config, run_dedup
+    from pipelines.executors import ExecutorConfig
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.jsonl").write_text(json.dumps({"ident": "x", "body": "text under another name"}) + "\n")
+    pq.write_table(pa.table({"id": ["k"], "text": ["a kept document with words"]}), corpus / "b.parquet")
+    (corpus / "c.parquet").write_bytes(b"PAR1 damaged")
+    summary = run_dedup(Config(minhash=False), [str(corpus)], tmp_path / "out", ExecutorConfig(tasks=1))
+    assert summary["docs_in"] == 2 and summary["docs_out"] == 1
+    assert summary["rows_without_text_field"] == 1 and summary["unreadable_files"] == 1
+    assert summary["docs_in"] == summary["docs_out"] + sum(summary["dropped"].values())

@@ -87,3 +87,31 @@ def test_cli_help_and_bad_options(tmp_path):
     no_url = runner.invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o"), "--task", "qa",
                                  "--model", "m", "--server", "endpoint"])  # fmt: skip
     assert no_url.exit_code == 2 and "--endpoint" in no_url.output
+
+
+def test_cli_names_a_missing_model_before_any_server_starts(tmp_path):
+    from mathmix.cli import app
+
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    start = time.time()
+    result = CliRunner().invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o"), "--task",
+                                      "qa", "--model", str(tmp_path / "no-model")])  # fmt: skip
+    output = "".join(result.output.split("\n"))  # rich wraps long lines
+    assert result.exit_code == 2 and f"model not found: {tmp_path / 'no-model'}" in output
+    assert "rerun" not in output and time.time() - start < 10
+
+
+def test_no_usable_input_document_gives_an_empty_branch(tmp_path):
+    """Rows without text: nothing to generate, so nothing to validate; counted, and an empty data/ is left."""
+    from curate.rewrite.job import RewriteSettings, run_task
+
+    (tmp_path / "in.jsonl").write_text(
+        '{"id": "a", "body": "text under another name"}\n{"id": "b", "text": ""}\n'
+    )
+    settings = RewriteSettings(
+        **{k: v for k, v in QUICKSTART_BLOCK.items() if k not in ("tasks", "decont_benchmarks")}
+    )
+    summary = run_task([str(tmp_path / "in.jsonl")], tmp_path / "qa", "qa", settings, ExecutorConfig(tasks=1))
+    assert summary["docs_in"] == 2 and summary["docs_out"] == 0 and is_balanced(summary)
+    assert summary["rows_without_text_field"] == 1
+    assert pq.read_table(tmp_path / "qa" / "data").num_rows == 0
