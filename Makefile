@@ -20,7 +20,7 @@ quickstart: $(STAMP)
 	$(BIN)/mathmix quickstart -o quickstart-run
 
 # The public API that is type-checked in CI (the recipe system, the CLI, the data contracts between stages).
-TYPED := mathmix pipelines curate/summary.py curate/readers.py curate/lid.py curate/prefilter.py curate/filters.py \
+TYPED := mathmix pipelines curate/summary.py curate/decont_sources.py curate/readers.py curate/lid.py curate/prefilter.py curate/filters.py \
 	curate/decont.py shards/indexed.py shards/mixture.py midtrain/schedule.py midtrain/config.py
 
 test: $(STAMP)

@@ -32,7 +32,7 @@ class DefaultCommandGroup(TyperGroup):
 
 def fail(message: str, code: int = 2) -> None:
     """Print a one-line error and exit non-zero (no traceback for user errors)."""
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {message}", soft_wrap=True)  # one line, whatever the terminal width
     raise typer.Exit(code)
 
 

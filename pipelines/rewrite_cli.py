@@ -85,7 +85,7 @@ def run_rewrite(
         fail(format_validation_errors(err))
     try:
         summary = run_task([str(p) for p in inputs], output, task, settings, ExecutorConfig(tasks=1))
-    except ValueError as err:  # bad settings or inputs, or OUT holds another job: nothing to resume
+    except (ValueError, FileNotFoundError) as err:  # bad settings or inputs, or OUT holds another job
         fail(str(err))
         return
     except Exception as err:  # the server died or never started: say so; a rerun resumes from checkpoints

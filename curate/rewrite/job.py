@@ -232,6 +232,7 @@ OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "
 def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSettings, executor: Any,
              model_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
+    from curate.decont import validate_benchmarks
     from curate.rewrite.report import inference_stats, throughput_report
     from mathmix.cli_util import write_json
     from mathmix.hub import check_model_source
@@ -242,6 +243,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     what = settings.model_dump(mode="json", exclude=OPERATIONAL_SETTINGS)
     if settings.server != "endpoint" and settings.model != "auto":  # before a server starts and fails on it
         check_model_source(settings.model)
+    if settings.decont_benchmarks:  # a bad benchmark path is found now, not after hours of generation
+        validate_benchmarks(settings.decont_benchmarks, ngram=settings.decont_ngram)
     check_job(out_dir, job_identity(inputs, what, out_dir.parent, task=task), f"rewrite ({task})")
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"

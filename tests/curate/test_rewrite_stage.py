@@ -39,7 +39,13 @@ def test_stage_with_auto_model(tmp_path):
     bench = tmp_path / "sample" / "bench" / "gsm8k"
     bench.mkdir(parents=True)
     (bench / "test.jsonl").write_text(
-        json.dumps({"question": "What is 1 + 1?", "answer": "2\n#### 2"}) + "\n"
+        json.dumps(
+            {
+                "question": "Tom has 3 apples and buys 4 more apples. How many apples does he have?",
+                "answer": "3 + 4 = 7\n#### 7",
+            }
+        )
+        + "\n"
     )
     ctx = StageContext(
         run_dir=tmp_path,
@@ -115,3 +121,15 @@ def test_no_usable_input_document_gives_an_empty_branch(tmp_path):
     assert summary["docs_in"] == 2 and summary["docs_out"] == 0 and is_balanced(summary)
     assert summary["rows_without_text_field"] == 1
     assert pq.read_table(tmp_path / "qa" / "data").num_rows == 0
+
+
+def test_a_bad_decont_benchmark_is_named_before_generation(tmp_path):
+    from mathmix.cli import app
+
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    start = time.time()
+    result = CliRunner().invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o"), "--task",
+                                      "qa", "--model", "auto", "--decont", str(tmp_path / "nope")])  # fmt: skip
+    output = "".join(result.output.split("\n"))
+    assert result.exit_code == 2 and str(tmp_path / "nope") in output and "rerun" not in output, output
+    assert not (tmp_path / "o" / "raw").exists() and time.time() - start < 10
