@@ -20,7 +20,7 @@ from datatrove.pipeline.base import PipelineStep
 from mathmix.cli_util import write_json
 from shards.indexed import IndexedWriter, token_dtype
 from shards.manifest import file_entry, write_manifest
-from shards.tokenizer import corpus_files
+from shards.tokenizer import corpus_files, load_tokenizer
 
 PARTS = "parts"
 
@@ -157,6 +157,9 @@ def build_shards(
     if not files:
         raise FileNotFoundError(f"no Parquet/JSONL files in {[str(i) for i in inputs]}")
     executor = executor or ExecutorConfig()
+    tokenizer = load_tokenizer(
+        tokenizer, eos_token
+    ).name  # once, here: a bad name fails before any task starts
     step = MegatronShardWriter(out, tokenizer, eos_token, batch_size, max_shard_bytes, logs)
     tasks = min(executor.tasks, len(files))
     settings = {"tokenizer": str(tokenizer), "eos_token": eos_token, "max_shard_bytes": max_shard_bytes}

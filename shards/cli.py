@@ -67,14 +67,18 @@ def train_tokenizer_cmd(
     Writes a Hugging Face tokenizer folder (tokenizer.json, tokenizer_config.json) that
     transformers.AutoTokenizer loads, with eos <|endoftext|>, bos <|begin_of_text|> and pad <|pad|>.
     """
-    from shards.tokenizer import iter_texts, train_tokenizer
+    from shards.tokenizer import iter_texts, load_tokenizer, train_tokenizer
 
     try:
         texts = iter_texts([str(c) for c in corpus], limit=max_docs)
         out = train_tokenizer(texts, output, vocab_size=vocab_size, min_frequency=min_frequency)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ValueError) as err:
         fail(str(err))
-    console.print(f"tokenizer saved to {out}")
+    size = load_tokenizer(out).vocab_size
+    console.print(
+        f"tokenizer saved to {out} (vocabulary {size}"
+        + (f", asked for {vocab_size})" if size < vocab_size else ")")
+    )
 
 
 @shards_app.command("inspect")

@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shards.indexed import IndexedDataset
-from shards.manifest import resolve_prefixes
+from shards.manifest import MANIFEST, read_manifest, resolve_prefixes
 
 log = logging.getLogger("mathmix.shards")
 MAX_BLEND_DOCUMENTS = 500_000_000  # ~14 bytes of index per document: beyond this it is surely a mistake
@@ -132,6 +132,25 @@ def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
+def check_token_spaces(config: MixtureConfig) -> None:
+    """Refuse a mixture whose shard folders were tokenized differently (vocab size or EOS id differ).
+
+    Blending them would train on two id spaces at once without any error. Prefixes without a manifest.json are not
+    checked (nothing records their tokenizer).
+    """
+    seen: dict[tuple[Any, Any], str] = {}
+    for spec in config.sources:
+        for path in spec.paths:
+            if not (Path(path) / MANIFEST).is_file():
+                continue
+            manifest = read_manifest(path)
+            key = (manifest.get("vocab_size"), manifest.get("eos_id"))
+            seen.setdefault(key, str(path))
+    if len(seen) > 1:
+        described = "; ".join(f"{where}: vocab {v}, eos {e}" for (v, e), where in seen.items())
+        raise ValueError(f"mixture {config.name}: its shards come from different tokenizers ({described})")
+
+
 class _Source:
     """The shards of one source seen as one list of documents."""
 
@@ -163,6 +182,7 @@ class BlendedDocuments:
         self, config: MixtureConfig, total_tokens: int | None = None, cache_dir: str | Path | None = None
     ) -> None:
         self.config = config
+        check_token_spaces(config)
         self.sources = [_Source(spec) for spec in config.sources]
         available = {s.name: int(s.sizes.sum()) for s in self.sources}
         # A branch that produced nothing (e.g. every rewrite rejected) leaves an empty shard folder: its share

@@ -71,7 +71,9 @@ def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> Lo
     eos_id = backend.token_to_id(eos) if eos else None
     if eos_id is None:
         raise ValueError(f"{name_or_path}: no EOS token (got {eos!r}); pass --eos-token")
-    return LoadedTokenizer(str(name_or_path), backend, int(eos_id), int(size))
+    # A folder is recorded by its absolute path: manifests are read from other working directories.
+    name = str(folder.resolve()) if folder.is_dir() else str(name_or_path)
+    return LoadedTokenizer(name, backend, int(eos_id), int(size))
 
 
 def _config_eos(folder: Path) -> str | None:
@@ -100,6 +102,19 @@ def train_tokenizer(
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    minimum = 256 + 3  # the byte alphabet and the three special tokens
+    if vocab_size < minimum:
+        raise ValueError(
+            f"vocab_size must be at least {minimum} (256 bytes + 3 special tokens), got {vocab_size}"
+        )
+    seen = 0
+
+    def counted() -> Iterator[str]:
+        nonlocal seen
+        for text in texts:
+            seen += 1
+            yield text
+
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
@@ -112,7 +127,9 @@ def train_tokenizer(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(texts, trainer=trainer)
+    tok.train_from_iterator(counted(), trainer=trainer)
+    if not seen:
+        raise ValueError("no text to train a tokenizer on (no document with a non-empty text field)")
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS, bos_token=BOS, pad_token=PAD)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -131,7 +148,12 @@ def iter_texts(
     n = 0
     for path in corpus_files(paths):
         if path.suffix == ".parquet":
-            for batch in pq.ParquetFile(path).iter_batches(columns=[text_key], batch_size=1024):
+            parquet = pq.ParquetFile(path)
+            if text_key not in parquet.schema_arrow.names:
+                raise ValueError(
+                    f"{path}: no `{text_key}` column (columns: {', '.join(parquet.schema_arrow.names)})"
+                )
+            for batch in parquet.iter_batches(columns=[text_key], batch_size=1024):
                 texts = batch.column(0).to_pylist()
                 for text in texts:
                     if text:
@@ -142,8 +164,12 @@ def iter_texts(
             continue
         opener = _open_text(path)
         with opener as f:
-            for line in f:
-                text = json.loads(line).get(text_key) if line.strip() else None
+            for line_no, line in enumerate(f, 1):
+                try:
+                    row = json.loads(line) if line.strip() else None
+                except ValueError:
+                    raise ValueError(f"{path}:{line_no}: not valid JSON") from None
+                text = row.get(text_key) if isinstance(row, dict) else None
                 if text:
                     yield text
                     n += 1

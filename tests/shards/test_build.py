@@ -14,7 +14,7 @@ from pipelines.executors import ExecutorConfig
 from shards.build import build_shards
 from shards.indexed import IndexedDataset
 from shards.manifest import read_manifest, resolve_prefixes, sha256_file
-from shards.tokenizer import load_tokenizer, train_tokenizer
+from shards.tokenizer import iter_texts, load_tokenizer, train_tokenizer
 
 TEXTS = [
     f"Problem {i}. Let $x^2 + {i}x = {i * i}$. Solve for x. The answer is \\boxed{{{i % 7}}}."
@@ -170,3 +170,33 @@ def test_a_cached_hub_name_loads_without_the_network(tokenizer_dir, tmp_path):
     code = "from shards.tokenizer import load_tokenizer; load_tokenizer('tiny/not-cached')"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "tokenizer not found: tiny/not-cached" in done.stderr
+
+
+def test_train_tokenizer_refuses_no_text_and_a_tiny_vocabulary(tmp_path):
+    notext = tmp_path / "notext.parquet"
+    pq.write_table(pa.table({"id": ["a"], "body": ["text in another column"]}), notext)
+    with pytest.raises(ValueError, match="no `text` column"):
+        train_tokenizer(iter_texts([notext]), tmp_path / "t1")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ValueError, match="no text to train"):
+        train_tokenizer(iter_texts([tmp_path / "empty.jsonl"]), tmp_path / "t2")
+    with pytest.raises(ValueError, match="at least 259"):
+        train_tokenizer(TEXTS, tmp_path / "t3", vocab_size=10)
+
+
+def test_a_bad_tokenizer_fails_before_any_task_and_manifests_hold_absolute_paths(tmp_path, tokenizer_dir):
+    import os
+    import time
+
+    src = _corpus(tmp_path)
+    start = time.time()
+    with pytest.raises(ValueError, match="no tokenizer.json"):
+        build_shards([src], tmp_path / "bad", str(tmp_path), ExecutorConfig(tasks=2))
+    assert time.time() - start < 5 and not (tmp_path / "bad" / "logs").exists()
+    cwd = os.getcwd()
+    os.chdir(tokenizer_dir.parent)
+    try:
+        build_shards([src], tmp_path / "ok", tokenizer_dir.name, ExecutorConfig(tasks=1))
+    finally:
+        os.chdir(cwd)
+    assert read_manifest(tmp_path / "ok")["tokenizer"] == str(tokenizer_dir.resolve())

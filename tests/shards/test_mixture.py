@@ -197,3 +197,24 @@ def test_cache_key_follows_the_shards(three_sources, tmp_path):
     write_indexed(Path(three_sources["qa"]), [[2, 2, 0]] * 1500, vocab_size=16)  # same count, other sizes
     changed = BlendedDocuments(config, total_tokens=300_000)
     assert changed.targets == before.targets and changed.cache_key() != key  # only the sizes differ
+
+
+def test_shards_of_different_tokenizers_are_refused(tmp_path):
+    from shards.manifest import write_manifest
+
+    folders = []
+    for name, vocab in (("a", 512), ("b", 2048)):
+        prefix = Path(_source(tmp_path, name, 50, 1, 0))
+        entry = {"prefix": prefix.name, "documents": 50, "tokens": 0}
+        write_manifest(
+            prefix.parent, [entry], tokenizer=f"/tok/{name}", vocab_size=vocab, eos_id=0, dtype="uint16"
+        )
+        folders.append(str(prefix.parent))
+    same = MixtureConfig(name="m", sources=[MixtureSource(name="a", paths=[folders[0]], weight=1.0)])
+    assert len(BlendedDocuments(same)) > 0
+    mixed = MixtureConfig(
+        name="m",
+        sources=[MixtureSource(name=n, paths=[f], weight=0.5) for n, f in zip("ab", folders, strict=True)],
+    )
+    with pytest.raises(ValueError, match=r"different tokenizers .*vocab 512.*vocab 2048"):
+        BlendedDocuments(mixed)
