@@ -96,7 +96,7 @@ def export_cmd(
         fail(f"--dtype {dtype!r}: use bfloat16, float32 or float16")
     try:
         info = export_checkpoint(checkpoint, out, tokenizer=tokenizer, dtype=dtype)
-    except FileNotFoundError as err:
+    except (OSError, ValueError) as err:
         fail(str(err))
     write_json(out / "export.json", info)
     print_summary({k: v for k, v in info.items() if k != "files"}, title="export")

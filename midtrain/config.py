@@ -176,10 +176,12 @@ class TrainRecipe(BaseModel):
     @model_validator(mode="after")
     def _check_stages(self) -> TrainRecipe:
         if self.run_dir is not None:
-            for key in ("tokenizer", "path"):
-                value = getattr(self.model, key)
-                if value is not None:
-                    setattr(self.model, key, value.replace("{run_dir}", self.run_dir))
+            # absolute, so that checkpoints record paths that an export from any folder can read
+            self.run_dir = str(Path(self.run_dir).resolve())
+        for key in ("tokenizer", "path"):
+            value = getattr(self.model, key)
+            if value is not None:
+                setattr(self.model, key, _local_path(value, self.run_dir))
         names = [s.name for s in self.stages]
         if len(set(names)) != len(names):
             raise ValueError(f"stage names must be unique, got {names}")
@@ -196,6 +198,14 @@ class TrainRecipe(BaseModel):
 
     def stage_dir(self, name: str) -> Path:
         return self.output_dir / name
+
+
+def _local_path(value: str, run_dir: str | None) -> str:
+    """`{run_dir}` replaced, and a path under run_dir or one that exists made absolute (resolved against the
+    working folder, as shard paths are); anything else (a Hugging Face hub name) is kept as written."""
+    if run_dir is not None and "{run_dir}" in value:
+        return str(Path(value.replace("{run_dir}", run_dir)).resolve())
+    return str(Path(value).resolve()) if Path(value).exists() else value
 
 
 def load_train_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainRecipe:

@@ -43,21 +43,34 @@ def load_tokenizer(source: str, eos_token_id: int | None):
 def export_checkpoint(
     checkpoint: Path, out_dir: Path, tokenizer: str | None = None, dtype: str = "bfloat16"
 ) -> dict[str, Any]:
-    """Write OUT_DIR as a Hugging Face model folder; return what was written."""
+    """Write OUT_DIR as a Hugging Face model folder; return what was written.
+
+    The tokenizer and the weights are loaded before anything is written, so a failure (ValueError naming the
+    input) leaves no half-written folder behind."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     path = resolve_checkpoint(Path(checkpoint))
     state = json.loads((path / STATE_FILE).read_text())
     config = AutoConfig.from_pretrained(str(path))
+    source = tokenizer or state.get("tokenizer")
+    tok = None
+    if source:
+        try:
+            tok = load_tokenizer(source, config.eos_token_id)
+        except (OSError, ValueError) as err:
+            raise ValueError(
+                f"tokenizer {source}: cannot be loaded ({first_line(err)}); pass --tokenizer"
+            ) from None
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     load_model_weights(path, model)
     model = model.to(getattr(torch, dtype))
     model.config.use_cache = True  # training turns the KV cache off; generation wants it on
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"{out_dir}: exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out_dir), safe_serialization=True)
-    source = tokenizer or state.get("tokenizer")
-    if source:
-        load_tokenizer(source, config.eos_token_id).save_pretrained(str(out_dir))
+    if tok is not None:
+        tok.save_pretrained(str(out_dir))
     return {
         "checkpoint": str(path),
         "out_dir": str(out_dir),
@@ -68,3 +81,9 @@ def export_checkpoint(
         "tokenizer": source,
         "files": sorted(p.name for p in out_dir.iterdir()),
     }
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an error's message (transformers' loading errors run to a paragraph)."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -65,6 +65,16 @@ def test_export_loads_in_transformers_with_the_same_logits(trained, tmp_path):
     assert generated.shape == (1, ids.shape[1] + 3)
 
 
+def test_export_with_a_tokenizer_that_does_not_load_writes_nothing(trained, tmp_path):
+    run, _ = trained
+    (tmp_path / "tokenizer.json").unlink()  # the path the checkpoint recorded
+    out = tmp_path / "hf"
+    result = CliRunner().invoke(app, ["train", "export", str(run / "decay"), "-o", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "tokenizer.json: cannot be loaded" in " ".join(result.output.split())
+    assert not out.exists()  # it had config.json and model.safetensors, no tokenizer and no export.json
+
+
 def test_plot_and_megatron_command(trained):
     run, recipe_path = trained
     result = CliRunner().invoke(app, ["train", "plot", str(run)])
