@@ -12,6 +12,10 @@ import shlex
 from midtrain.config import StageConfig, TrainRecipe
 
 WSD_STYLE = {"cosine": "cosine", "linear": "linear", "1-sqrt": "minus_sqrt"}
+MASK_NOTE = (
+    "# note: Megatron's flash / Transformer Engine attention ignores the dense mask of --reset-attention-mask\n"
+    "# (NVIDIA/Megatron-LM#2357): check that your version keeps attention inside documents as mathmix does."
+)
 
 
 def data_path_args(recipe: TrainRecipe, stage: StageConfig) -> list[str]:
@@ -51,6 +55,9 @@ def model_args(hf_config) -> list[str]:
         f"--norm-epsilon {c.rms_norm_eps}",
         "--swiglu",
         "--disable-bias-linear",
+        # Megatron's defaults are 0.1 each; the HF model trains with its own (0 for Llama: no hidden dropout)
+        f"--attention-dropout {getattr(c, 'attention_dropout', 0.0) or 0.0}",
+        f"--hidden-dropout {getattr(c, 'hidden_dropout', 0.0) or 0.0}",
     ]
     kv = getattr(c, "num_key_value_heads", None)
     if kv and kv != c.num_attention_heads:
@@ -99,8 +106,8 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, nproc: int = 8) -> st
             f"--load {start}",
             "--override-opt_param-scheduler",
         ]
-    if t.intra_document:
-        lines.append("--reset-position-ids --reset-attention-mask")
+    if t.intra_document:  # positions restart per document, no attention or loss across a document boundary
+        lines.append("--reset-position-ids --reset-attention-mask --eod-mask-loss")
     tokenizer = recipe.model.tokenizer_source
     if tokenizer:
         lines.append(f"--tokenizer-type HuggingFaceTokenizer --tokenizer-model {shlex.quote(tokenizer)}")
@@ -133,4 +140,6 @@ def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -
         blocks.append(
             f"# stage {stage.name} ({stage.kind}, {stage.tokens:,} tokens)\n{stage_command(recipe, stage, nproc)}"
         )
+    if recipe.trainer.intra_document:
+        blocks.append(MASK_NOTE)
     return "\n\n".join(blocks) + "\n"
