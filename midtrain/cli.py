@@ -45,22 +45,32 @@ def run_cmd(
         if emit != "megatron":
             fail(f"--emit {emit!r}: only 'megatron' is known")
         from midtrain.megatron import emit as emit_megatron
+        from midtrain.preflight import select_stages
 
         try:
+            select_stages(config, stage or None)
             typer.echo(emit_megatron(config, stage or None))
-        except FileNotFoundError as err:
+        except (FileNotFoundError, TrainRecipeError) as err:
             fail(str(err))
         return
+    from midtrain.preflight import check_run
+    from midtrain.trainer import train_recipe
+
     if nproc > 1 and "WORLD_SIZE" not in os.environ:
+        try:  # here once, rather than as one error per process under torchrun
+            check_run(config, stage or None)
+        except TrainRecipeError as err:
+            fail(str(err))
         args = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
         args += ["-m", "midtrain", "train", str(recipe)] + sum((["--stage", s] for s in stage or []), [])
         args += ["-o", str(output_dir)] if output_dir else []
         args += ["--no-progress"] if no_progress else []
         raise typer.Exit(subprocess.call(args))
 
-    from midtrain.trainer import train_recipe
-
-    summaries = train_recipe(config, stage or None, progress=not no_progress)
+    try:
+        summaries = train_recipe(config, stage or None, progress=not no_progress)
+    except TrainRecipeError as err:
+        fail(str(err))
     if int(os.environ.get("RANK", "0")) == 0:
         for name, summary in summaries.items():
             print_summary(summary, title=f"train {name}")

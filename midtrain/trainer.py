@@ -17,8 +17,9 @@ import torch
 import torch.distributed as dist
 
 from midtrain import checkpoint as ckpt
-from midtrain.config import StageConfig, TrainRecipe
+from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 from midtrain.data import PackedSequences
+from midtrain.export import first_line
 from midtrain.metrics import MetricsLogger
 from midtrain.model import (
     build_model,
@@ -28,9 +29,9 @@ from midtrain.model import (
     matmul_parameters,
     peak_flops,
 )
+from midtrain.preflight import DONE_FILE, check_run
 from midtrain.schedule import wsd_lr
-
-DONE_FILE = "done.json"
+from midtrain.stage_job import check_stage_job
 
 
 @dataclass
@@ -104,6 +105,8 @@ def train_stage(
     """Train one stage to its token budget (resuming from its latest checkpoint); return its summary."""
     t, stage = recipe.trainer, recipe.stage(stage_name)
     stage_dir = recipe.stage_dir(stage.name)
+    # every rank compares, rank 0 alone writes job.json: nothing is resumed or skipped for another recipe
+    check_stage_job(recipe, stage, record=int(os.environ.get("RANK", "0")) == 0)
     if (stage_dir / DONE_FILE).exists():
         return json.loads((stage_dir / DONE_FILE).read_text())
     ranks = setup_ranks(t.device)
@@ -191,13 +194,30 @@ def _restore(
     state = {"stage": stage.name, "step": 0, "tokens": 0, "run_tokens": 0, "data": packer.state_dict()}
     existing = ckpt.list_checkpoints(ckpt_dir)
     if existing:
-        state = ckpt.load_checkpoint(existing[-1], model, optimizer)
+        state = _load(existing[-1], model, optimizer)
         packer.load_state_dict(state["data"])
     elif (start := resolve_start(recipe, stage)) is not None:
-        start_state = ckpt.load_checkpoint(start, model, optimizer, restore_rng=False)
+        start_state = _load(start, model, optimizer, restore_rng=False)
         state["run_tokens"] = start_state["run_tokens"]
         state["start_from"] = str(start)
     return state
+
+
+def _load(path: Path, model, optimizer, restore_rng: bool = True) -> dict[str, Any]:
+    """`ckpt.load_checkpoint`, with a checkpoint of another model (e.g. written before job.json was recorded)
+    reported in one line instead of DCP's traceback."""
+    from torch.distributed.checkpoint.api import CheckpointException  # a BaseException, not an Exception
+
+    try:
+        return ckpt.load_checkpoint(path, model, optimizer, restore_rng=restore_rng)
+    except (CheckpointException, RuntimeError, ValueError, KeyError) as err:
+        # DCP wraps each rank's error with its traceback: the cause is the last line
+        cause = (
+            (str(err).strip().splitlines() or [""])[-1]
+            if isinstance(err, CheckpointException)
+            else first_line(err)
+        )
+        raise TrainRecipeError(f"{path}: does not fit the recipe's model ({cause})") from None
 
 
 def _train_step(model, loss_fn, optimizer, packer, t, rank: int, world_size: int):
@@ -229,11 +249,12 @@ def _train_step(model, loss_fn, optimizer, packer, t, rank: int, world_size: int
 
 
 def train_recipe(recipe: TrainRecipe, stages: list[str] | None = None, progress: bool = True) -> dict:
-    """Run the recipe's stages in order (or only `stages`); finished stages are skipped."""
+    """Run the recipe's stages in order (or only `stages`); finished stages are skipped.
+
+    Everything the stages need is checked first (`midtrain.preflight`, TrainRecipeError), so a bad decay stage
+    fails before the stable stage trains."""
     summaries = {}
-    for stage in recipe.stages:
-        if stages and stage.name not in stages:
-            continue
+    for stage in check_run(recipe, stages):
         summaries[stage.name] = train_stage(recipe, stage.name, progress=progress)
     return summaries
 

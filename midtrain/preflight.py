@@ -1,0 +1,159 @@
+"""Checks made before any stage trains: the stages asked for exist, can start, and their inputs belong together.
+
+Why up front: a missing shard folder or a vocabulary mismatch in a decay stage used to surface only after the
+stable stage had trained (hours on a real run), as a traceback from the data or embedding code. Every problem
+here is a TrainRecipeError whose one-line message names the stage, source, manifest or path at fault.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
+from midtrain.stage_job import check_stage_job
+
+DONE_FILE = "done.json"
+
+
+def select_stages(recipe: TrainRecipe, names: list[str] | None) -> list[StageConfig]:
+    """The recipe's stages in recipe order, or only `names` (an unknown name is an error listing the stages)."""
+    known = [s.name for s in recipe.stages]
+    unknown = [n for n in names or [] if n not in known]
+    if unknown:
+        raise TrainRecipeError(
+            f"--stage {', '.join(unknown)}: not a stage of {recipe.name} (its stages: {', '.join(known)})"
+        )
+    return [s for s in recipe.stages if not names or s.name in names]
+
+
+def check_run(recipe: TrainRecipe, names: list[str] | None = None) -> list[StageConfig]:
+    """Check everything the selected stages need, writing nothing; returns the stages to run, in order."""
+    from midtrain import checkpoint as ckpt
+
+    stages = select_stages(recipe, names)
+    planned: set[str] = set()  # stages that will have finished before the next one starts
+    manifests: dict[Path, dict[str, Any]] = {}
+    trains = False
+    for stage in stages:
+        check_stage_job(recipe, stage, record=False)
+        stage_dir = recipe.stage_dir(stage.name)
+        if not (stage_dir / DONE_FILE).exists():  # a finished stage is skipped: it needs nothing
+            if not ckpt.list_checkpoints(stage_dir / "checkpoints"):  # a resume needs no start checkpoint
+                check_start(recipe, stage, planned)
+            manifests |= check_mixture(recipe, stage)
+            trains = True
+        planned.add(stage.name)
+    if trains:
+        check_vocabulary(recipe, manifests)
+    return stages
+
+
+def check_start(recipe: TrainRecipe, stage: StageConfig, planned: set[str]) -> None:
+    """A decay stage's start: a recipe stage that is finished or runs before it, or a checkpoint folder."""
+    from midtrain import checkpoint as ckpt
+
+    if stage.start_from is None or stage.start_from in planned:
+        return
+    if stage.start_from in [s.name for s in recipe.stages]:
+        start_dir = recipe.stage_dir(stage.start_from)
+        if not (start_dir / DONE_FILE).exists() or not ckpt.list_checkpoints(start_dir / "checkpoints"):
+            raise TrainRecipeError(
+                f"stage {stage.name} starts from stage {stage.start_from!r}, which has not finished in "
+                f"{start_dir}: run it first (or together: --stage {stage.start_from} --stage {stage.name})"
+            )
+    elif not (Path(stage.start_from) / ckpt.STATE_FILE).exists():
+        raise TrainRecipeError(
+            f"stage {stage.name}: start_from {stage.start_from} is neither a stage of this recipe nor a "
+            f"checkpoint folder (no {ckpt.STATE_FILE})"
+        )
+
+
+def check_mixture(recipe: TrainRecipe, stage: StageConfig) -> dict[Path, dict[str, Any]]:
+    """Every path of every source names shards; returns the shard manifests found, by path."""
+    from shards.manifest import MANIFEST, resolve_prefixes
+
+    manifests = {}
+    for source in stage.build_mixture(recipe.run_dir).sources:
+        for path in source.paths:
+            try:
+                prefixes = resolve_prefixes(path)
+            except FileNotFoundError as err:
+                raise TrainRecipeError(f"stage {stage.name}: source {source.name}: {err}") from None
+            folders = [Path(path)] if Path(path).is_dir() else [Path(p).parent for p in prefixes]
+            for folder in folders:
+                manifest = _read_manifest(folder / MANIFEST)
+                if manifest is not None:
+                    manifests[folder / MANIFEST] = manifest
+    return manifests
+
+
+def _read_manifest(path: Path) -> dict[str, Any] | None:
+    """A shard folder's manifest (one with `vocab_size`); None where there is none (bare .bin/.idx files)."""
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+    except ValueError:
+        raise TrainRecipeError(f"{path}: not valid JSON") from None
+    return manifest if isinstance(manifest, dict) and "vocab_size" in manifest else None
+
+
+def check_vocabulary(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]]) -> None:
+    """Shards, model and tokenizer agree: one tokenizer, vocabulary and EOS over all manifests; every token id
+    fits the model's embedding; the recipe's tokenizer loads and is the size the shards were built with."""
+    vocab = _model_vocab_size(recipe)
+    first: tuple[Path, dict[str, Any]] | None = None
+    for path, manifest in sorted(manifests.items()):
+        if manifest["vocab_size"] > vocab:
+            raise TrainRecipeError(
+                f"{path}: shards of a {manifest['vocab_size']}-token vocabulary (tokenizer "
+                f"{manifest.get('tokenizer')}), larger than the model's vocab_size {vocab}"
+            )
+        if first is None:
+            first = (path, manifest)
+            continue
+        for key in ("tokenizer", "vocab_size", "eos_id"):
+            if _same(key, manifest.get(key), first[1].get(key)):
+                continue
+            raise TrainRecipeError(
+                f"{path}: {key} {manifest.get(key)!r}, but {first[0]} has {first[1].get(key)!r}: the sources "
+                "of a run must be built with one tokenizer"
+            )
+    _check_tokenizer(recipe, vocab, first)
+
+
+def _same(key: str, a: Any, b: Any) -> bool:
+    if key == "tokenizer" and a and b and Path(a).exists() and Path(b).exists():
+        return Path(a).resolve() == Path(b).resolve()
+    return a == b
+
+
+def _model_vocab_size(recipe: TrainRecipe) -> int:
+    try:
+        return int(recipe.model.build_hf_config().vocab_size)
+    except (OSError, ValueError, TypeError) as err:
+        raise TrainRecipeError(f"model: {str(err).splitlines()[0]}") from None
+
+
+def _check_tokenizer(recipe: TrainRecipe, vocab: int, first: tuple[Path, dict[str, Any]] | None) -> None:
+    """The tokenizer exports copy: it must load now, not after training; its size matches the shards'."""
+    from midtrain.export import first_line, load_tokenizer
+
+    source = recipe.model.tokenizer_source
+    if source is None:
+        return
+    try:
+        size = len(load_tokenizer(source, None))
+    except (OSError, ValueError) as err:
+        raise TrainRecipeError(f"model.tokenizer {source}: cannot be loaded ({first_line(err)})") from None
+    if size > vocab:
+        raise TrainRecipeError(
+            f"model.tokenizer {source}: {size} tokens, more than the model's vocab_size {vocab}"
+        )
+    if first is not None and size != first[1]["vocab_size"]:
+        raise TrainRecipeError(
+            f"model.tokenizer {source}: {size} tokens, but {first[0]} was built with a tokenizer of "
+            f"{first[1]['vocab_size']} ({first[1].get('tokenizer')})"
+        )

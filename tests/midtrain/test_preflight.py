@@ -1,0 +1,108 @@
+"""`mathmix train` checks every stage it will run before any of them trains: stage names, start checkpoints,
+shard paths, manifests against the model, the tokenizer. Each failure is one line and nothing is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from mathmix.cli import app
+
+
+def _train(recipe_path: Path, *args: str):
+    result = CliRunner().invoke(app, ["train", str(recipe_path), "--no-progress", *args])
+    assert "Traceback" not in result.output
+    return result
+
+
+def _error(result) -> str:
+    assert result.exit_code == 2, result.output
+    return " ".join(result.output.split())  # rich wraps long lines at the terminal width
+
+
+def _manifest(folder: Path, **info) -> None:
+    """A manifest.json for the bare `part` shard the fixture wrote, as `shards build` writes one."""
+    from shards.manifest import file_entry, write_manifest
+
+    entry = file_entry(folder, "part", documents=300, tokens=0)
+    write_manifest(folder, [entry], **{"name": folder.name, "dtype": "uint16", **info})
+
+
+def test_missing_shards_of_a_later_stage_fail_before_the_first_trains(tiny_shards, tmp_path, mt):
+    recipe = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=2 * 256, decay_tokens=256)
+    recipe["stages"][1]["mixture"] = {
+        "sources": [{"name": "b", "paths": [str(tiny_shards / "qaa")], "weight": 1}]
+    }
+    message = _error(_train(mt.write_recipe(tmp_path / "bad.yaml", recipe)))
+    assert "stage decay: source b:" in message and "qaa" in message
+    assert not (tmp_path / "out" / "stable").exists()  # nothing trained, nothing written
+
+
+def test_unknown_stage_is_named_with_the_recipe_stages(tiny_shards, tmp_path, mt):
+    path = mt.write_recipe(tmp_path / "r.yaml", mt.recipe(tiny_shards, tmp_path / "out", decay_tokens=256))
+    message = _error(_train(path, "--stage", "nonexist"))
+    assert "nonexist" in message and "stable, decay" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_decay_alone_before_its_start_stage_fails_before_writing(tiny_shards, tmp_path, mt):
+    path = mt.write_recipe(tmp_path / "r.yaml", mt.recipe(tiny_shards, tmp_path / "out", decay_tokens=256))
+    message = _error(_train(path, "--stage", "decay"))
+    assert "stage decay starts from stage 'stable', which has not finished" in message
+    assert not (tmp_path / "out").exists()  # no blend_index/ left behind
+
+
+def test_shards_of_a_larger_vocabulary_than_the_model_are_refused(tiny_shards, tmp_path, mt):
+    _manifest(tiny_shards / "a", tokenizer="tok", vocab_size=2048, eos_id=0)  # the model has 64
+    path = mt.write_recipe(tmp_path / "r.yaml", mt.recipe(tiny_shards, tmp_path / "out"))
+    message = _error(_train(path))
+    assert f"{tiny_shards / 'a' / 'manifest.json'}: shards of a 2048-token vocabulary" in message
+    assert "vocab_size 64" in message and not (tmp_path / "out").exists()
+
+
+def test_sources_built_with_different_tokenizers_are_refused(tiny_shards, tmp_path, mt):
+    _manifest(tiny_shards / "a", tokenizer="tok", vocab_size=64, eos_id=0)
+    _manifest(tiny_shards / "b", tokenizer="tok", vocab_size=64, eos_id=1)
+    path = mt.write_recipe(tmp_path / "r.yaml", mt.recipe(tiny_shards, tmp_path / "out"))
+    message = _error(_train(path))
+    assert f"{tiny_shards / 'b' / 'manifest.json'}: eos_id 1" in message and not (tmp_path / "out").exists()
+
+
+def test_a_tokenizer_that_does_not_load_fails_before_training(tiny_shards, tmp_path, mt, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    recipe = mt.recipe(tiny_shards, tmp_path / "out")
+    recipe["model"]["tokenizer"] = str(tmp_path / "tokenizr")  # a typo
+    message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
+    assert f"model.tokenizer {tmp_path / 'tokenizr'}: cannot be loaded" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_relative_tokenizer_and_run_dir_are_made_absolute(tmp_path, monkeypatch):
+    """A checkpoint records the tokenizer path; relative to the training folder, export elsewhere failed."""
+    from midtrain.config import load_train_recipe
+
+    (tmp_path / "tok").mkdir()
+    raw = {"name": "r", "run_dir": "run", "model": {"config": {}, "tokenizer": "{run_dir}/../tok"},
+           "stages": [{"name": "s", "kind": "stable", "tokens": 1,
+                       "mixture": {"sources": [{"name": "a", "paths": ["{run_dir}/a"], "weight": 1}]}}]}  # fmt: skip
+    (tmp_path / "r.yaml").write_text(json.dumps(raw))
+    monkeypatch.chdir(tmp_path)
+    recipe = load_train_recipe("r.yaml")
+    monkeypatch.chdir("/")
+    assert recipe.model.tokenizer == str(tmp_path / "tok")
+    assert recipe.stages[0].build_mixture(recipe.run_dir).sources[0].paths == [str(tmp_path / "run" / "a")]
+
+
+def test_a_finished_run_reruns_without_its_shards(tiny_shards, tmp_path, mt):
+    """Finished stages need nothing: a rerun prints them even once the shards are gone."""
+    import shutil
+
+    path = mt.write_recipe(
+        tmp_path / "r.yaml", mt.recipe(tiny_shards, tmp_path / "out", 256, decay_tokens=256)
+    )
+    assert _train(path).exit_code == 0
+    shutil.rmtree(tiny_shards)
+    result = _train(path, "--stage", "decay")
+    assert result.exit_code == 0, result.output
