@@ -82,13 +82,23 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How forecast A and log Cmid move with log LR and log batch size (least squares over the sweep's runs).
 
     Each record needs `A`, `Cmid` and at least one of `lr`, `batch_size`. Returns per target the intercept and
-    the slope per hyperparameter, the R^2, and the best run by A.
+    the slope per hyperparameter that varies, the R^2, and the best run by A. A hyperparameter with one value in
+    every run is reported under `fixed` and left out of the fit: its log column is a multiple of the intercept's,
+    so lstsq would split the intercept between the two and report a slope that means nothing.
     """
-    keys = [k for k in ("lr", "batch_size") if all(k in r for r in records)]
-    if not keys or len(records) < len(keys) + 1:
-        raise ValueError("a sweep fit needs runs with lr and/or batch_size, more runs than hyperparameters")
+    present = [k for k in ("lr", "batch_size") if records and all(k in r for r in records)]
+    bad = next((r for r in records for k in present if not r[k] > 0), None)
+    if bad is not None:
+        raise ValueError(f"run {bad.get('run')!r}: lr and batch_size must be > 0 for a log-scale fit")
+    fixed = {k: records[0][k] for k in present if np.ptp(np.log([r[k] for r in records])) < 1e-9}
+    keys = [k for k in present if k not in fixed]
+    if not keys:
+        detail = f" (every run has {', '.join(f'{k} {v:g}' for k, v in fixed.items())})" if fixed else ""
+        raise ValueError(f"a sweep fit needs runs whose lr and/or batch_size differ{detail}")
+    if len(records) < len(keys) + 1:
+        raise ValueError(f"a sweep fit over {' and '.join(keys)} needs {len(keys) + 1} runs or more")
     design = np.column_stack([np.ones(len(records))] + [np.log([r[k] for r in records]) for k in keys])
-    out: dict[str, Any] = {"hyperparameters": keys, "runs": len(records)}
+    out: dict[str, Any] = {"hyperparameters": keys, "fixed": fixed, "runs": len(records)}
     for target, values in (
         ("A", [r["A"] for r in records]),
         ("log_Cmid", np.log([r["Cmid"] for r in records])),

@@ -226,3 +226,24 @@ def test_compare_and_sweep_fit_cli_on_a_sweep_csv(tmp_path):
     fit = json.loads(fit_path.read_text())
     assert fit["A"]["slope_log_lr"] == pytest.approx(0.05 / math.log(2), abs=0.015)
     assert fit["A"]["slope_log_batch_size"] < 0
+
+
+def test_sweep_fit_leaves_a_constant_batch_size_out_of_the_fit():
+    records = [
+        {
+            "run": f"run_lr{lr:g}_bs64",
+            "A": 0.4 + 0.03 * math.log(lr / 1e-6),
+            "Cmid": 80.0,
+            "lr": lr,
+            "batch_size": 64,
+        }
+        for lr in (1e-6, 2e-6, 4e-6)
+    ]
+    fit = fit_sweep(records)
+    # lstsq used to split the intercept with log(64): a 'batch-size slope' from one batch size
+    assert fit["hyperparameters"] == ["lr"] and fit["fixed"] == {"batch_size": 64}
+    assert set(fit["A"]) == {"intercept", "slope_log_lr", "r2"}
+    assert fit["A"]["slope_log_lr"] == pytest.approx(0.03, abs=1e-9)
+    assert fit["A"]["intercept"] == pytest.approx(0.4 - 0.03 * math.log(1e-6), abs=1e-9)
+    with pytest.raises(ValueError, match="every run has lr 1e-06, batch_size 64"):
+        fit_sweep([{**r, "lr": 1e-6} for r in records])
