@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evals.benchmarks import BENCHMARKS, STOPS, build_prompt, load_benchmark, load_exemplars
+from evals.benchmarks import BENCHMARKS, STOPS, build_prompt, find_test_file, load_benchmark, load_exemplars
 from evals.grading import grade
 from mathmix.cli_util import write_json
 
@@ -63,12 +63,19 @@ def run_bench(
     batch_size: int = 8,
     generator=None,
 ) -> dict[str, Any]:
-    """Evaluate MODEL on each (benchmark, shots); benchmarks absent from DATA_DIR are skipped and reported."""
+    """Evaluate MODEL on each (benchmark, shots); benchmarks absent from DATA_DIR are skipped and reported.
+
+    Raises:
+        ValueError: DATA_DIR holds none of the benchmarks (an empty result would look like a finished eval).
+    """
     from rich.progress import Progress
 
     from evals.generate import make_generator
 
     start = time.time()
+    if not any(find_test_file(name, data_dir) for name, _ in benchmarks):
+        looked = ", ".join(BENCHMARKS[name].test[0] for name, _ in benchmarks)
+        raise ValueError(f"no test set under {data_dir} for the benchmarks asked for (looked for {looked})")
     generator = generator or make_generator(model, backend=backend, batch_size=batch_size)
     summary: dict[str, Any] = {
         "model": str(model),

@@ -71,6 +71,8 @@ def parse_benchmarks(suite: str | None, benchmarks: str | None) -> list[tuple[st
             name, _, shots = part.strip().partition(":")
             if name not in BENCHMARKS:
                 raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+            if shots and not shots.strip().isdigit():
+                raise ValueError(f"{part.strip()!r}: shots must be a whole number >= 0 (NAME[:SHOTS],...)")
             out.append((name, int(shots) if shots else BENCHMARKS[name].shots))
         return out
     if (suite or "octothinker") not in SUITES:
@@ -79,12 +81,32 @@ def parse_benchmarks(suite: str | None, benchmarks: str | None) -> list[tuple[st
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open() as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """The records of a JSONL file; ValueError naming the file and line where one is not a JSON object."""
+    records = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{path}:{number}: not a JSON record ({err})") from None
+                if not isinstance(record, dict):
+                    raise ValueError(f"{path}:{number}: not a JSON object")
+                records.append(record)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text (expected JSONL)") from None
+    return records
 
 
 def _first_existing(data_dir: Path, candidates: tuple[str, ...]) -> Path | None:
     return next((data_dir / c for c in candidates if (data_dir / c).exists()), None)
+
+
+def find_test_file(name: str, data_dir: Path) -> Path | None:
+    """The test file of benchmark NAME under DATA_DIR (the first candidate path that exists), or None."""
+    return _first_existing(data_dir, BENCHMARKS[name].test)
 
 
 def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
@@ -109,12 +131,17 @@ def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
 
 
 def load_benchmark(name: str, data_dir: Path, limit: int | None = None) -> list[dict[str, Any]] | None:
-    """The normalized test items of a benchmark under DATA_DIR (None where the set is absent)."""
-    path = _first_existing(data_dir, BENCHMARKS[name].test)
+    """The normalized test items of a benchmark under DATA_DIR (None where the set is absent).
+
+    `limit` keeps the first N items; None keeps all (0 used to mean all too, and a negative N cut from the end).
+    """
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1 (got {limit}); leave it out to evaluate every item")
+    path = find_test_file(name, data_dir)
     if path is None:
         return None
     items = [n for i, r in enumerate(_read_jsonl(path)) if (n := normalize(r, i)) is not None]
-    return items[:limit] if limit else items
+    return items[:limit] if limit is not None else items
 
 
 def load_exemplars(
@@ -133,6 +160,11 @@ def load_exemplars(
         pool = _read_jsonl(path)
     items = [n for i, r in enumerate(pool) if (n := normalize(r, i)) is not None and n["solution"]]
     if prompt_file is not None:
+        if not items:  # would silently turn a few-shot benchmark into a bare prompt
+            raise ValueError(
+                f"no {name} exemplars in {prompt_file} (records need question/problem and solution, "
+                f"and benchmark {name!r} or none)"
+            )
         return items[:shots]
     return random.Random(seed).sample(items, min(shots, len(items)))
 

@@ -29,10 +29,12 @@ def bench_cmd(
     ),
     benchmarks: str = typer.Option(None, help="Instead of a suite: NAME[:SHOTS],... e.g. gsm8k:8,math500:4."),
     data_dir: Path = typer.Option(
-        DEFAULT_BENCH_DIR, help="Benchmark folder (gsm8k/, math500/, qwen_eval/, ...)."
+        None,
+        help="Benchmark folder (gsm8k/, math500/, qwen_eval/, ...); default ../shared/data/bench from the cwd, "
+        "else next to the checkout.",
     ),
     out: Path = typer.Option(None, "--out", "-o", help="Results folder (default ./eval-<model name>)."),
-    limit: int = typer.Option(None, help="Evaluate only the first N items of each benchmark."),
+    limit: int = typer.Option(None, help="Evaluate only the first N items of each benchmark (N >= 1)."),
     zero_shot: bool = typer.Option(
         False, help="No exemplars, a step-by-step \\boxed{} instruction (RL-tuned models)."
     ),
@@ -48,15 +50,31 @@ def bench_cmd(
 
     Reads MODEL and DATA_DIR; writes OUT/{benchmark}.json (accuracy + per-item records) and OUT/results.json.
     """
+    from rich.markup import escape
+
     from evals.bench import print_results_table, run_bench
+    from evals.bench_dir import find_bench_dir
     from evals.benchmarks import parse_benchmarks
 
     try:
         plan = parse_benchmarks(suite, benchmarks)
     except ValueError as err:
+        fail(f"{'--benchmarks' if benchmarks else '--suite'}: {err}")
+    for name, value in (
+        ("--limit", limit),
+        ("--max-new-tokens", max_new_tokens),
+        ("--batch-size", batch_size),
+    ):
+        if value is not None and value < 1:
+            fail(f"{name} must be >= 1 (got {value})")
+    if backend not in ("auto", "vllm", "transformers"):
+        fail(f"--backend must be auto, vllm or transformers (got {backend!r})")
+    if prompt_file is not None and not prompt_file.is_file():
+        fail(f"prompt file not found: {prompt_file} (--prompt-file)")
+    try:
+        data_dir = find_bench_dir(data_dir)
+    except ValueError as err:
         fail(str(err))
-    if not data_dir.is_dir():
-        fail(f"benchmark folder not found: {data_dir} (--data-dir)")
     out = out or Path(f"eval-{Path(model).name or 'model'}")
     try:
         summary = run_bench(
@@ -73,7 +91,7 @@ def bench_cmd(
             batch_size=batch_size,
         )
     except ValueError as err:
-        fail(str(err))
+        fail(escape(str(err)))  # fail() prints rich markup: "mathmix[gpu]" would lose its "[gpu]"
     print_results_table(summary)
     console.print(f"results: {out}/results.json")
 

@@ -128,6 +128,10 @@ def make_generator(model_path: str | Path, backend: str = "auto", batch_size: in
     if backend == "auto":
         backend = "vllm" if vllm_available() else "transformers"
     if backend == "vllm":
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            raise ValueError("backend vllm: vLLM is not installed (pip install mathmix[gpu])")
         return VllmGenerator(model_path)
     if backend == "transformers":
         return TransformersGenerator(model_path, batch_size=batch_size)

@@ -181,7 +181,7 @@ def test_bench_cli_names_a_model_it_cannot_load(tmp_path):
     from mathmix.cli import app
 
     data = tmp_path / "bench"
-    data.mkdir()
+    _write_jsonl(data / "math500/test.jsonl", [{"problem": "1+1?", "answer": "2"}])
     (tmp_path / "empty_model").mkdir()
     for model, message in (
         (tmp_path / "empty_model", "no config.json"),
@@ -191,3 +191,82 @@ def test_bench_cli_names_a_model_it_cannot_load(tmp_path):
             app, ["eval", "bench", str(model), "--data-dir", str(data), "-o", str(tmp_path)]
         )
         assert result.exit_code == 2 and message in result.stderr, result.output
+
+
+def _bench(args: list[str]):
+    from mathmix.cli import app
+
+    return CliRunner().invoke(app, ["eval", "bench", *args])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--limit", "0"], "--limit must be >= 1 (got 0)"),  # evaluated every item
+        (["--limit", "-2"], "--limit must be >= 1 (got -2)"),  # dropped the last two items
+        (
+            ["--prompt-file", "nope.jsonl"],
+            "prompt file not found: nope.jsonl (--prompt-file)",
+        ),  # a skip, exit 0
+        (["--benchmarks", "gsm8k:x"], "--benchmarks: 'gsm8k:x': shots must be a whole number"),
+        (["--suite", "nope"], "--suite: unknown suite 'nope'"),
+    ],
+)
+def test_bench_cli_rejects_bad_options_in_one_line(bench_dir, tmp_path, args, message):
+    result = _bench(["some-model", "--data-dir", str(bench_dir), "-o", str(tmp_path / "o"), *args])
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert "Traceback" not in result.output and not (tmp_path / "o").exists()
+
+
+def test_limit_below_one_is_refused_by_the_loader(bench_dir):
+    assert len(load_benchmark("gsm8k", bench_dir, limit=None)) == 4
+    assert len(load_benchmark("gsm8k", bench_dir, limit=3)) == 3
+    for limit in (0, -1):
+        with pytest.raises(ValueError, match="limit must be >= 1"):
+            load_benchmark("gsm8k", bench_dir, limit=limit)
+
+
+def test_a_data_dir_without_any_test_set_is_an_error_naming_it(tmp_path):
+    empty = tmp_path / "bench"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="no test set under .*bench.*gsm8k/test.jsonl"):
+        run_bench("hand", [("gsm8k", 0)], empty, tmp_path / "out", generator=HandWritten([]))
+    result = _bench(["some-model", "--data-dir", str(empty), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "no test set under" in result.stderr, result.output
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_vllm_backend_without_vllm_names_the_extra(bench_dir, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a)
+    )
+    result = _bench(["m", "--data-dir", str(bench_dir), "--backend", "vllm", "-o", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert "vLLM is not installed (pip install mathmix[gpu])" in result.stderr
+
+
+def test_prompt_file_without_exemplars_for_a_benchmark_is_an_error(bench_dir, tmp_path):
+    shots = tmp_path / "shots.jsonl"
+    _write_jsonl(shots, [{"question": "q?", "solution": "#### 1", "benchmark": "gsm8k"}])
+    assert load_exemplars("gsm8k", bench_dir, 2, prompt_file=shots)[0]["question"] == "q?"
+    with pytest.raises(ValueError, match="no math500 exemplars in .*shots.jsonl"):
+        load_exemplars("math500", bench_dir, 2, prompt_file=shots)  # was a silent zero-shot prompt
+    shots.write_text('{"question": "q?"\n')
+    with pytest.raises(ValueError, match="shots.jsonl:1: not a JSON record"):
+        load_exemplars("gsm8k", bench_dir, 2, prompt_file=shots)
+
+
+def test_default_bench_dir_is_found_from_any_cwd(bench_dir, tmp_path, monkeypatch):
+    import evals.bench_dir as where
+
+    monkeypatch.chdir(tmp_path)  # ../shared/data/bench from here does not exist
+    monkeypatch.setattr(where, "CHECKOUT_BENCH_DIR", bench_dir)
+    assert where.find_bench_dir(None) == bench_dir
+    monkeypatch.setattr(where, "CHECKOUT_BENCH_DIR", tmp_path / "absent")
+    with pytest.raises(ValueError, match="benchmark folder not found: neither"):
+        where.find_bench_dir(None)
+    result = _bench(["m", "-o", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "pass --data-dir" in result.stderr, result.output
