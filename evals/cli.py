@@ -9,9 +9,8 @@ from typing import Any
 
 import typer
 
+from evals import probe_options as opt
 from mathmix.cli_util import console, fail, write_json
-
-DEFAULT_BENCH_DIR = Path("../shared/data/bench")
 
 eval_app = typer.Typer(
     help="Few-shot math evals, the GRPO RL-readiness probe and the sigmoid forecast of its final accuracy.",
@@ -99,26 +98,23 @@ def bench_cmd(
 @eval_app.command("rl-probe")
 def rl_probe_cmd(
     model: str = typer.Argument(..., help="HF model folder to probe."),
-    prompts: Path = typer.Option(
-        ..., help="MATH8K-style prompts: JSONL/JSON with prompt (or problem) and answer."
-    ),
-    data_dir: Path = typer.Option(
-        DEFAULT_BENCH_DIR, help="Benchmark folder: MATH500 validation + overlap check."
-    ),
+    prompts: Path = opt.PROMPTS,
+    data_dir: Path = opt.DATA_DIR,
+    no_eval_sets: bool = opt.NO_EVAL_SETS,
     out: Path = typer.Option(Path("rl-probe"), "--out", "-o", help="Probe run folder."),
     steps: int = typer.Option(100, help="Rollout steps."),
     eval_every: int = typer.Option(10, help="Validate every K rollout steps."),
-    prompts_per_step: int = typer.Option(128),
-    rollouts: int = typer.Option(16),
+    prompts_per_step: int = opt.PROMPTS_PER_STEP,
+    rollouts: int = opt.ROLLOUTS,
     mini_batch: int = typer.Option(64, help="Prompts per optimizer update."),
-    micro_batch: int = typer.Option(16, help="Completions per forward pass."),
+    micro_batch: int = opt.MICRO_BATCH,
     lr: float = typer.Option(1e-6),
     kl: float = typer.Option(0.0),
     temperature: float = typer.Option(1.0),
-    max_response: int = typer.Option(4096),
-    heldout: int = typer.Option(256, help="Held-out training prompts."),
-    heldout_samples: int = typer.Option(4, help="n of the held-out mean@n."),
-    math500_limit: int = typer.Option(500),
+    max_response: int = opt.MAX_RESPONSE,
+    heldout: int = opt.HELDOUT,
+    heldout_samples: int = opt.HELDOUT_SAMPLES,
+    math500_limit: int = opt.MATH500_LIMIT,
     seed: int = typer.Option(0),
     on_overlap: str = typer.Option("drop", help="drop | fail | warn on prompts overlapping eval sets."),
     vllm: str = typer.Option("auto", help="auto | on | off: vLLM generation (GPU)."),
@@ -128,9 +124,9 @@ def rl_probe_cmd(
     Reads MODEL, PROMPTS and DATA_DIR; writes OUT/validation.csv (Step, rollouts, heldout_mean@n, math500,
     mean_response_length, ...), OUT/overlap.json, OUT/summary.json; `mathmix eval forecast OUT` reads them.
     """
-    from evals.rl_probe import ProbeConfig, run_probe
+    from evals.rl_probe import run_probe
 
-    config = ProbeConfig(
+    config = opt.build_config(
         prompts_per_step=prompts_per_step,
         rollouts=rollouts,
         mini_batch=mini_batch,
@@ -148,10 +144,9 @@ def rl_probe_cmd(
         on_overlap=on_overlap,
         vllm=vllm,
     )
-    if not prompts.exists():
-        fail(f"prompt file not found: {prompts}")
+    bench_dir = opt.check_inputs(prompts, data_dir, no_eval_sets, config)
     try:
-        summary = run_probe(model, prompts, out, config, data_dir if data_dir.is_dir() else None)
+        summary = run_probe(model, prompts, out, config, bench_dir)
     except ValueError as err:
         fail(str(err))
     console.print_json(json.dumps(summary["last_validation"]))

@@ -10,18 +10,20 @@ Before training, prompts overlapping an eval set (13-gram, `curate.decont.find_o
 from __future__ import annotations
 
 import csv
-import json
 import random
 import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evals.benchmarks import BENCHMARKS, SUITES, load_benchmark
+from evals.benchmarks import load_benchmark
 from evals.generate import check_model, load_pretrained
 from evals.grading import boxed_reward
-from mathmix.cli_util import write_json
+from evals.probe_prompts import check_overlap, eval_set_files, load_prompts
+from mathmix.cli_util import console, write_json
+
+__all__ = ["ProbeConfig", "check_overlap", "grpo_args", "load_prompts", "run_probe"]
 
 PROMPT_TEMPLATE = (
     "Question: {question}\nPlease reason step by step, and put your final answer within \\boxed{{}}.\n"
@@ -34,104 +36,34 @@ class ProbeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompts_per_step: int = 128
-    rollouts: int = 16
-    mini_batch: int = 64  # prompts per optimizer update
-    micro_batch: int = 16  # completions per forward pass (memory, not math)
-    learning_rate: float = 1e-6
-    kl_coef: float = 0.0
-    temperature: float = 1.0
-    max_response: int = 4096
-    steps: int = 100  # rollout steps
-    eval_every: int = 10
-    heldout: int = 256  # training prompts held out for validation
-    heldout_samples: int = 4  # n of mean@n
-    math500_limit: int | None = 500
-    val_max_tokens: int | None = None  # defaults to max_response
+    prompts_per_step: int = Field(128, ge=1)
+    rollouts: int = Field(16, ge=2)  # GRPO's advantage is relative to the group: one rollout has none
+    mini_batch: int = Field(64, ge=1)  # prompts per optimizer update
+    micro_batch: int = Field(16, ge=1)  # completions per forward pass (memory, not math)
+    learning_rate: float = Field(1e-6, gt=0)
+    kl_coef: float = Field(0.0, ge=0)
+    temperature: float = Field(1.0, gt=0)
+    max_response: int = Field(4096, ge=1)
+    steps: int = Field(100, ge=1)  # rollout steps
+    eval_every: int = Field(10, ge=1)
+    heldout: int = Field(256, ge=0)  # training prompts held out for validation
+    heldout_samples: int = Field(4, ge=1)  # n of mean@n
+    math500_limit: int | None = Field(500, ge=1)
+    val_max_tokens: int | None = Field(None, ge=1)  # defaults to max_response
     seed: int = 0
     on_overlap: Literal["drop", "fail", "warn"] = "drop"
     vllm: Literal["auto", "on", "off"] = "auto"
 
-
-def load_prompts(path: Path) -> list[dict[str, str]]:
-    """MATH8K-style prompts: JSONL (or a JSON array) of records with `prompt` (or problem/question) and `answer`."""
-    text = path.read_text()
-    records = (
-        json.loads(text)
-        if text.lstrip().startswith("[")
-        else [json.loads(x) for x in text.splitlines() if x.strip()]
-    )
-    out = []
-    for r in records:
-        question = r.get("prompt") or r.get("problem") or r.get("question")
-        answer = r.get("answer", r.get("gt_answer", r.get("final_answer")))
-        if question and answer not in (None, ""):
-            out.append({"question": str(question), "answer": str(answer)})
-    return out
-
-
-def check_overlap(
-    prompts: list[dict[str, str]],
-    eval_files: list[Path],
-    policy: str,
-    ngram: int = 13,
-    min_fraction: float = 0.5,
-) -> tuple[list[dict[str, str]], dict[str, Any]]:
-    """Drop (or refuse, or only report) prompts that are eval problems: 13-gram hits over >= min_fraction of them,
-    or an eval problem too short for a 13-gram found whole in them.
-
-    A bare 13-gram hit is not enough: competition boilerplate ("where m and n are relatively prime positive
-    integers. Find m+n") is shared by unrelated problems (187 of MATH8K's 8,521 prompts hit AIME24 that way).
-    """
-    try:
-        from curate.decont import decont_tokens, find_overlaps
-    except ImportError:  # the decontamination package is optional for a probe run elsewhere
-        return prompts, {"checked": False, "reason": "curate.decont not importable"}
-    if not eval_files:
-        return prompts, {"checked": False, "reason": "no eval set found"}
-    texts = [p["question"] for p in prompts]
-    hits = find_overlaps(texts, [str(f) for f in eval_files], ngram=ngram)
-    any_hit = [i for i, h in enumerate(hits) if h]
-    bad = []
-    for i in any_hit:
-        positions = max(1, len(decont_tokens(texts[i])) - ngram + 1)
-        # a short eval problem found whole in the prompt is that problem, whatever else the prompt says
-        if any(o.whole for o in hits[i]) or max(o.n_matched for o in hits[i]) / positions >= min_fraction:
-            bad.append(i)
-    report = {
-        "checked": True,
-        "eval_sets": [str(f) for f in eval_files],
-        "ngram": ngram,
-        "min_fraction": min_fraction,
-        "prompts_with_any_hit": len(any_hit),
-        "overlapping_prompts": len(bad),
-        "examples": [{"prompt": i, "overlaps": [o.to_dict() for o in hits[i][:2]]} for i in bad[:5]],
-    }
-    if bad and policy == "fail":
-        raise ValueError(
-            f"{len(bad)} RL prompts overlap eval sets (first: prompt {bad[0]}); see --on-overlap"
-        )
-    if policy == "drop":
-        drop = set(bad)
-        prompts = [p for i, p in enumerate(prompts) if i not in drop]
-        report["dropped"] = len(bad)
-    return prompts, report
-
-
-def eval_set_files(data_dir: Path | None) -> list[Path]:
-    """Test files of the OctoThinker suite's benchmarks (MATH500 included) present under the bench data folder.
-
-    The full MATH test set is not one of them: MATH8K is drawn from MATH train + test by design.
-    """
-    if data_dir is None:
-        return []
-    files = []
-    for name, _ in SUITES["octothinker"]:
-        spec = BENCHMARKS[name]
-        found = next((data_dir / c for c in spec.test if (data_dir / c).exists()), None)
-        if found is not None and found not in files:
-            files.append(found)
-    return files
+    @model_validator(mode="after")
+    def _batches_divide(self) -> ProbeConfig:
+        """Checked here, not in grpo_args, so a bad size fails before the model is loaded."""
+        if self.prompts_per_step % self.mini_batch:
+            raise ValueError("prompts_per_step must be a multiple of mini_batch (prompts per update)")
+        per_update = self.mini_batch * self.rollouts
+        micro = min(self.micro_batch, per_update)
+        if per_update % micro or (self.prompts_per_step * self.rollouts) % micro:
+            raise ValueError("micro_batch must divide mini_batch x rollouts and prompts_per_step x rollouts")
+        return self
 
 
 class ValidationLog:
@@ -304,6 +236,10 @@ def run_probe(
             f"{len(train)} training prompts left after the held-out slice; need >= {config.prompts_per_step}"
         )
     math500 = load_benchmark("math500", data_dir, limit=config.math500_limit) if data_dir else None
+    if data_dir is not None and not math500:
+        console.print(
+            f"no MATH500 test set under {data_dir}: validation logs the held-out curve only", soft_wrap=True
+        )
     check_model(model)
     tokenizer = load_pretrained(AutoTokenizer, model)
     if tokenizer.pad_token is None:

@@ -7,11 +7,13 @@ name (`..._lr1e-6_bs64`).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from evals import probe_options as opt
 from mathmix.cli_util import console, fail, write_json
 
 
@@ -33,7 +35,11 @@ def sweep_records(paths: list[Path], column: str) -> list[dict[str, Any]]:
                 continue
             record, _ = forecast_curve(curve)
             found = {k: v for k, v in (hparams or parse_hparams(curve.name)).items() if v is not None}
-            records.append({"source": str(path), **record, **found})
+            records.append({"source": str(path), "file": curve.source, **record, **found})
+    if not records:
+        raise ValueError(
+            f"no curve of 3 points or more matches --column {column!r} in {', '.join(map(str, paths))}"
+        )
     return records
 
 
@@ -49,8 +55,11 @@ def add_sweep_commands(app: typer.Typer) -> None:
         """Fit forecast A and log Cmid against log LR and log batch size. Reads PATHS; prints (and writes) the fit."""
         from evals.forecast_report import fit_sweep
 
-        records = sweep_records(paths, column)
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            fail(f"not found: {', '.join(missing)}")
         try:
+            records = sweep_records(paths, column)
             fit = fit_sweep(records)
         except ValueError as err:
             fail(str(err))
@@ -62,12 +71,20 @@ def add_sweep_commands(app: typer.Typer) -> None:
     @app.command("sweep")
     def sweep_cmd(
         model: str = typer.Argument(..., help="HF model folder to probe."),
-        prompts: Path = typer.Option(..., help="MATH8K-style prompts."),
+        prompts: Path = opt.PROMPTS,
         lrs: str = typer.Option("5e-7,1e-6,2e-6", help="Comma-separated learning rates."),
         mini_batches: str = typer.Option("64", help="Comma-separated mini-batch sizes (prompts per update)."),
         steps: int = typer.Option(100, help="Rollout steps per run."),
         eval_every: int = typer.Option(10),
-        data_dir: Path = typer.Option(Path("../shared/data/bench"), help="Benchmark folder."),
+        data_dir: Path = opt.DATA_DIR,
+        no_eval_sets: bool = opt.NO_EVAL_SETS,
+        prompts_per_step: int = opt.PROMPTS_PER_STEP,
+        rollouts: int = opt.ROLLOUTS,
+        micro_batch: int = opt.MICRO_BATCH,
+        max_response: int = opt.MAX_RESPONSE,
+        heldout: int = opt.HELDOUT,
+        heldout_samples: int = opt.HELDOUT_SAMPLES,
+        math500_limit: int = opt.MATH500_LIMIT,
         out: Path = typer.Option(
             Path("rl-sweep"), "--out", "-o", help="Sweep folder: one probe folder per setting."
         ),
@@ -77,20 +94,76 @@ def add_sweep_commands(app: typer.Typer) -> None:
         Reads MODEL, PROMPTS, DATA_DIR; writes OUT/lr<LR>_mb<B>/ (probe folders) and OUT/sweep.json.
         """
         from evals.forecast_report import fit_sweep
-        from evals.rl_probe import ProbeConfig, run_probe
+        from evals.rl_probe import run_probe
 
+        sizes = dict(
+            steps=steps,
+            eval_every=eval_every,
+            prompts_per_step=prompts_per_step,
+            rollouts=rollouts,
+            micro_batch=micro_batch,
+            max_response=max_response,
+            heldout=heldout,
+            heldout_samples=heldout_samples,
+            math500_limit=math500_limit,
+        )
+        names = {"learning_rate": "--lrs", "mini_batch": "--mini-batches"}
+        settings = {
+            (lr, mb): opt.build_config(names, learning_rate=lr, mini_batch=mb, **sizes)
+            for lr in _parse_list(lrs, float, "--lrs")
+            for mb in _parse_list(mini_batches, int, "--mini-batches")
+        }
+        # the fit forecasts each run's held-out curve, which needs a held-out slice and 3 validations or more
+        points = 1 + steps // eval_every + (1 if steps % eval_every else 0)
+        if heldout < 1 or points < 3:
+            fail(
+                f"the sweep forecasts the held-out curve: needs --heldout >= 1 and 3 or more validations "
+                f"(--steps {steps} / --eval-every {eval_every} give {points})"
+            )
+        bench_dir = opt.check_inputs(prompts, data_dir, no_eval_sets, next(iter(settings.values())))
         runs = []
-        for lr in (float(v) for v in lrs.split(",")):
-            for mb in (int(v) for v in mini_batches.split(",")):
-                run_dir = out / f"lr{lr:g}_mb{mb}"
-                if not (run_dir / "summary.json").exists():  # a rerun skips finished settings
-                    config = ProbeConfig(learning_rate=lr, mini_batch=mb, steps=steps, eval_every=eval_every)
-                    run_probe(model, prompts, run_dir, config, data_dir if data_dir.is_dir() else None)
-                runs.append(run_dir)
-        records = sweep_records(runs, "heldout")
+        for (lr, mb), config in settings.items():
+            run_dir = out / f"lr{lr:g}_mb{mb}"
+            if not _finished(run_dir, config):  # a rerun skips finished settings
+                try:
+                    run_probe(model, prompts, run_dir, config, bench_dir)
+                except ValueError as err:
+                    fail(f"{run_dir}: {err}")
+            runs.append(run_dir)
         try:
+            records = sweep_records(runs, "heldout")
             fit = {**fit_sweep(records), "records": records}
         except ValueError as err:
             fail(str(err))
         write_json(out / "sweep.json", fit)
         console.print_json(json.dumps({k: v for k, v in fit.items() if k != "records"}, default=str))
+
+
+def _parse_list(text: str, kind: type, option: str) -> list:
+    """`5e-7,1e-6` -> [5e-07, 1e-06], parsed before any run starts; a bad or non-positive value names OPTION."""
+    values = []
+    for part in text.split(","):
+        try:
+            value = kind(part.strip())
+        except ValueError:
+            fail(f"{option}: {part.strip()!r} is not a{'n integer' if kind is int else ' number'}")
+        if not (value > 0 and math.isfinite(value)):
+            fail(f"{option}: {part.strip()!r} must be > 0")
+        values.append(value)
+    return list(dict.fromkeys(values))
+
+
+def _finished(run_dir: Path, config) -> bool:
+    """True where RUN_DIR holds a finished probe with these settings; other settings there are an error.
+
+    A rerun with other sizes would otherwise skip the old runs and fit a mix of both.
+    """
+    summary = run_dir / "summary.json"
+    if not summary.exists():
+        return False
+    done = json.loads(summary.read_text()).get("config", {})
+    wanted = json.loads(json.dumps(config.model_dump()))
+    changed = sorted(k for k in wanted if k in done and done[k] != wanted[k])
+    if changed:
+        fail(f"{run_dir} was run with other settings ({', '.join(changed)}); use another --out or remove it")
+    return True

@@ -1,0 +1,126 @@
+"""The probe's prompts: reading MATH8K-style files, and dropping those that are eval problems (13-gram overlap)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evals.benchmarks import BENCHMARKS, SUITES
+
+
+def _read_records(path: Path) -> list[Any]:
+    """JSON array or JSONL records of PATH; ValueError naming the file (and line) for unreadable text."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text (expected JSONL or a JSON array)") from None
+    if text.lstrip().startswith("["):
+        try:
+            return list(json.loads(text))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not a valid JSON array ({err})") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{number}: not a JSON record ({err})") from None
+    return records
+
+
+def load_prompts(path: Path) -> list[dict[str, str]]:
+    """MATH8K-style prompts: JSONL (or a JSON array) of records with `prompt` (or problem/question) and `answer`.
+
+    Raises:
+        ValueError: naming PATH when it holds no records, or none with a prompt and an answer.
+    """
+    records = _read_records(path)
+    if not records:
+        raise ValueError(f"no prompts in {path}")
+    out = []
+    for r in records:
+        if not isinstance(r, dict):
+            continue
+        question = r.get("prompt") or r.get("problem") or r.get("question")
+        answer = r.get("answer", r.get("gt_answer", r.get("final_answer")))
+        if question and answer not in (None, ""):
+            out.append({"question": str(question), "answer": str(answer)})
+    if not out:
+        fields = sorted({k for r in records if isinstance(r, dict) for k in r})
+        raise ValueError(
+            f"no prompt/answer fields in {path} (fields found: {', '.join(fields) or 'none'}; "
+            "need prompt, problem or question, and answer)"
+        )
+    return out
+
+
+def check_overlap(
+    prompts: list[dict[str, str]],
+    eval_files: list[Path],
+    policy: str,
+    ngram: int = 13,
+    min_fraction: float = 0.5,
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """Drop (or refuse, or only report) prompts that are eval problems: 13-gram hits over >= min_fraction of them,
+    or an eval problem too short for a 13-gram found whole in them.
+
+    A bare 13-gram hit is not enough: competition boilerplate ("where m and n are relatively prime positive
+    integers. Find m+n") is shared by unrelated problems (187 of MATH8K's 8,521 prompts hit AIME24 that way).
+    """
+    try:
+        from curate.decont import decont_tokens, find_overlaps
+    except ImportError:  # the decontamination package is optional for a probe run elsewhere
+        return prompts, {"checked": False, "reason": "curate.decont not importable"}
+    if not eval_files:
+        return prompts, {"checked": False, "reason": "no benchmark folder (--no-eval-sets)"}
+    texts = [p["question"] for p in prompts]
+    hits = find_overlaps(texts, [str(f) for f in eval_files], ngram=ngram)
+    any_hit = [i for i, h in enumerate(hits) if h]
+    bad = []
+    for i in any_hit:
+        positions = max(1, len(decont_tokens(texts[i])) - ngram + 1)
+        # a short eval problem found whole in the prompt is that problem, whatever else the prompt says
+        if any(o.whole for o in hits[i]) or max(o.n_matched for o in hits[i]) / positions >= min_fraction:
+            bad.append(i)
+    report = {
+        "checked": True,
+        "eval_sets": [str(f) for f in eval_files],
+        "ngram": ngram,
+        "min_fraction": min_fraction,
+        "prompts_with_any_hit": len(any_hit),
+        "overlapping_prompts": len(bad),
+        "examples": [{"prompt": i, "overlaps": [o.to_dict() for o in hits[i][:2]]} for i in bad[:5]],
+    }
+    if bad and policy == "fail":
+        raise ValueError(
+            f"{len(bad)} RL prompts overlap eval sets (first: prompt {bad[0]}); see --on-overlap"
+        )
+    if policy == "drop":
+        drop = set(bad)
+        prompts = [p for i, p in enumerate(prompts) if i not in drop]
+        report["dropped"] = len(bad)
+    return prompts, report
+
+
+def eval_set_files(data_dir: Path | None) -> list[Path]:
+    """Test files of the OctoThinker suite's benchmarks (MATH500 included) present under the bench data folder.
+
+    The full MATH test set is not one of them: MATH8K is drawn from MATH train + test by design.
+
+    Raises:
+        ValueError: DATA_DIR holds none of them (the check would silently check nothing).
+    """
+    if data_dir is None:
+        return []
+    files = []
+    for name, _ in SUITES["octothinker"]:
+        spec = BENCHMARKS[name]
+        found = next((data_dir / c for c in spec.test if (data_dir / c).exists()), None)
+        if found is not None and found not in files:
+            files.append(found)
+    if not files:
+        looked = ", ".join(BENCHMARKS[name].test[0] for name, _ in SUITES["octothinker"])
+        raise ValueError(f"no eval test set under {data_dir} (looked for {looked}, ...); see --data-dir")
+    return files
