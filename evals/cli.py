@@ -167,11 +167,28 @@ def _forecast_all(
     from evals.backtest import forecast_curves
     from evals.curves import load_curves
 
+    if not 0 < fit_fraction <= 1:
+        fail(f"--fit-fraction must be in (0, 1] (got {fit_fraction})")
+    if not 0 <= skip_fraction < 1:
+        fail(f"--skip-fraction must be in [0, 1) (got {skip_fraction})")
+    if n_boot < 0:
+        fail(f"--n-boot must be >= 0 (got {n_boot})")
     if not path.exists():
         fail(f"not found: {path}")
-    curves = [c for c in load_curves(path, compute_column=compute_column) if not column or column in c.name]
+
+    def skip_file(file: Path, reason: str) -> None:
+        console.print(f"skipped {file}: {reason.removeprefix(f'{file}: ')}", soft_wrap=True, markup=False)
+
+    try:  # a single file that cannot be read is an error; in a folder it is skipped with a line
+        curves = load_curves(path, compute_column, on_error=None if path.is_file() else skip_file)
+    except ValueError as err:
+        fail(str(err))
     if not curves:
         fail(f"no accuracy curve in {path} (a CSV with a Step column, or a probe folder with validation.csv)")
+    if column and not any(column in c.name for c in curves):
+        names = ", ".join(c.name for c in curves[:5]) + (", ..." if len(curves) > 5 else "")
+        fail(f"no curve in {path} matches --column {column!r} (curves: {names})")
+    curves = [c for c in curves if not column or column in c.name]
     short = [c.name for c in curves if len(c.x) < 3]
     if short:
         console.print(f"skipped {len(short)} run(s) with fewer than 3 points: {', '.join(short[:5])}")
@@ -180,8 +197,14 @@ def _forecast_all(
         fail(f"no curve in {path} has 3 points or more to fit")
     # Runs of one CSV are forecast together (forecast_curves pools the gain prior over them).
     pairs = forecast_curves(curves, fit_fraction, target, skip_fraction, n_boot)
+    # "file" tells apart runs of the same column name read from a folder of CSVs.
     return [
-        (record, fit, curve, max(2, math.ceil(fit_fraction * len(curve.x))))
+        (
+            {"run": record["run"], "file": curve.source, **record},
+            fit,
+            curve,
+            max(2, math.ceil(fit_fraction * len(curve.x))),
+        )
         for (record, fit), curve in zip(pairs, curves, strict=True)
     ]
 
@@ -209,11 +232,13 @@ def forecast_cmd(
     Reads PATH; with --json prints one JSON array to stdout; otherwise prints a table and writes
     OUT/forecast.json (all parameters, intervals) and OUT/forecast.png (points, fit, 5-95% band).
     """
+    if n_boot < 0:  # checked here too: --json forces 0 resamples below
+        fail(f"--n-boot must be >= 0 (got {n_boot})")
     results = _forecast_all(
         path, fit_fraction, target, skip_fraction, 0 if as_json else n_boot, compute_column, column
     )
     if as_json:
-        keys = ("run", "predicted_final", "actual_final")
+        keys = ("run", "file", "predicted_final", "actual_final")
         sys.stdout.write(json.dumps([{k: r[k] for k in keys} for r, *_ in results], indent=1) + "\n")
         return
     from evals.forecast_report import plot_forecasts

@@ -8,6 +8,7 @@ Two layouts are read the same way: Weights & Biases exports like `../shared/data
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,13 +71,20 @@ def read_curves_csv(
         accuracy_only: keep only columns that look like accuracies (see `is_accuracy_column`).
     """
     path = Path(path)
-    with path.open(newline="") as handle:
-        rows = list(csv.reader(handle))
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: a BOM would hide the Step column
+            rows = list(csv.reader(handle))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text (expected a CSV)") from None
+    except csv.Error as err:
+        raise ValueError(f"{path}: not a readable CSV ({err})") from None
     if not rows:
         return []
     header = rows[0]
     lower = [h.strip().lower() for h in header]
     wanted = (compute_column or "step").lower()
+    if compute_column and wanted not in lower:  # the first column is a fallback for a missing Step only
+        raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {', '.join(header[:8])})")
     x_index = lower.index(wanted) if wanted in lower else 0
     curves = []
     for j, name in enumerate(header):
@@ -108,21 +116,35 @@ def find_curve_files(path: Path | str) -> list[Path]:
     return sorted(p for p in path.rglob("*.csv") if not p.name.startswith("forecast"))
 
 
-def load_curves(path: Path | str, compute_column: str | None = None, dedupe: bool = True) -> list[Curve]:
+def load_curves(
+    path: Path | str,
+    compute_column: str | None = None,
+    dedupe: bool = True,
+    on_error: Callable[[Path, str], None] | None = None,
+) -> list[Curve]:
     """All accuracy curves under PATH; identical (name, values) pairs exported twice are read once.
 
     Where PATH holds no accuracy-looking column at all (e.g. only lengths), every column is read instead.
+    A file that cannot be read raises ValueError, or, with `on_error`, is reported to it and skipped (one bad
+    export in a folder of CSVs should not stop the forecast of the others).
     """
-    for accuracy_only in (True, False):
-        curves: list[Curve] = []
+    every: list[Curve] = []
+    for file in find_curve_files(path):
+        try:
+            every += read_curves_csv(file, compute_column=compute_column, accuracy_only=False)
+        except ValueError as err:
+            if on_error is None:
+                raise
+            on_error(file, str(err))
+    for curves in ([c for c in every if is_accuracy_column(c.name)], every):
+        kept: list[Curve] = []
         seen: set[tuple] = set()
-        for file in find_curve_files(path):
-            for curve in read_curves_csv(file, compute_column=compute_column, accuracy_only=accuracy_only):
-                key = (curve.name, tuple(np.round(curve.y, 9)))
-                if dedupe and key in seen:
-                    continue
-                seen.add(key)
-                curves.append(curve)
-        if curves:
-            return curves
+        for curve in curves:
+            key = (curve.name, tuple(np.round(curve.y, 9)))
+            if dedupe and key in seen:
+                continue
+            seen.add(key)
+            kept.append(curve)
+        if kept:
+            return kept
     return []

@@ -86,7 +86,8 @@ def test_forecast_cli_json_prints_run_predicted_actual(tmp_path):
     result = CliRunner().invoke(app, ["eval", "forecast", str(path), "--fit-fraction", "0.4", "--json"])
     assert result.exit_code == 0, result.output
     records = json.loads(result.stdout)
-    assert [set(r) for r in records] == [{"run", "predicted_final", "actual_final"}] * 2
+    assert [set(r) for r in records] == [{"run", "file", "predicted_final", "actual_final"}] * 2
+    assert {r["file"] for r in records} == {str(path)}
     tail = math.ceil(0.1 * len(x))
     for r in records:
         assert r["actual_final"] == pytest.approx(
@@ -247,3 +248,74 @@ def test_sweep_fit_leaves_a_constant_batch_size_out_of_the_fit():
     assert fit["A"]["intercept"] == pytest.approx(0.4 - 0.03 * math.log(1e-6), abs=1e-9)
     with pytest.raises(ValueError, match="every run has lr 1e-06, batch_size 64"):
         fit_sweep([{**r, "lr": 1e-6} for r in records])
+
+
+def _curve_csv(path, columns: dict[str, np.ndarray], x: np.ndarray) -> None:
+    lines = ["Step," + ",".join(columns)]
+    lines += [f"{s}," + ",".join(f"{columns[c][j]:.4f}" for c in columns) for j, s in enumerate(x)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--fit-fraction", "0"], "--fit-fraction must be in (0, 1] (got 0.0)"),  # quietly fitted 2 points
+        (["--fit-fraction", "-0.2"], "--fit-fraction must be in (0, 1]"),
+        (["--fit-fraction", "1.5"], "--fit-fraction must be in (0, 1]"),
+        (["--skip-fraction", "1.0"], "--skip-fraction must be in [0, 1)"),
+        (["--n-boot", "-1"], "--n-boot must be >= 0"),  # IndexError traceback
+        (["--n-boot", "-1", "--json"], "--n-boot must be >= 0"),
+        (["--compute-column", "nope"], "no compute column 'nope' (columns: Step, run_a - acc"),  # used Step
+        (["--column", "heldout"], "matches --column 'heldout' (curves: run_a - acc)"),
+    ],
+)
+def test_forecast_cli_rejects_bad_options_in_one_line(tmp_path, args, message):
+    from mathmix.cli import app
+
+    x = np.arange(0, 100, 10.0)
+    path = tmp_path / "curves.csv"
+    _curve_csv(path, {"run_a - acc": sigmoid_curve(x, 0.1, 0.5, 2.0, 30.0)}, x)
+    result = CliRunner().invoke(app, ["eval", "forecast", str(path), *args])
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert "Traceback" not in result.output
+
+
+def test_column_filter_that_matches_nothing_names_the_filter(tmp_path):
+    from mathmix.cli import app
+
+    x = np.arange(0, 100, 10.0)
+    path = tmp_path / "wandb.csv"
+    _curve_csv(path, {"grpo - val/acc": sigmoid_curve(x, 0.1, 0.5, 2.0, 30.0)}, x)
+    result = CliRunner().invoke(app, ["eval", "compare", str(path)])  # default --column heldout
+    assert result.exit_code == 2, result.output
+    assert (
+        "no curve in" in result.stderr
+        and "matches --column 'heldout' (curves: grpo - val/acc)" in result.stderr
+    )
+
+
+def test_a_non_utf8_csv_fails_alone_and_is_skipped_in_a_folder(tmp_path):
+    from mathmix.cli import app
+
+    x = np.arange(0, 100, 10.0)
+    for name, a in (("a", 0.5), ("b", 0.7)):
+        (tmp_path / name).mkdir()
+        _curve_csv(tmp_path / name / "acc.csv", {"run - acc": sigmoid_curve(x, 0.1, a, 2.0, 30.0)}, x)
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("Step,run é - acc\n0,0.1\n".encode("latin-1"))
+    result = CliRunner().invoke(app, ["eval", "forecast", str(bad)])
+    assert result.exit_code == 2 and "latin1.csv: not UTF-8 text" in result.stderr, result.output
+    result = CliRunner().invoke(app, ["eval", "forecast", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert f"skipped {bad}: not UTF-8 text" in result.stderr
+    records = json.loads(result.stdout)
+    # the same column name in two files: "file" tells the runs apart
+    assert sorted((r["run"], r["file"]) for r in records) == [
+        ("run - acc", str(tmp_path / "a/acc.csv")),
+        ("run - acc", str(tmp_path / "b/acc.csv")),
+    ]
+    out = tmp_path / "fc"
+    result = CliRunner().invoke(app, ["eval", "forecast", str(tmp_path), "--n-boot", "0", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((out / "forecast.json").read_text())
+    assert [r["file"] for r in saved] == [r["file"] for r in records] and "R0" in saved[0]
