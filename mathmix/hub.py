@@ -29,6 +29,8 @@ def from_pretrained(loader: Any, name_or_path: str | Path, **kwargs: Any) -> Any
     name = str(name_or_path)
     if Path(name).exists() or offline():
         return loader.from_pretrained(name, **kwargs)
+    if name.startswith((".", "/", "~")):  # written as a path: never a hub name
+        raise OSError(f"{name}: no such folder")
     try:
         return loader.from_pretrained(name, local_files_only=True, **kwargs)
     except (OSError, ValueError):

@@ -57,9 +57,11 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         build_rejects_writer,
         build_writer,
         document_files,
+        minimal_schema,
         output_schema,
     )
-    from curate.summary import summarize_logs, write_summary
+    from curate.summary import ensure_data_file, summarize_logs, write_summary
+    from pipelines.job_record import check_job, job_identity
 
     out_dir, start = Path(out_dir), time.time()
     files = document_files(inputs)
@@ -67,6 +69,10 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     index = BenchmarkIndex(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
     work = out_dir / "work"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
+    identity = job_identity(
+        [*files[0], *files[1]], config, out_dir.parent, benchmarks=benchmarks, tasks=tasks
+    )
+    check_job(out_dir, identity, "decont run")
     rejects = build_rejects_writer(out_dir / "rejects", "${rank}.parquet") if config.write_rejects else None
     step = DecontFilter(
         benchmarks,
@@ -77,15 +83,13 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         min_words=config.min_words,
         short_min_tokens=config.short_min_tokens,
     )
-    pipeline = [
-        *build_readers(files, work),
-        step,
-        build_writer(out_dir / "data", output_schema(files[0], EXTRA_COLUMNS)),
-    ]
+    schema = output_schema(files[0], EXTRA_COLUMNS)
+    pipeline = [*build_readers(files, work), step, build_writer(out_dir / "data", schema)]
     workers = 1 if tasks == 1 else None  # one task: run it in this process, no pool to start
     executor.run(
         executor.build(pipeline, out_dir / "logs", job_name="mathmix-decont", tasks=tasks, workers=workers)
     )
+    ensure_data_file(out_dir / "data", schema or minimal_schema(EXTRA_COLUMNS))
     summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
     hits = _merge_report(work / "report", out_dir / "contamination.jsonl")
     summary.update(

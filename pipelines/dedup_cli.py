@@ -51,7 +51,7 @@ def dedup(
     executor = _executor(workers)
     try:
         summary = run_dedup(config, [str(p) for p in inputs], output, executor)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ValueError) as err:  # a missing input; OUT holds another job's output
         fail(str(err))
         return
     print_summary(summary, title="dedup summary")

@@ -22,13 +22,24 @@ def job_identity(
     Paths inside RUN_DIR are written as `{run_dir}/...`, so a run folder copied or moved elsewhere still resumes.
     """
     settings = config.model_dump(mode="json") if hasattr(config, "model_dump") else dict(config)
-    identity = {"inputs": [str(Path(p).resolve()) for p in inputs], "settings": settings, **extra}
-    text = json.dumps(identity, default=str)
-    if run_dir is not None:
-        for form in {str(Path(run_dir).resolve()), str(Path(run_dir))}:
-            if form not in ("", "."):
-                text = text.replace(json.dumps(form)[1:-1], "{run_dir}")
-    return json.loads(text)
+    identity = json.loads(json.dumps({"inputs": [str(Path(p).resolve()) for p in inputs], "settings": settings,
+                                      **extra}, default=str))  # fmt: skip
+    if run_dir is None:
+        return identity
+    forms = sorted({str(Path(run_dir).resolve()), str(Path(run_dir))} - {"", "."}, key=len, reverse=True)
+
+    def relative(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: relative(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [relative(v) for v in value]
+        if isinstance(value, str):
+            for form in forms:  # whole path parts only: /x/run2 is not inside /x/run
+                if value == form or value.startswith(form.rstrip("/") + "/"):
+                    return "{run_dir}" + value[len(form.rstrip("/")) :]
+        return value
+
+    return relative(identity)
 
 
 def check_job(

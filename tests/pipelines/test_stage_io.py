@@ -130,3 +130,40 @@ def test_run_cli_names_a_failed_stage_and_an_unknown_stage(tmp_path):
     assert "stage web" in failed.stderr and "nope*: no file matches" in failed.stderr
     unknown = mathmix("run", str(recipe), "--only", "bogus")
     assert unknown.returncode == 2 and "--only bogus: not a stage of this recipe" in unknown.stderr
+
+
+def test_decont_rerun_against_other_benchmarks_is_refused(tmp_path):
+    from pipelines.decont import Config as DecontConfig
+    from pipelines.decont import run_decont
+
+    stage = _stage_folder(tmp_path / "dedup")
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    question = (
+        "Tom has 3 apples and buys 4 more apples at the market today. How many apples does he have now?"
+    )
+    (bench / "a.jsonl").write_text(json.dumps({"question": question, "answer": "7"}) + "\n")
+    (bench / "b.jsonl").write_text(
+        json.dumps({"question": question.replace("Tom", "Ann"), "answer": "7"}) + "\n"
+    )
+    out = tmp_path / "decont"
+    first = run_decont(DecontConfig(), [str(stage)], out, ExecutorConfig(tasks=1), [str(bench / "a.jsonl")])
+    assert first["docs_in"] == 3
+    with pytest.raises(ValueError, match="different decont run.*benchmarks"):
+        run_decont(DecontConfig(), [str(stage)], out, ExecutorConfig(tasks=1), [str(bench / "b.jsonl")])
+
+
+def test_job_identity_writes_paths_inside_the_run_dir_relative_to_it(tmp_path):
+    from pipelines.job_record import job_identity
+
+    run = tmp_path / "run"
+    identity = job_identity(
+        [run / "web" / "data"],
+        {"model": str(run / "classifier" / "model.bin"), "other": str(tmp_path / "run2")},
+        run,
+    )
+    assert identity["inputs"] == ["{run_dir}/web/data"]
+    assert identity["settings"] == {
+        "model": "{run_dir}/classifier/model.bin",
+        "other": str(tmp_path / "run2"),
+    }
