@@ -71,7 +71,9 @@ def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[
         listing = work_dir / f"inputs_{kind}.txt"
         listing.parent.mkdir(parents=True, exist_ok=True)
         listing.write_text("".join(f"{p.resolve().relative_to(root)}\n" for p in paths))
-        readers.append(cls(str(root), paths_file=str(listing), adapter=_read_adapter))
+        reader = cls(str(root), paths_file=str(listing), adapter=_read_adapter)
+        reader.rank_offset = len(files[0]) if kind == "jsonl" else 0  # one round-robin over all files
+        readers.append(reader)
     return readers
 
 

@@ -19,7 +19,17 @@ from curate.summary import NO_TEXT_FIELD, UNREADABLE_FILES
 class _CountingMixin:
     """Counts a row left without text as `dropped_empty_text` (datatrove's `documents` counts what is passed on;
     `curate.summary` adds the two: counting every row here would also count the one row datatrove reads past
-    its `limit` and never passes on)."""
+    its `limit` and never passes on).
+
+    `rank_offset`: the number of files listed before this reader's when a stage runs one reader per format; the
+    files of all readers are then dealt to the tasks round-robin as one list (each reader dealing its own list from
+    rank 0 gave every format's first files to task 0, and nothing to the last tasks).
+    """
+
+    rank_offset = 0
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        return super().run(data, (rank - self.rank_offset) % world_size, world_size)  # type: ignore[misc]
 
     def get_document_from_dict(self, data: dict, source_file: str, id_in_file: int | str):
         if self.text_key not in data:  # type: ignore[attr-defined]

@@ -49,7 +49,6 @@ def bench_cmd(
 
     Reads MODEL and DATA_DIR; writes OUT/{benchmark}.json (accuracy + per-item records) and OUT/results.json.
     """
-    from rich.markup import escape
 
     from evals.bench import print_results_table, run_bench
     from evals.bench_dir import find_bench_dir
@@ -90,7 +89,7 @@ def bench_cmd(
             batch_size=batch_size,
         )
     except ValueError as err:
-        fail(escape(str(err)))  # fail() prints rich markup: "mathmix[gpu]" would lose its "[gpu]"
+        fail(str(err))
     print_results_table(summary)
     console.print(f"results: {out}/results.json")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -32,7 +33,8 @@ class DefaultCommandGroup(TyperGroup):
 
 def fail(message: str, code: int = 2) -> None:
     """Print a one-line error and exit non-zero (no traceback for user errors)."""
-    console.print(f"[bold red]error:[/] {message}", soft_wrap=True)  # one line, whatever the terminal width
+    # soft_wrap: one line whatever the terminal width; escape: paths and "mathmix[gpu]" are text, not markup
+    console.print(f"[bold red]error:[/] {escape(str(message))}", soft_wrap=True)
     raise typer.Exit(code)
 
 

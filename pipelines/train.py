@@ -52,7 +52,9 @@ def prepare_recipe(config: Config, ctx: StageContext):
 
     shards_dir = ctx.previous.get("shards", ctx.run_dir / "shards")
     if not (shards_dir / "manifest.json").is_file():
-        raise FileNotFoundError(f"{shards_dir}/manifest.json: no shards to train on (run the shards stage first)")
+        raise FileNotFoundError(
+            f"{shards_dir}/manifest.json: no shards to train on (run the shards stage first)"
+        )
     manifest = json.loads((shards_dir / "manifest.json").read_text())
     recipe = load_train_recipe(_recipe_path(config.recipe))
     raw = recipe.model_dump(mode="json")

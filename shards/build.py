@@ -128,7 +128,9 @@ def _readers(files: list[Path], list_dir: Path) -> list[PipelineStep]:
         if fmt == "parquet":  # read_metadata=False: only the id and text columns are read
             readers.append(CountingParquetReader(str(root), paths_file=str(paths_file), read_metadata=False))
         else:
-            readers.append(CountingJsonlReader(str(root), paths_file=str(paths_file)))
+            reader = CountingJsonlReader(str(root), paths_file=str(paths_file))
+            reader.rank_offset = len(groups["parquet"])  # one round-robin over all files
+            readers.append(reader)
     return readers
 
 

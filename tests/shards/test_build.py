@@ -200,3 +200,16 @@ def test_a_bad_tokenizer_fails_before_any_task_and_manifests_hold_absolute_paths
     finally:
         os.chdir(cwd)
     assert read_manifest(tmp_path / "ok")["tokenizer"] == str(tokenizer_dir.resolve())
+
+
+def test_files_of_both_formats_are_dealt_to_every_task(tmp_path, tokenizer_dir):
+    """One Parquet and one JSONL file over 2 tasks: one file each (one reader per format used to give task 0 the
+    first file of each format, and task 1 nothing)."""
+    src = tmp_path / "corpus"
+    src.mkdir()
+    pq.write_table(pa.table({"id": ["p"], "text": [TEXTS[0]]}), src / "a.parquet")
+    (src / "b.jsonl").write_text(json.dumps({"id": "j", "text": TEXTS[1]}) + "\n")
+    summary = build_shards([src], tmp_path / "out", str(tokenizer_dir), ExecutorConfig(tasks=2, workers=1))
+    assert summary["docs_out"] == 2
+    ranks = sorted(f["prefix"].split("_")[0] for f in read_manifest(tmp_path / "out")["files"])
+    assert ranks == ["00000", "00001"]
