@@ -8,6 +8,7 @@ same job resumes; a different one is refused with the differences named.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ JOB_FILE = "job.json"
 
 
 def job_identity(
-    inputs: list[str | Path], config: Any, run_dir: Path | str | None = None, **extra: Any
+    inputs: Sequence[str | Path], config: Any, run_dir: Path | str | None = None, **extra: Any
 ) -> dict:
     """The inputs (absolute paths), the settings (a pydantic model or a dict) and any extra fields (e.g. tasks).
 
