@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # probe_data.py: inputs shared by the probe tests (importlib mode)
 
 CORPUS = [
     "Question: Natalia sold 48 clips in April and half as many in May. How many clips in all?",

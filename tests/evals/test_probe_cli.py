@@ -7,14 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from probe_data import probe_inputs, write_jsonl
 from typer.testing import CliRunner
 
 from evals.probe_prompts import eval_set_files, load_prompts
 
-LEAKED = (
-    "Convert the point $(0,3)$ in rectangular coordinates to polar coordinates. Enter your answer in the form "
-    "$(r,\\theta),$ where $r > 0$ and $0 \\le \\theta < 2 \\pi.$"
-)
 # The smallest probe TRL runs: 2 prompts x 2 rollouts per step, 2 held out, 8-token responses.
 TINY = [
     "--prompts-per-step", "2", "--rollouts", "2", "--micro-batch", "4", "--max-response", "8",
@@ -22,29 +19,10 @@ TINY = [
 ]  # fmt: skip
 
 
-def _write_jsonl(path: Path, records: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-
-
 @pytest.fixture()
 def inputs(tmp_path) -> tuple[Path, Path]:
     """Ten clean prompts plus one MATH500 problem, and a bench folder holding that MATH500 problem."""
-    prompts = tmp_path / "math8k.jsonl"
-    _write_jsonl(
-        prompts,
-        [{"prompt": f"What is {i} plus {i + 1}?", "answer": str(2 * i + 1)} for i in range(10)]
-        + [{"prompt": LEAKED, "answer": "(3, \\frac{\\pi}{2})"}],
-    )
-    bench = tmp_path / "bench"
-    _write_jsonl(
-        bench / "math500/test.jsonl",
-        [
-            {"problem": LEAKED, "answer": "\\left( 3, \\frac{\\pi}{2} \\right)"},
-            {"problem": "Compute 2 times 3.", "answer": "6"},
-        ],
-    )
-    return prompts, bench
+    return probe_inputs(tmp_path)
 
 
 @pytest.fixture()
@@ -123,7 +101,7 @@ def test_probe_options_fail_in_one_line(inputs, tmp_path, args, message):
 def test_prompt_files_without_prompts_are_named(tmp_path, inputs):
     empty, fields, broken = tmp_path / "empty.jsonl", tmp_path / "fields.jsonl", tmp_path / "broken.jsonl"
     empty.write_text("\n")
-    _write_jsonl(fields, [{"q": "1+1?", "a": "2"}, {"text": "x"}])
+    write_jsonl(fields, [{"q": "1+1?", "a": "2"}, {"text": "x"}])
     broken.write_text('{"prompt": "1+1?", "answer": "2"}\n{"prompt": \n')
     with pytest.raises(ValueError, match="no prompts in .*empty.jsonl"):
         load_prompts(empty)

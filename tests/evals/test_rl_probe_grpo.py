@@ -5,42 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
+
+from probe_data import LEAKED, probe_inputs, write_jsonl
 
 from evals.curves import load_curves
 from evals.rl_probe import ProbeConfig, check_overlap, grpo_args, load_prompts, run_probe
-
-LEAKED = (
-    "Convert the point $(0,3)$ in rectangular coordinates to polar coordinates. Enter your answer in the form "
-    "$(r,\\theta),$ where $r > 0$ and $0 \\le \\theta < 2 \\pi.$"
-)
-
-
-def _write_jsonl(path: Path, records: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-
-
-def _probe_inputs(tmp_path: Path) -> tuple[Path, Path]:
-    prompts = tmp_path / "math8k.jsonl"
-    _write_jsonl(
-        prompts,
-        [{"prompt": f"What is {i} plus {i + 1}?", "answer": str(2 * i + 1)} for i in range(10)]
-        + [{"prompt": LEAKED, "answer": "(3, \\frac{\\pi}{2})"}],
-    )
-    bench = tmp_path / "bench"
-    _write_jsonl(
-        bench / "math500/test.jsonl",
-        [
-            {
-                "problem": LEAKED,
-                "solution": "\\boxed{(3,\\frac{\\pi}{2})}",
-                "answer": "\\left( 3, \\frac{\\pi}{2} \\right)",
-            },
-            {"problem": "Compute 2 times 3.", "solution": "\\boxed{6}", "answer": "6"},
-        ],
-    )
-    return prompts, bench
 
 
 def test_octothinker_defaults_map_onto_grpo_config(tmp_path):
@@ -57,7 +26,7 @@ def test_octothinker_defaults_map_onto_grpo_config(tmp_path):
 
 
 def test_overlapping_prompts_are_dropped_or_refused(tmp_path):
-    prompts_path, bench = _probe_inputs(tmp_path)
+    prompts_path, bench = probe_inputs(tmp_path)
     prompts = load_prompts(prompts_path)
     kept, report = check_overlap(prompts, [bench / "math500/test.jsonl"], "drop")
     assert report["checked"] and report["overlapping_prompts"] == 1 and len(kept) == len(prompts) - 1
@@ -73,7 +42,7 @@ def test_overlapping_prompts_are_dropped_or_refused(tmp_path):
 def test_a_short_eval_problem_inside_a_longer_prompt_is_dropped(tmp_path):
     short = "What is $\\sqrt{53}$ in simplest radical form?"  # 8 tokens: no 13-gram to match
     evals = tmp_path / "math500" / "test.jsonl"
-    _write_jsonl(evals, [{"problem": short, "answer": "\\sqrt{53}"}])
+    write_jsonl(evals, [{"problem": short, "answer": "\\sqrt{53}"}])
     prompts = [
         {
             "question": short + " Put the final answer in a box and explain every step you take.",
@@ -86,7 +55,7 @@ def test_a_short_eval_problem_inside_a_longer_prompt_is_dropped(tmp_path):
 
 
 def test_grpo_probe_runs_a_few_steps_and_logs_validation(tiny_model_dir, tmp_path):
-    prompts, bench = _probe_inputs(tmp_path)
+    prompts, bench = probe_inputs(tmp_path)
     config = ProbeConfig(
         prompts_per_step=2,
         rollouts=2,
@@ -120,10 +89,10 @@ def test_eval_stage_runs_on_the_run_folder(tiny_model_dir, tmp_path):
     from pipelines.stages import StageContext
 
     run_dir = tmp_path / "run"
-    _, bench = _probe_inputs(tmp_path)
-    _write_jsonl(bench / "gsm8k/train.jsonl", [{"question": "1+1?", "answer": "#### 2"}] * 3)
-    _write_jsonl(bench / "gsm8k/test.jsonl", [{"question": "2+2?", "answer": "#### 4"}] * 3)
-    _write_jsonl(bench / "math/train.jsonl", [{"problem": "1+2?", "solution": "\\boxed{3}"}] * 3)
+    _, bench = probe_inputs(tmp_path)
+    write_jsonl(bench / "gsm8k/train.jsonl", [{"question": "1+1?", "answer": "#### 2"}] * 3)
+    write_jsonl(bench / "gsm8k/test.jsonl", [{"question": "2+2?", "answer": "#### 4"}] * 3)
+    write_jsonl(bench / "math/train.jsonl", [{"problem": "1+2?", "solution": "\\boxed{3}"}] * 3)
     config = Config(model=str(tiny_model_dir), data_dir=str(bench), max_new_tokens=4, backend="transformers")
     ctx = StageContext(run_dir=run_dir, out_dir=run_dir / "eval", inputs=[], executor=ExecutorConfig())
     summary = run_stage(config, ctx)
