@@ -172,6 +172,8 @@ def _forecast_all(
         fail(f"--skip-fraction must be in [0, 1) (got {skip_fraction})")
     if n_boot < 0:
         fail(f"--n-boot must be >= 0 (got {n_boot})")
+    if target is not None and not (math.isfinite(target) and target > 0):
+        fail(f"--target must be a compute > 0 (got {target})")
     if not path.exists():
         fail(f"not found: {path}")
 

@@ -32,11 +32,11 @@ class Config(BaseModel):
     llm_threshold: float = 3.0
     max_docs_per_input: int = Field(2000, ge=0, description="sample at most this many documents per input")
     preset: str = "small"
-    dim: int | None = None
-    lr: float | None = None
-    word_ngrams: int | None = None
-    min_count: int | None = None
-    epoch: int | None = None
+    dim: int | None = Field(None, ge=1)
+    lr: float | None = Field(None, gt=0)
+    word_ngrams: int | None = Field(None, ge=1)
+    min_count: int | None = Field(None, ge=1)
+    epoch: int | None = Field(None, ge=1)
     bucket: int = Field(100_000, ge=1000)
     holdout: float = Field(0.2, ge=0, lt=1)
     target_precision: float = Field(0.95, gt=0, le=1)

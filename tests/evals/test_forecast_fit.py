@@ -264,6 +264,7 @@ def _curve_csv(path, columns: dict[str, np.ndarray], x: np.ndarray) -> None:
         (["--fit-fraction", "1.5"], "--fit-fraction must be in (0, 1]"),
         (["--skip-fraction", "1.0"], "--skip-fraction must be in [0, 1)"),
         (["--n-boot", "-1"], "--n-boot must be >= 0"),  # IndexError traceback
+        (["--target", "0"], "--target must be a compute > 0"),
         (["--n-boot", "-1", "--json"], "--n-boot must be >= 0"),
         (["--compute-column", "nope"], "no compute column 'nope' (columns: Step, run_a - acc"),  # used Step
         (["--column", "heldout"], "matches --column 'heldout' (curves: run_a - acc)"),
