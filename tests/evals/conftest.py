@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # probe_data.py: inputs shared by the probe tests (importlib mode)
+# probe_data.py holds inputs shared by the probe tests; importlib mode does not put this folder on sys.path
+sys.path.insert(0, str(Path(__file__).parent))
 
 CORPUS = [
     "Question: Natalia sold 48 clips in April and half as many in May. How many clips in all?",
