@@ -38,6 +38,16 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def check_output(output: Path) -> None:
+    """Fail (one line) when OUT cannot be the stage folder."""
+    if output.exists() and not output.is_dir():
+        fail(f"{output}: exists and is not a folder; -o names the output folder")
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        fail(f"{output}: cannot create the output folder ({err.strerror or err})")
+
+
 def print_summary(summary: dict[str, Any], title: str = "summary") -> None:
     """Print a stage summary (docs_in, docs_out, dropped by reason, seconds) as a table."""
     table = Table(title=title, show_header=True)

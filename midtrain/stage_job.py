@@ -32,11 +32,13 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def _stage_settings(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]:
-    mixture = stage.build_mixture(recipe.run_dir).model_dump(mode="json")
+    # Values at their defaults are left out (here and below): a setting added later is not a different job.
+    mixture = stage.build_mixture(recipe.run_dir).model_dump(mode="json", exclude_defaults=True)
     for source in mixture["sources"]:
         source["paths"] = [str(Path(p).resolve()) for p in source["paths"]]
     settings = {
-        "stage": stage.model_dump(mode="json", exclude={"mixture"}) | {"lr": stage.lr or recipe.trainer.lr},
+        "stage": stage.model_dump(mode="json", exclude={"mixture"}, exclude_defaults=True)
+        | {"lr": stage.lr or recipe.trainer.lr},
         "mixture": mixture,
     }
     names = [s.name for s in recipe.stages]
@@ -52,8 +54,8 @@ def stage_identity(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]:
     from pipelines.job_record import job_identity
 
     settings = {
-        "model": recipe.model.model_dump(mode="json", include=MODEL_KEYS),
-        "trainer": recipe.trainer.model_dump(mode="json", include=TRAINER_KEYS),
+        "model": recipe.model.model_dump(mode="json", include=MODEL_KEYS, exclude_defaults=True),
+        "trainer": recipe.trainer.model_dump(mode="json", include=TRAINER_KEYS, exclude_defaults=True),
         **_stage_settings(recipe, stage),
     }
     return job_identity([], _flat(settings), run_dir=recipe.run_dir)

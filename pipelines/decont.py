@@ -70,7 +70,11 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     work = out_dir / "work"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
     identity = job_identity(
-        [*files[0], *files[1]], config, out_dir.parent, benchmarks=benchmarks, tasks=tasks
+        [*files[0], *files[1]],
+        config.model_copy(update={"benchmarks": []}),  # the paths used are `benchmarks`, resolved below
+        out_dir.parent,
+        benchmarks=[str(Path(b).resolve()) for b in benchmarks],
+        tasks=tasks,
     )
     check_job(out_dir, identity, "decont run")
     rejects = build_rejects_writer(out_dir / "rejects", "${rank}.parquet") if config.write_rejects else None

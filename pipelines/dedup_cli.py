@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import typer
 from pydantic import BaseModel
 
-from mathmix.cli_util import console, fail, print_summary, write_json
+from mathmix.cli_util import check_output, console, fail, print_summary, write_json
 
 C = TypeVar("C", bound=BaseModel)
 
@@ -49,6 +49,7 @@ def dedup(
         exact_url=not no_url,
     )
     executor = _executor(workers)
+    check_output(output)
     try:
         summary = run_dedup(config, [str(p) for p in inputs], output, executor)
     except (FileNotFoundError, ValueError) as err:  # a missing input; OUT holds another job's output
@@ -111,6 +112,7 @@ def decont(
         fail("give INPUT..., -o OUT and --benchmarks DIR (or --check PROMPTS --against EVALS)")
         return
     executor = _executor(workers)
+    check_output(output)
     try:
         summary = run_decont(config, [str(p) for p in inputs], output, executor, config.benchmarks)
     except (FileNotFoundError, ValueError) as err:

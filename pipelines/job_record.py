@@ -22,7 +22,12 @@ def job_identity(
 
     Paths inside RUN_DIR are written as `{run_dir}/...`, so a run folder copied or moved elsewhere still resumes.
     """
-    settings = config.model_dump(mode="json") if hasattr(config, "model_dump") else dict(config)
+    # Values left at their defaults are left out: a field added later (with a default) is not a different job.
+    settings = (
+        config.model_dump(mode="json", exclude_defaults=True)
+        if hasattr(config, "model_dump")
+        else dict(config)
+    )
     identity = json.loads(json.dumps({"inputs": [str(Path(p).resolve()) for p in inputs], "settings": settings,
                                       **extra}, default=str))  # fmt: skip
     if run_dir is None:
@@ -67,20 +72,25 @@ def check_job(
 
 
 def has_progress(out_dir: Path) -> bool:
-    """Whether OUT holds finished work: a summary, a datatrove completion marker, or generation checkpoints.
+    """Whether OUT (or a folder in it) holds finished work: a summary, a datatrove completion marker, generation
+    checkpoints or raw generations, training checkpoints or a finished training stage.
 
     A job that failed before finishing anything (a bad model path, say) may be rerun with other settings.
     """
-    if (out_dir / "summary.json").is_file():
-        return True
-    for pattern in ("**/completions/*", "checkpoints/**/*", "raw/*"):
+    for pattern in ("summary.json", "*/summary.json", "**/completions/*", "**/checkpoints/**/*", "**/raw/*",
+                    "**/done.json"):  # fmt: skip
         if any(p.is_file() for p in out_dir.glob(pattern)):
             return True
     return False
 
 
 def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
-    """`inputs differ`, `settings.ngram: 13 -> 8`, `tasks: 2 -> 4` ... (the first few)."""
+    """`inputs differ`, `settings.ngram: 13 -> 8`, `tasks: 2 -> 4` ... (the first few; a setting missing on one
+    side was at its default)."""
+
+    def show(d: dict[str, Any], k: str) -> str:
+        return repr(d[k]) if k in d else "(default)"
+
     parts = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
@@ -88,7 +98,7 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
             continue
         if isinstance(a, dict) and isinstance(b, dict):
             parts += [
-                f"{key}.{k}: {a.get(k)!r} -> {b.get(k)!r}"
+                f"{key}.{k}: {show(a, k)} -> {show(b, k)}"
                 for k in sorted(set(a) | set(b))
                 if a.get(k) != b.get(k)
             ]

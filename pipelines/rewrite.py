@@ -58,7 +58,13 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
             per_task[task] = json.loads(summary_path.read_text())
             continue
         per_task[task] = run_task(
-            inputs, task_dir, task, settings, ctx.executor, model_dir=ctx.out_dir / "_model"
+            inputs,
+            task_dir,
+            task,
+            settings,
+            ctx.executor,
+            model_dir=ctx.out_dir / "_model",
+            run_dir=ctx.run_dir,
         )
     dropped: Counter = Counter()
     for summary in per_task.values():

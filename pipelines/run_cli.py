@@ -56,8 +56,14 @@ def quickstart(
     Writes OUTPUT_DIR/sample/ (the WARC) and one folder per stage, each with its summary.json.
     """
     from pipelines.quickstart import run_quickstart
+    from pipelines.runner import StageFailed
 
-    run_quickstart(output_dir)
+    try:
+        run_quickstart(output_dir)
+    except StageFailed as err:
+        if os.environ.get("MATHMIX_DEBUG"):
+            raise
+        fail(f"{err} (MATHMIX_DEBUG=1 shows the traceback)")
     console.print(f"[bold green]quickstart done[/]: {output_dir.resolve()}")
 
 

@@ -89,6 +89,8 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         console.rule(f"[bold]{name}")
         start = time.time()
         try:
+            # recorded before the stage runs: a killed stage is then resumed only by the same recipe block
+            check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
             ctx = StageContext(
                 run_dir=recipe.output_dir,
                 out_dir=out_dir,
@@ -100,7 +102,6 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from err
         summary.setdefault("seconds", round(time.time() - start, 2))
-        check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
         print_summary(summary, title=f"{name} summary")
         summaries[name] = summary
         previous[name] = out_dir

@@ -98,6 +98,7 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
             batch_size=config.batch_size,
             max_shard_bytes=int(config.max_shard_mb * 2**20),
             name=name,
+            run_dir=ctx.run_dir,
         )
         per_source[name] = summary
     return _finish(config, ctx, tokenizer, per_source, time.time() - start, write_json, write_summary)

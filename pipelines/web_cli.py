@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from mathmix.cli_util import DefaultCommandGroup, console, fail, print_summary
+from mathmix.cli_util import DefaultCommandGroup, check_output, console, fail, print_summary
 
 web_app = typer.Typer(
     cls=DefaultCommandGroup,
@@ -102,16 +102,6 @@ def check_inputs(inputs: list[Path]) -> None:
             )
         if not path.exists():
             fail(f"{path}: no such file or folder")
-
-
-def check_output(output: Path) -> None:
-    """Fail (one line) when OUT cannot be the stage folder."""
-    if output.exists() and not output.is_dir():
-        fail(f"{output}: exists and is not a folder; -o names the output folder")
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        fail(f"{output}: cannot create the output folder ({err.strerror or err})")
 
 
 @web_app.command("run")

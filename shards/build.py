@@ -92,7 +92,8 @@ class MegatronShardWriter(PipelineStep):
                     writer = self._open(rank, shard, tok)
         self._write(batch, writer, tok)
         self._finish(writer, entries)
-        part = {"rank": rank, "tokenizer": tok.name, "vocab_size": tok.vocab_size, "eos_id": tok.eos_id}
+        part = {"rank": rank, "tokenizer": tok.name, "tokenizer_sha256": tok.fingerprint}
+        part |= {"vocab_size": tok.vocab_size, "eos_id": tok.eos_id}
         part |= {"dtype": str(token_dtype(tok.vocab_size)), "files": entries}
         write_json(self.parts_dir / f"{rank:05d}.json", part)
         return
@@ -143,6 +144,7 @@ def build_shards(
     batch_size: int = 1000,
     max_shard_bytes: int = 1 << 30,
     name: str | None = None,
+    run_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Tokenize `inputs` into OUT/*.bin/.idx with OUT/manifest.json and OUT/summary.json; return the summary.
 
@@ -159,19 +161,19 @@ def build_shards(
     if not files:
         raise FileNotFoundError(f"no Parquet/JSONL files in {[str(i) for i in inputs]}")
     executor = executor or ExecutorConfig()
-    tokenizer = load_tokenizer(
-        tokenizer, eos_token
-    ).name  # once, here: a bad name fails before any task starts
+    loaded = load_tokenizer(tokenizer, eos_token)  # once, here: a bad name fails before any task starts
+    tokenizer = loaded.name
     step = MegatronShardWriter(out, tokenizer, eos_token, batch_size, max_shard_bytes, logs)
     tasks = min(executor.tasks, len(files))
-    settings = {"tokenizer": str(tokenizer), "eos_token": eos_token, "max_shard_bytes": max_shard_bytes}
-    check_job(out, job_identity(files, settings, out.parent, tasks=tasks), "shards build")
+    settings = {"tokenizer": str(tokenizer), "tokenizer_sha256": loaded.fingerprint, "eos_token": eos_token}
+    settings["max_shard_bytes"] = max_shard_bytes
+    check_job(out, job_identity(files, settings, run_dir or out.parent, tasks=tasks), "shards build")
     job = executor.build([*_readers(files, logs), step], logs, job_name=f"shards-{out.name}", tasks=tasks)
     executor.run(job)
     parts = [json.loads(p.read_text()) for p in sorted((logs / PARTS).glob("*.json"))]
     if len(parts) < tasks:
         raise RuntimeError(f"{out}: only {len(parts)} of {tasks} tokenization tasks finished (see {logs})")
-    info = {k: parts[0][k] for k in ("tokenizer", "vocab_size", "eos_id", "dtype")}
+    info = {k: parts[0].get(k) for k in ("tokenizer", "tokenizer_sha256", "vocab_size", "eos_id", "dtype")}
     manifest = write_manifest(out, [f for p in parts for f in p["files"]], name=name or out.name, **info)
     summary = summarize_logs(logs, seconds=time.time() - start)
     summary |= {

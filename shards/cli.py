@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from mathmix.cli_util import console, fail, print_summary, write_json
+from mathmix.cli_util import check_output, console, fail, print_summary, write_json
 
 shards_app = typer.Typer(
     help="Tokenized shards: Parquet/JSONL -> Megatron .bin/.idx, tokenizer training, mixtures, checks.",
@@ -38,6 +38,7 @@ def build_cmd(
     from pipelines.executors import ExecutorConfig
     from shards.build import build_shards
 
+    check_output(output)
     try:
         summary = build_shards(
             [str(c) for c in corpus],

@@ -133,21 +133,26 @@ def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -
 
 
 def check_token_spaces(config: MixtureConfig) -> None:
-    """Refuse a mixture whose shard folders were tokenized differently (vocab size or EOS id differ).
+    """Refuse a mixture whose shard folders were tokenized differently: their manifests disagree on the tokenizer's
+    fingerprint (`tokenizer_sha256`, where recorded), the vocabulary size or the EOS id.
 
     Blending them would train on two id spaces at once without any error. Prefixes without a manifest.json are not
-    checked (nothing records their tokenizer).
+    checked (nothing records their tokenizer); the folder a tokenizer was read from does not matter.
     """
     seen: dict[tuple[Any, Any], str] = {}
+    prints: dict[str, str] = {}
     for spec in config.sources:
         for path in spec.paths:
             if not (Path(path) / MANIFEST).is_file():
                 continue
             manifest = read_manifest(path)
-            key = (manifest.get("vocab_size"), manifest.get("eos_id"))
-            seen.setdefault(key, str(path))
-    if len(seen) > 1:
+            seen.setdefault((manifest.get("vocab_size"), manifest.get("eos_id")), str(path))
+            if manifest.get("tokenizer_sha256"):
+                prints.setdefault(manifest["tokenizer_sha256"], str(path))
+    if len(seen) > 1 or len(prints) > 1:
         described = "; ".join(f"{where}: vocab {v}, eos {e}" for (v, e), where in seen.items())
+        if len(prints) > 1:
+            described = "; ".join(f"{where}: tokenizer {sha}" for sha, where in prints.items())
         raise ValueError(f"mixture {config.name}: its shards come from different tokenizers ({described})")
 
 

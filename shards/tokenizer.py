@@ -23,6 +23,14 @@ class LoadedTokenizer:
     eos_id: int
     vocab_size: int
 
+    @property
+    def fingerprint(self) -> str:
+        """sha256 (16 hex digits) of the serialized tokenizer: equal exactly when two tokenizers map text to the
+        same ids, wherever their folders are (a vocabulary size alone does not tell two BPE models apart)."""
+        import hashlib
+
+        return hashlib.sha256(self.backend.to_str().encode()).hexdigest()[:16]
+
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids of each text, without special tokens (the EOS is appended by the shard writer)."""
         return [e.ids for e in self.backend.encode_batch_fast(texts, add_special_tokens=False)]

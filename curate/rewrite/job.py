@@ -230,7 +230,7 @@ OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "
 
 
 def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSettings, executor: Any,
-             model_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
+             model_dir: Path | None = None, run_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.decont import validate_benchmarks
     from curate.rewrite.report import inference_stats, throughput_report
@@ -240,12 +240,16 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
 
     start = time.time()
     out_dir = Path(out_dir)
-    what = settings.model_dump(mode="json", exclude=OPERATIONAL_SETTINGS)
+    what = settings.model_dump(
+        mode="json", exclude=OPERATIONAL_SETTINGS | {"decont_benchmarks"}, exclude_defaults=True
+    )
+    benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
     if settings.server != "endpoint" and settings.model != "auto":  # before a server starts and fails on it
         check_model_source(settings.model)
     if settings.decont_benchmarks:  # a bad benchmark path is found now, not after hours of generation
         validate_benchmarks(settings.decont_benchmarks, ngram=settings.decont_ngram)
-    check_job(out_dir, job_identity(inputs, what, out_dir.parent, task=task), f"rewrite ({task})")
+    identity = job_identity(inputs, what, run_dir or out_dir.parent, task=task, decont_benchmarks=benchmarks)
+    check_job(out_dir, identity, f"rewrite ({task})")
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
     steps = generation_pipeline(inputs, out_dir, task, settings, model)

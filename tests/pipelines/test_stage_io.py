@@ -73,7 +73,7 @@ def test_a_rerun_with_other_inputs_or_settings_is_refused(tmp_path):
     assert again["docs_out"] == first["docs_out"]
     with pytest.raises(ValueError, match="different dedup run.*inputs differ"):
         run_dedup(DedupConfig(minhash=False), [str(other)], out, ExecutorConfig(tasks=1))
-    with pytest.raises(ValueError, match="settings.minhash: False -> True"):
+    with pytest.raises(ValueError, match=r"settings.minhash: False -> \(default\)"):
         run_dedup(DedupConfig(minhash=True), [str(stage)], out, ExecutorConfig(tasks=1))
 
 
@@ -167,3 +167,82 @@ def test_job_identity_writes_paths_inside_the_run_dir_relative_to_it(tmp_path):
         "model": "{run_dir}/classifier/model.bin",
         "other": str(tmp_path / "run2"),
     }
+
+
+def _corpus_run(root: Path) -> Path:
+    """RUN/decont/data with 60 short math documents (enough text to train a tiny tokenizer on)."""
+    data = root / "decont" / "data"
+    data.mkdir(parents=True)
+    texts = [MATH.replace("{i}", str(i)) for i in range(60)]
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(60)], "text": texts}), data / "00000.parquet")
+    return root
+
+
+def _shards_recipe(path: Path, run: Path, vocab: int) -> Path:
+    path.write_text(
+        f"name: t\noutput_dir: {run}\nexecutor: {{tasks: 1, workers: 1}}\nstages:\n"
+        f"  shards: {{inputs: ['{{run_dir}}/decont/data'], vocab_size: {vocab}, branches: false}}\n"
+    )
+    return path
+
+
+def test_a_copied_run_folder_resumes_and_a_changed_killed_stage_is_refused(tmp_path):
+    run = _corpus_run(tmp_path / "run")
+    recipe = _shards_recipe(tmp_path / "r.yaml", run, 300)
+    first = run_recipe(load_recipe(recipe))["shards"]
+    # Copy the run elsewhere and make its shards stage unfinished: it resumes there (paths inside the run folder
+    # are recorded as {run_dir}/..., so the copy is the same job).
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    for summary in [copy / "shards" / "summary.json", *copy.glob("shards/*/summary.json")]:
+        summary.unlink()
+    again = run_recipe(load_recipe(_shards_recipe(tmp_path / "c.yaml", copy, 300)))["shards"]
+    assert again["docs_out"] == first["docs_out"]
+    # A killed stage (work done, no summary) resumed with another recipe block is refused, not resumed with the
+    # tokenizer the first run trained.
+    for summary in [copy / "shards" / "summary.json", *copy.glob("shards/*/summary.json")]:
+        summary.unlink()
+    with pytest.raises(StageFailed, match="vocab_size: 300 -> 400"):
+        run_recipe(load_recipe(_shards_recipe(tmp_path / "c.yaml", copy, 400)))
+
+
+def test_settings_at_their_defaults_are_not_part_of_a_job():
+    from pipelines.job_record import job_identity
+
+    assert (
+        job_identity([], DedupConfig())["settings"] == {}
+    )  # a field added later with a default changes nothing
+    assert job_identity([], DedupConfig(bands=DedupConfig().bands))["settings"] == {}
+    assert job_identity([], DedupConfig(bands=3))["settings"] == {"bands": 3}
+
+
+def test_decont_benchmarks_are_recorded_as_files_not_as_typed(tmp_path, monkeypatch):
+    from pipelines.decont import Config as DecontConfig
+    from pipelines.decont import run_decont
+
+    stage = _stage_folder(tmp_path / "dedup")
+    question = (
+        "Tom has 3 apples and buys 4 more apples at the market today. How many apples does he have now?"
+    )
+    for where, who in (("here", "Tom"), ("there", "Ann")):
+        (tmp_path / where / "bench").mkdir(parents=True)
+        row = {"question": question.replace("Tom", who), "answer": "7"}
+        (tmp_path / where / "bench" / "a.jsonl").write_text(json.dumps(row) + "\n")
+    out = tmp_path / "decont"
+    monkeypatch.chdir(tmp_path / "here")
+    run_decont(DecontConfig(), [str(stage)], out, ExecutorConfig(tasks=1), ["bench"])
+    monkeypatch.chdir(tmp_path)  # the same files, named another way: the same job
+    run_decont(DecontConfig(), [str(stage)], out, ExecutorConfig(tasks=1), [str(tmp_path / "here" / "bench")])
+    monkeypatch.chdir(tmp_path / "there")  # the same name, other files: refused
+    with pytest.raises(ValueError, match="benchmarks"):
+        run_decont(DecontConfig(), [str(stage)], out, ExecutorConfig(tasks=1), ["bench"])
+
+
+def test_an_output_that_is_a_file_is_named_by_every_stage_command(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "in.jsonl").write_text(json.dumps({"id": "a", "text": "some text"}) + "\n")
+    env = {**os.environ, "COLUMNS": "1000"}
+    for args in (["dedup", "in.jsonl"], ["shards", "build", "in.jsonl", "--tokenizer", "tok"]):
+        done = subprocess.run([sys.executable, "-m", "mathmix", *args, "-o", "afile"], cwd=tmp_path,
+                              capture_output=True, text=True, env=env)  # fmt: skip
+        assert done.returncode == 2 and "afile: exists and is not a folder" in done.stderr, done.stderr

@@ -218,3 +218,35 @@ def test_shards_of_different_tokenizers_are_refused(tmp_path):
     )
     with pytest.raises(ValueError, match=r"different tokenizers .*vocab 512.*vocab 2048"):
         BlendedDocuments(mixed)
+
+
+def test_shards_of_two_tokenizers_with_one_vocabulary_size_are_refused(tmp_path):
+    """Two BPE tokenizers of the same size map text to different ids: the manifests' fingerprints tell them apart
+    (and one tokenizer read from two folders is the same)."""
+    import json
+    import shutil
+
+    from shards.build import build_shards
+    from shards.tokenizer import train_tokenizer
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"text": f"Let x = {i} and y = {i * i}."}) + "\n" for i in range(200))
+    )
+    tok_a = train_tokenizer([f"Let x = {i} and y = {i * i}." for i in range(200)], tmp_path / "tok_a", 300)
+    tok_b = train_tokenizer(
+        [f"The value {i} squared is {i * i}." for i in range(200)], tmp_path / "tok_b", 300
+    )
+    shutil.copytree(tok_a, tmp_path / "tok_a_copy")
+    folders = {}
+    for name, tok in (("a", tok_a), ("a_copy", tmp_path / "tok_a_copy"), ("b", tok_b)):
+        build_shards([corpus], tmp_path / name, str(tok))
+        folders[name] = str(tmp_path / name)
+
+    def blend(*names: str) -> BlendedDocuments:
+        sources = [MixtureSource(name=n, paths=[folders[n]], weight=1 / len(names)) for n in names]
+        return BlendedDocuments(MixtureConfig(name="m", sources=sources))
+
+    assert len(blend("a", "a_copy")) > 0
+    with pytest.raises(ValueError, match="different tokenizers .*tokenizer [0-9a-f]{16}"):
+        blend("a", "b")
