@@ -23,6 +23,8 @@ STAGE_FOLDERS = ("classifier", "web", "dedup", "decont", "branches", "shards", "
 REPORT_SUFFIXES = (".json",)  # JSON documents; .jsonl files become lazy views (create_jsonl_views)
 # Sub-folders of a stage that are not reports: outputs, rejects, datatrove logs, models, tokenizers.
 NOT_REPORT_FOLDERS = {"data", "rejects", "logs", "_model", "tokenizer", "model", "checkpoints"}
+# summaries and manifests have views of their own; job records (what wrote a folder) are not tables
+NOT_REPORT_FILES = {"summary.json", "manifest.json", "job.json", "recipe-stage.json"}
 MAX_REPORT_BYTES = 32 * 1024 * 1024  # a stage report bigger than this is left to read_json() in a query
 # Columns of the known JSON-lines reports, for the view over an empty one: a clean decont run writes an empty
 # contamination.jsonl, and `SELECT count(*) FROM decont_contamination` must say 0, not "table does not exist".
@@ -242,7 +244,7 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
         made["shards"] = f"shards manifest(s): {len(manifests)} file(s), one row per entry"
     for folder in _stage_dirs(run_dir):
         for path in sorted(folder.iterdir()):
-            if path.suffix not in REPORT_SUFFIXES or path.name in ("summary.json", "manifest.json"):
+            if path.suffix not in REPORT_SUFFIXES or path.name in NOT_REPORT_FILES:
                 continue
             if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
                 continue

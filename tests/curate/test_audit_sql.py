@@ -96,6 +96,8 @@ def test_missing_stages_leave_no_view(tmp_path):
     (web_only / "web").mkdir(parents=True)
     for name in ("data", "summary.json"):
         (run / "web" / name).rename(web_only / "web" / name)
+    for record in ("job.json", "recipe-stage.json"):  # what wrote the folder: not a table of the audit
+        (web_only / "web" / record).write_text('{"inputs": [], "settings": {}}')
     with AuditSession(web_only) as s:
         assert set(s.relations) == {"web", "corpus", "stats", "summaries"}
         assert s.scalar("SELECT count(*) FROM corpus") == s.scalar("SELECT count(*) FROM web")
