@@ -8,7 +8,10 @@ the user's and the report's alike, then passes `curate.audit_guard.check_read_on
 
 from __future__ import annotations
 
+import base64
+import decimal
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +43,13 @@ class AuditSession:
         self.run_dir = Path(run_dir).resolve()
         if not self.run_dir.is_dir():
             raise FileNotFoundError(f"{run_dir}: run folder not found")
-        config: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+        # No temp directory: DuckDB would add its default (`<cwd>/.tmp/`) to allowed_directories, so a query
+        # could read files there; the audit then never spills to disk (a query larger than memory fails).
+        config: dict[str, Any] = {
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "temp_directory": "",
+        }
         if threads:
             config["threads"] = threads
         self.con = duckdb.connect(":memory:", config=config)
@@ -103,8 +112,31 @@ class AuditSession:
         return self._schema
 
 
+def check_output_path(run_dir: str | Path, output: str | Path, own_folder: str | None = None) -> None:
+    """Raise ValueError if `output` is inside the run folder (symlinks resolved): the audit writes nothing there.
+
+    `own_folder` names the one sub-folder that may hold it (the report's `RUN/audit/`, which no view reads).
+    """
+    run = Path(run_dir).resolve()
+    target = Path(output).resolve()
+    if not target.is_relative_to(run):
+        return
+    parts = target.relative_to(run).parts
+    if own_folder and len(parts) > 1 and parts[0] == own_folder:
+        return
+    where = f"; only {run / own_folder}/ may hold it" if own_folder else ""
+    raise ValueError(
+        f"{output}: inside the run folder {run}, which the audit only reads (a file there would change "
+        f"the run){where}"
+    )
+
+
 def write_result(table: pa.Table, fmt: str, path: Path | None, max_width: int = 80) -> str | None:
-    """Write a result as csv/json/parquet to `path` (or return it as text for stdout); `table` returns text."""
+    """Write a result as csv/json/parquet to `path` (or return it as text for stdout); `table` returns text.
+
+    csv holds nested values (lists, structs, maps) as JSON text and BLOBs as base64; json writes NaN and
+    infinities as null and BLOBs as base64; INTERVALs are ISO 8601 durations in csv/json and refused by parquet.
+    """
     if fmt not in OUTPUT_FORMATS:
         raise ValueError(f"format must be one of {', '.join(OUTPUT_FORMATS)}, got {fmt!r}")
     if fmt == "parquet":
@@ -112,19 +144,20 @@ def write_result(table: pa.Table, fmt: str, path: Path | None, max_width: int = 
             raise ValueError("--format parquet needs -o FILE")
         import pyarrow.parquet as pq
 
+        intervals = [f.name for f in table.schema if _has_interval(f.type)]
+        if intervals:
+            raise ValueError(
+                f"column {intervals[0]!r} is an INTERVAL, which Parquet cannot hold: cast it in the query "
+                f'("{intervals[0]}"::VARCHAR, or epoch("{intervals[0]}") for seconds)'
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, path)
         return None
     if fmt == "csv":
-        import io
-
-        import pyarrow.csv as pcsv
-
-        buffer = io.BytesIO()
-        pcsv.write_csv(table, buffer)
-        text = buffer.getvalue().decode()
+        text = _csv_text(table)
     elif fmt == "json":
-        text = json.dumps(table.to_pylist(), indent=1, default=str, ensure_ascii=False) + "\n"
+        rows = [{k: _json_value(v) for k, v in row.items()} for row in table.to_pylist()]
+        text = json.dumps(rows, indent=1, default=str, ensure_ascii=False, allow_nan=False) + "\n"
     else:
         text = format_table(table, max_width)
     if path is not None:
@@ -132,6 +165,56 @@ def write_result(table: pa.Table, fmt: str, path: Path | None, max_width: int = 
         path.write_text(text)
         return None
     return text
+
+
+def _has_interval(type_: pa.DataType) -> bool:
+    if pa.types.is_interval(type_):
+        return True
+    return any(_has_interval(type_.field(i).type) for i in range(type_.num_fields))
+
+
+def _csv_text(table: pa.Table) -> str:
+    import io
+
+    import pyarrow.csv as pcsv
+
+    columns = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        kind = field.type
+        if pa.types.is_nested(kind) or pa.types.is_interval(kind):
+            # pyarrow's CSV writer has no nested type: the cell holds the value as JSON text
+            values = [None if v is None else _json_text(_json_value(v)) for v in column.to_pylist()]
+            column = pa.chunked_array([pa.array(values, pa.string())])
+        elif (
+            pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind)
+        ):
+            column = pa.chunked_array([pa.array([_json_value(v) for v in column.to_pylist()], pa.string())])
+        columns.append(column)
+    buffer = io.BytesIO()
+    pcsv.write_csv(pa.table(columns, names=table.column_names), buffer)
+    return buffer.getvalue().decode()
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value  # an INTERVAL's text, not a JSON document
+    return json.dumps(value, default=str, ensure_ascii=False, allow_nan=False)
+
+
+def _json_value(value: Any) -> Any:
+    """A query value as JSON can hold it: NaN/inf -> None, bytes -> base64, INTERVAL -> ISO 8601 duration."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, pa.MonthDayNano):  # an INTERVAL
+        seconds = decimal.Decimal(value.nanoseconds) / 10**9
+        return f"P{value.months}M{value.days}DT{seconds.normalize():f}S"
+    if isinstance(value, list | tuple):  # a map's entries are (key, value) tuples
+        return [_json_value(v) for v in value]
+    return value
 
 
 def format_table(table: pa.Table, max_width: int = 80) -> str:

@@ -40,15 +40,21 @@ def sql_cmd(
     ),
     max_width: int = typer.Option(80, "--max-width", help="table format: cut cells longer than this"),
 ) -> None:
-    """Run one read-only SQL statement over the run's views. Reads RUN_DIR; writes stdout or -o FILE only.
+    """Run one read-only SQL statement over the run's views. Reads RUN_DIR; writes stdout or -o FILE only
+    (-o inside RUN_DIR is refused).
 
     Writes (COPY, CREATE, INSERT, ...), ATTACH, INSTALL/LOAD, SET and state-changing PRAGMAs are refused, and
     file-reading functions (read_parquet, read_csv, ...) only reach files under RUN_DIR.
     """
     import duckdb
 
-    from curate.audit import AuditRefused, write_result
+    from curate.audit import AuditRefused, check_output_path, write_result
 
+    if output is not None:
+        try:
+            check_output_path(run_dir, output)
+        except ValueError as err:
+            fail(f"refused: {err}")
     session = _session(run_dir)
     try:
         text = write_result(session.query(query), fmt, output, max_width=max_width)
@@ -109,12 +115,20 @@ def report_cmd(
 ) -> None:
     """Write the audit report: one self-contained HTML file and a Markdown twin (plots in <stem>_plots/).
 
-    Reads RUN_DIR; writes OUTPUT (.html), OUTPUT with .md and OUTPUT's <stem>_plots/*.png. Sections: funnel,
-    top domains, math_score histogram, lengths, language, dedup clusters, contamination, rewriter, mixture.
+    Reads RUN_DIR; writes OUTPUT (.html), OUTPUT with .md and OUTPUT's <stem>_plots/*.png (inside RUN_DIR
+    only under RUN_DIR/audit/). Sections: funnel, top domains, math_score histogram, lengths, language, dedup
+    clusters, contamination, rewriter, mixture.
     """
+    from curate.audit import check_output_path
     from curate.audit_sections import write_report
 
     html_path, md_path = report_paths(output or run_dir / "audit" / "report.html", markdown)
+    try:
+        for path in (html_path, md_path):
+            if path is not None:
+                check_output_path(run_dir, path, own_folder="audit")
+    except ValueError as err:
+        fail(f"refused: {err}")
     try:
         result = write_report(run_dir, html_path, md_path, math_threshold=math_threshold, top_n=top_n)
     except OSError as err:

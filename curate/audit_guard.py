@@ -34,6 +34,9 @@ ALLOWED_QUERY_NODES = {"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE"
 REFUSED_TABLE_FUNCTIONS = {"query", "query_table"}
 _EXPLAIN_PREFIX = re.compile(r"^\s*explain\s+(?:analyze\s+)?(?:\([^)]*\)\s*)?", re.IGNORECASE)
 _PRAGMA_NAME = re.compile(r"^\s*pragma\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+# The statement's leading keyword(s), after comments: DuckDB gives INSTALL and LOAD one type (LOAD), USE and
+# RESET the type SET, CHECKPOINT the type CALL; the refusal names what the user wrote.
+_KEYWORD = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*((?:force\s+)?[a-z]+)", re.IGNORECASE | re.DOTALL)
 ALLOWED_KINDS = "SELECT / WITH / FROM / DESCRIBE / SUMMARIZE / SHOW / EXPLAIN / PIVOT and read-only PRAGMAs"
 
 
@@ -76,8 +79,10 @@ def _check_statement(kind: duckdb.StatementType, query: str) -> None:
                 f"({', '.join(sorted(READ_ONLY_PRAGMAS))}) are allowed"
             )
     else:
+        match = _KEYWORD.match(query)
+        keyword = " ".join(match.group(1).upper().split()) if match else name
         raise AuditRefused(
-            f"{name} statements are refused: the audit is read-only (allowed: {ALLOWED_KINDS})"
+            f"{keyword} statements are refused: the audit is read-only (allowed: {ALLOWED_KINDS})"
         )
 
 

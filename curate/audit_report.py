@@ -96,10 +96,9 @@ class ReportBuilder:
         column = self.find_column(relation, TOKEN_COLUMNS)
         if column:
             return f'"{column}"', "tokens"
-        if self.find_column(relation, LENGTH_COLUMNS):
-            return f"{self.length(relation)} / 4", "est. tokens (chars/4)"
-        # strlen (UTF-8 bytes) reads the string header only; length() would decode every character.
-        return "strlen(text) / 4", "est. tokens (bytes/4)"
+        # Characters everywhere (the stage's column, else length(text)), so that every estimate is alike and
+        # chains from stage to stage; strlen() would count UTF-8 bytes (a math page's symbols count 2-3 times).
+        return f"{self.length(relation)} / 4", "est. tokens (chars/4)"
 
     def length(self, relation: str) -> str:
         """SQL for a document's length in characters (the stage's column, else the text's; NULLs filled)."""
@@ -152,7 +151,11 @@ def funnel_section(b: ReportBuilder) -> Section:
               "SELECT stage, docs_in, docs_out, dropped_total, round(docs_out / nullif(docs_in, 0), 4) AS kept_frac, "
               "seconds FROM summaries ORDER BY position, stage")  # fmt: skip
         s.figures.append(ReportFigure("funnel", "Documents out per stage", "stages", "stage", "docs_out"))
-        b.add(s, "drops", "Drops by reason", "SELECT stage, reason, dropped FROM stats WHERE reason IS NOT NULL "
+        # branches/summary.json sums its tasks' summaries: where the tasks are listed, the sum is left out so
+        # that every rewriter drop is counted once.
+        b.add(s, "drops", "Drops by reason (the rewriter per task)",
+              "SELECT stage, reason, dropped FROM stats WHERE reason IS NOT NULL AND NOT (stage = 'branches' "
+              "AND EXISTS (SELECT 1 FROM stats WHERE stage LIKE 'branches/%')) "
               "ORDER BY position, stage, dropped DESC, reason")  # fmt: skip
         s.figures.append(ReportFigure("drops", "Drops by reason", "drops", "reason", "dropped", kind="barh",
                                       series="stage"))  # fmt: skip

@@ -38,11 +38,25 @@ def _stage_relations(b: ReportBuilder, prefix: str) -> list[str]:
 
 
 def _drops_fallback(b: ReportBuilder, s: Section, stage: str, what: str) -> None:
-    if b.session.has("stats"):
+    if not _has_stage(b, stage):
+        s.notes.append(f"not available: the run has no {stage} stage")
+        return
+    if b.session.has("stats") and b.session.scalar(
+        f"SELECT count(*) FROM stats WHERE stage = '{stage}' AND reason IS NOT NULL"
+    ):
         b.add(s, "drops", f"{stage} drops by reason (summary.json)",
               f"SELECT reason, dropped FROM stats WHERE stage = '{stage}' AND reason IS NOT NULL ORDER BY dropped DESC, reason")  # fmt: skip
     s.notes.append(
         f"not available: no {stage} relation has {what}; showing the stage's drops by reason instead"
+    )
+
+
+def _has_stage(b: ReportBuilder, stage: str) -> bool:
+    """Whether the run holds the stage at all: its data, a report of it, or its summary.json."""
+    if _stage_relations(b, stage):
+        return True
+    return b.session.has("summaries") and bool(
+        b.session.scalar(f"SELECT count(*) FROM summaries WHERE stage = '{stage}'")
     )
 
 
@@ -110,7 +124,9 @@ def contamination_section(b: ReportBuilder) -> Section:
               "SELECT k AS benchmark, (extra -> 'hits_per_benchmark' ->> k)::BIGINT AS docs FROM (SELECT extra, "
               "unnest(json_keys(extra -> 'hits_per_benchmark')) AS k FROM summaries WHERE stage = 'decont') "
               "ORDER BY docs DESC, benchmark")  # fmt: skip
-    if not s.tables:
+    if not _has_stage(b, "decont"):  # the rewriter's own decontamination may still be shown above
+        s.notes.append("not available: the run has no decont stage")
+    elif not s.tables:
         _drops_fallback(b, s, "decont", "a benchmark column")
     return s
 

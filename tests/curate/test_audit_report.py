@@ -148,6 +148,10 @@ def test_report_on_a_web_only_run_says_what_is_missing(tmp_path):
     notes = {k: " ".join(s["notes"]) for k, s in result["sections"].items()}
     for key in ("rewriter", "mixture"):
         assert "not available" in notes[key], key
+    # no decont stage at all: said plainly, and no empty fallback table
+    assert notes["contamination"] == "not available: the run has no decont stage"
+    assert result["sections"]["contamination"]["sql"] == {}
+    assert notes["dedup"] == "not available: the run has no dedup stage"
     assert result["sections"]["domains"]["by_docs"]  # the corpus is the web output here
     assert (tmp_path / "r.html").is_file() and not (tmp_path / "r.md").exists()
 
@@ -221,3 +225,31 @@ def test_cli_report_named_md_writes_html_and_markdown_apart(run_dir, tmp_path):
     assert result.exit_code == 0 and (folder / "report.html").is_file() and (folder / "report.md").is_file()
     with pytest.raises(ValueError, match="same file"):
         write_report(run_dir, tmp_path / "y.md", tmp_path / "y.md")
+
+
+def test_drops_by_reason_count_each_rewriter_drop_once(report, run_dir):
+    drops = report["sections"]["funnel"]["drops"]
+    assert not any(r["stage"] == "branches" for r in drops)  # the sum of the tasks' summaries
+    total = json.loads((run_dir / "branches" / "summary.json").read_text())["dropped"]
+    got: Counter[str] = Counter()
+    for r in drops:
+        if r["stage"].startswith("branches/"):
+            got[r["reason"]] += r["dropped"]
+    assert dict(got) == total
+
+
+def test_estimated_tokens_are_characters_over_4_everywhere(tmp_path):
+    import duckdb
+
+    run = tmp_path / "run"
+    (run / "branches" / "qa" / "data").mkdir(parents=True)
+    texts = ["∑ᵢ xᵢ² ≤ ∫ f(x) dx", "plain ascii text here", "√2 ∉ ℚ ⇒ ∀ε>0"]  # multi-byte symbols
+    duckdb.sql(
+        "COPY (SELECT 'd' || i AS id, t AS text, 'qa' AS task FROM unnest(?) WITH ORDINALITY u(t, i)) "
+        f"TO '{run}/branches/qa/data/0.parquet'",
+        params=[texts],
+    )
+    result = write_report(run, tmp_path / "r.html", None)
+    outputs = result["sections"]["rewriter"]["outputs"]
+    assert outputs == [{"task": "qa", "docs": 3, "tokens": round(sum(len(t) / 4 for t in texts))}]
+    assert "length(text) / 4" in result["sections"]["rewriter"]["sql"]["outputs"]

@@ -246,3 +246,95 @@ def test_empty_reports_of_a_clean_run_are_views_with_zero_rows(tmp_path):
         assert s.columns("decont_contamination") == ["id", "mode", "overlaps"]
         # the report's query over it runs and gives no row
         assert s.rows('SELECT unnest("overlaps").benchmark AS b FROM decont_contamination') == []
+
+
+def test_output_inside_the_run_folder_is_refused(run_dir, tmp_path):
+    runner = CliRunner()
+    link = tmp_path / "link"
+    link.symlink_to(run_dir)  # the run folder reached through a symlink is still the run folder
+    summary = (run_dir / "web" / "summary.json").read_text()
+    before = _snapshot(run_dir)
+    for fmt, target in [
+        ("parquet", run_dir / "web" / "data" / "evil.parquet"),  # the next stage would read the copy
+        ("csv", run_dir / "web" / "summary.json"),
+        ("csv", link / "web" / "summary.json"),
+        ("json", run_dir / "audit" / "x.json"),  # only the report may write RUN/audit/
+    ]:
+        out = runner.invoke(
+            _cli(), ["audit", "sql", str(run_dir), "SELECT * FROM web", "-f", fmt, "-o", str(target)]
+        )
+        assert out.exit_code == 2 and "inside the run folder" in out.output, out.output
+        assert len(out.output.strip().splitlines()) == 1
+    assert _snapshot(run_dir) == before and (run_dir / "web" / "summary.json").read_text() == summary
+    for target in (run_dir / "web" / "r.html", link / "report.md", link / "audit"):
+        out = runner.invoke(_cli(), ["audit", "report", str(run_dir), "-o", str(target)])
+        assert out.exit_code == 2 and "only" in out.output and "audit/ may hold it" in out.output, out.output
+    assert _snapshot(run_dir) == before
+    out = runner.invoke(_cli(), ["audit", "report", str(run_dir), "-o", str(run_dir / "audit" / "mine.md")])
+    assert out.exit_code == 0 and (run_dir / "audit" / "mine.html").is_file(), out.output
+
+
+def test_no_temp_directory_is_readable(run_dir, tmp_path, monkeypatch):
+    # DuckDB's default temp directory is <cwd>/.tmp/, which it adds to allowed_directories
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / ".tmp" / "secret.txt").write_text("secret")
+    monkeypatch.chdir(tmp_path)
+    with AuditSession(run_dir) as s:
+        assert s.scalar("SELECT current_setting('allowed_directories')") == [str(run_dir.resolve()) + "/"]
+        with pytest.raises(AuditRefused):
+            s.query(f"SELECT content FROM read_text('{tmp_path}/.tmp/secret.txt')")
+
+
+def test_install_is_named_in_its_refusal(session):
+    with pytest.raises(AuditRefused, match="^INSTALL statements are refused"):
+        session.query("INSTALL httpfs")
+    with pytest.raises(AuditRefused, match="^LOAD statements are refused"):
+        session.query("/* x */ LOAD httpfs")
+
+
+def test_csv_holds_nested_values_as_json_text(run_dir):
+    import csv
+    import io
+
+    runner = CliRunner()
+    query = "SELECT * FROM dedup_clusters ORDER BY cluster_id"
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "csv"])
+    assert out.exit_code == 0, out.output
+    clusters = [json.loads(line) for line in (run_dir / "dedup" / "clusters.jsonl").read_text().splitlines()]
+    got = [{"cluster_id": int(r["cluster_id"]), "removed": json.loads(r["removed"])}
+           for r in csv.DictReader(io.StringIO(out.stdout))]  # fmt: skip
+    assert got == sorted(({"cluster_id": c["cluster_id"], "removed": c["removed"]} for c in clusters),
+                         key=lambda r: r["cluster_id"])  # fmt: skip
+    query = 'SELECT id, "overlaps" FROM decont_contamination ORDER BY id'
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "csv"])
+    assert out.exit_code == 0, out.output
+    report = {
+        r["id"]: r["overlaps"]
+        for r in map(json.loads, (run_dir / "decont" / "contamination.jsonl").read_text().splitlines())
+    }
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert len(rows) == len(report)
+    for row in rows:
+        overlaps = json.loads(row["overlaps"])
+        assert [{k: o[k] for k in report[row["id"]][0]} for o in overlaps] == report[row["id"]]
+
+
+def test_json_csv_parquet_of_odd_types(run_dir, tmp_path):
+    runner = CliRunner()
+    query = "SELECT 'nan'::DOUBLE AS f, 'infinity'::DOUBLE AS g, 'ab'::BLOB AS b, [1.5, 'nan'::DOUBLE] AS l, INTERVAL 90 MINUTE AS i"
+
+    def strict(text: str):
+        return json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
+
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "json"])
+    assert out.exit_code == 0, out.output
+    assert strict(out.stdout) == [{"f": None, "g": None, "b": "YWI=", "l": [1.5, None], "i": "P0M0DT5400S"}]
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "csv"])
+    assert out.exit_code == 0, out.output
+    import csv
+
+    assert list(csv.reader(out.stdout.splitlines()))[1][2:] == ["YWI=", "[1.5, null]", "P0M0DT5400S"]
+    target = tmp_path / "i.parquet"
+    out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "parquet", "-o", str(target)])
+    assert out.exit_code == 2 and "'i' is an INTERVAL" in out.output and not target.exists()
+    assert len(out.output.strip().splitlines()) == 1
