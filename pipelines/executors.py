@@ -7,6 +7,7 @@ recipe decides whether that becomes a LocalPipelineExecutor, a SlurmPipelineExec
 from __future__ import annotations
 
 import hashlib
+import math
 import subprocess
 import sys
 import time
@@ -16,6 +17,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class JobsSubmitted(Exception):
+    """Slurm jobs were submitted without waiting (`wait: false`), or are still queued from an earlier submission:
+    the stage has no result yet, so nothing after it can run. Rerun the same command once they have finished."""
+
+
+# squeue reasons for a pending job that will never start as submitted: waiting on them would hang forever.
+NEVER_STARTS = {"PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidQOS",
+                "InvalidAccount", "QOSMaxCpuPerJobLimit", "QOSMaxMemoryPerJob", "QOSMaxWallDurationPerJobLimit",
+                "AssocMaxCpuPerJobLimit", "AssocMaxWallDurationPerJobLimit", "DependencyNeverSatisfied"}  # fmt: skip
+
+
 class ExecutorConfig(BaseModel):
     """Where a stage's datatrove pipeline runs."""
 
@@ -23,7 +35,7 @@ class ExecutorConfig(BaseModel):
 
     kind: Literal["local", "slurm", "ray"] = "local"
     tasks: int = Field(2, ge=1, description="number of datatrove tasks (input shards) per stage")
-    workers: int = Field(-1, description="tasks run at once (-1: all)")
+    workers: int = Field(-1, ge=-1, description="tasks run at once (-1: all)")
     # slurm
     partition: str | None = None
     time: str = "01:00:00"
@@ -66,7 +78,12 @@ class ExecutorConfig(BaseModel):
 
             if not self.partition:
                 raise ValueError("executor.partition is required when executor.kind is 'slurm'")
-            sbatch_args = dict(self.sbatch_args)
+            if self.venv_path and not Path(self.venv_path).is_file():
+                raise ValueError(
+                    f"executor.venv_path {self.venv_path}: no such file (the venv's bin/activate)"
+                )
+            # datatrove writes whole gigabytes (--mem-per-cpu=NG): given in megabytes, 0.5 or 1.5 GB is kept
+            sbatch_args = {"mem-per-cpu": f"{round(self.mem_per_cpu_gb * 1024)}M", **self.sbatch_args}
             return SlurmPipelineExecutor(
                 pipeline=pipeline,
                 tasks=n_tasks,
@@ -74,7 +91,7 @@ class ExecutorConfig(BaseModel):
                 time=self.time,
                 partition=self.partition,
                 cpus_per_task=self.cpus_per_task,
-                mem_per_cpu_gb=int(self.mem_per_cpu_gb),
+                mem_per_cpu_gb=max(1, math.ceil(self.mem_per_cpu_gb)),
                 qos=self.qos or "normal",
                 logging_dir=logging_dir,
                 depends=depends,
@@ -98,23 +115,51 @@ class ExecutorConfig(BaseModel):
         )
 
     def run(self, executor: Any) -> None:
-        """Run an executor built by `build`; for Slurm, wait until its jobs have left the queue."""
-        if self.kind == "ray":
-            import ray
+        """Run an executor built by `build`; for Slurm, wait until its jobs have left the queue.
 
-            if not ray.is_initialized():
-                ray.init(address=self.ray_address, ignore_reinit_error=True)
-        executor.run()
-        if self.kind == "slurm" and self.wait:
+        Raises:
+            ValueError: the cluster cannot run the jobs as configured (sbatch refused them, a pending reason that
+                never clears, an unreachable Ray address, more CPUs or memory per task than any Ray node has).
+            JobsSubmitted: Slurm jobs submitted with `wait: false`, or still queued from an earlier submission.
+            RuntimeError: tasks ran and did not complete (their logs are named).
+        """
+        if self.kind == "ray":
+            start_ray(self)
+        if self.kind == "slurm" and slurm_jobs(executor.job_name):
+            raise JobsSubmitted(
+                f"jobs {executor.job_name} of an earlier submission are still in the Slurm queue (squeue --name "
+                f"{executor.job_name}); rerun once they have finished"
+            )
+        pending = executor.get_incomplete_ranks()  # none: datatrove submits nothing
+        try:
+            executor.run()
+        except subprocess.CalledProcessError as err:  # sbatch printed its reason on stderr
+            detail = (
+                (err.stderr or err.output or b"").decode()
+                if isinstance(err.stderr or err.output, bytes)
+                else ""
+            )
+            raise ValueError(
+                f"sbatch refused the job (exit {err.returncode}) {detail.strip()}".strip()
+            ) from None
+        if self.kind == "slurm" and not self.wait and pending:
+            raise JobsSubmitted(
+                f"submitted {executor.job_name} to Slurm without waiting (wait: false); rerun the same command once "
+                "the jobs have finished: finished tasks are skipped"
+            )
+        if self.kind == "slurm":
             wait_for_slurm_jobs(executor.job_name, self.poll_seconds)
         incomplete = executor.get_incomplete_ranks()
-        if incomplete and (self.kind != "slurm" or self.wait):
+        if incomplete:
             if self.kind == "slurm":
                 subprocess.run(["scancel", "--name", executor.job_name], check=False)
             logs = Path(str(executor.logging_dir.path))
+            where = (
+                f"{logs / 'slurm_logs'} (Slurm's) and {logs / 'logs'}" if self.kind == "slurm" else str(logs)
+            )
             raise RuntimeError(
                 f"{len(incomplete)} of {executor.world_size} tasks did not complete (ranks {incomplete[:10]}); "
-                f"see the task logs under {logs}"
+                f"see the task logs under {where}"
             )
 
 
@@ -124,20 +169,71 @@ def _current_venv() -> str | None:
     return str(activate) if sys.prefix != sys.base_prefix and activate.is_file() else None
 
 
-def wait_for_slurm_jobs(job_name: str, poll_seconds: float = 2.0) -> None:
-    """Block until no job named `job_name` (array tasks and datatrove's stats job) is left in `squeue`.
+def slurm_jobs(job_name: str) -> list[tuple[str, str]]:
+    """(job id, pending reason) of every job named `job_name` in `squeue` (none when squeue is absent or fails).
 
     The jobs are found by name because the Debian single-node setup has no accounting (no `sacct`).
     """
-    while True:
+    try:
         out = subprocess.run(
             ["squeue", "-h", "--name", job_name, "-o", "%i %r"], capture_output=True, text=True, check=False
         )
-        lines = out.stdout.strip().splitlines()
-        if out.returncode != 0 or not lines:
+    except FileNotFoundError:
+        return []
+    if out.returncode != 0:
+        return []
+    return [(*line.split(None, 1), "")[:2] for line in out.stdout.strip().splitlines() if line.strip()]  # type: ignore[misc]
+
+
+def wait_for_slurm_jobs(job_name: str, poll_seconds: float = 2.0) -> None:
+    """Block until no job named `job_name` (array tasks and datatrove's stats job) is left in `squeue`.
+
+    A failed array leaves datatrove's stats job pending on DependencyNeverSatisfied: done. Jobs that can never start
+    as submitted (`NEVER_STARTS`, e.g. more CPUs than any node of the partition has) are cancelled: ValueError.
+    """
+    while True:
+        jobs = slurm_jobs(job_name)
+        if not jobs:
             return
-        if all(
-            "DependencyNeverSatisfied" in line for line in lines
-        ):  # the array failed: the stats job never runs
+        reasons = {reason.strip() for _, reason in jobs}
+        if reasons == {"DependencyNeverSatisfied"}:
             return
+        never = reasons & (NEVER_STARTS - {"DependencyNeverSatisfied"})
+        if never and reasons - {"Dependency"} <= NEVER_STARTS:  # the stats job waits on the array: Dependency
+            subprocess.run(["scancel", "--name", job_name], check=False)
+            raise ValueError(
+                f"Slurm will never start {job_name} as submitted (pending reason {', '.join(sorted(never))}: e.g. "
+                "more cpus_per_task, memory or time than the partition allows); the jobs were cancelled"
+            )
         time.sleep(poll_seconds)
+
+
+def start_ray(config: ExecutorConfig) -> None:
+    """Connect to (or start) Ray, failing in seconds where it would hang: an address that does not answer, or
+    tasks asking for more CPUs or memory than any node has (Ray waits for such a node forever)."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("executor.kind ray needs Ray: pip install 'mathmix[ray]'") from None
+    if not ray.is_initialized():
+        address = config.ray_address
+        if address and address != "auto" and ":" in address and not address.startswith("ray://"):
+            import socket
+
+            host, _, port = address.rpartition(":")
+            try:
+                socket.create_connection((host, int(port)), timeout=5).close()
+            except (OSError, ValueError):
+                raise ValueError(f"executor.ray_address {address}: nothing answers there") from None
+        ray.init(address=address, ignore_reinit_error=True)
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
+    need_mem = config.cpus_per_task * config.mem_per_cpu_gb * 2**30
+    if nodes and not any(
+        r.get("CPU", 0) >= config.cpus_per_task and r.get("memory", 0) >= need_mem for r in nodes
+    ):
+        biggest = max(nodes, key=lambda r: r.get("CPU", 0))
+        raise ValueError(
+            f"no Ray node can run a task of cpus_per_task={config.cpus_per_task} and "
+            f"{config.cpus_per_task * config.mem_per_cpu_gb:g} GB (largest: {biggest.get('CPU', 0):g} CPUs, "
+            f"{biggest.get('memory', 0) / 2**30:.1f} GB)"
+        )

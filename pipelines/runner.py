@@ -13,6 +13,7 @@ from typing import Any
 
 from mathmix.cli_util import console, print_summary
 from mathmix.paths import expand_inputs
+from pipelines.executors import JobsSubmitted
 from pipelines.job_record import check_job, job_identity
 from pipelines.recipe import Recipe
 from pipelines.stages import STAGES, StageContext, stage_module
@@ -21,7 +22,7 @@ RECIPE_STAGE_FILE = "recipe-stage.json"  # the recipe's settings and inputs of a
 
 
 class StageFailed(Exception):
-    """A stage stopped on bad input or settings (an OSError or ValueError): `stage` names it."""
+    """A stage stopped on bad input or settings (an OSError or ValueError) or unfinished tasks: `stage` names it."""
 
     def __init__(self, stage: str, error: Exception):
         super().__init__(f"stage {stage}: {error}")
@@ -53,8 +54,9 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
 
     Raises:
         ValueError: `only` names a stage that is not in the recipe.
-        StageFailed: a stage stopped on an OSError or ValueError (a missing input, a bad model, bad settings);
-            the stages before it are finished and a rerun goes on from it.
+        StageFailed: a stage stopped on an OSError or ValueError (a missing input, a bad model, bad settings) or a
+            RuntimeError (tasks that did not complete); the stages before it are finished and a rerun goes on
+            from it. Slurm jobs submitted without waiting stop the run after their stage, with a message.
     """
     steps = plan(recipe)
     unknown = sorted(set(only or []) - {step["stage"] for step in steps})
@@ -99,7 +101,10 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
                 previous=dict(previous),
             )
             summary = stage_module(name).run_stage(step["config"], ctx)
-        except (OSError, ValueError) as err:
+        except JobsSubmitted as err:  # no result yet: the stages after it cannot run
+            console.print(f"[bold]{name}[/]: {err}", soft_wrap=True, markup=False)
+            return summaries
+        except (OSError, ValueError, RuntimeError) as err:
             raise StageFailed(name, err) from err
         summary.setdefault("seconds", round(time.time() - start, 2))
         print_summary(summary, title=f"{name} summary")

@@ -131,7 +131,7 @@ def run_web(
     with --write-rejects, OUT/rejects/*.parquet (one row per dropped page with its reason). --workers and
     --write-rejects override what --recipe sets.
     """
-    from pipelines.executors import ExecutorConfig
+    from pipelines.executors import ExecutorConfig, JobsSubmitted
     from pipelines.recipe import RecipeError, load_recipe
     from pipelines.web import Config, resolve_paths
     from pipelines.web import run_web as run_stage
@@ -156,8 +156,11 @@ def run_web(
         fail(str(err))
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
-    except ValueError as err:  # e.g. OUT holds another job's output
+    except (ValueError, RuntimeError) as err:  # OUT holds another job's output; tasks that did not complete
         fail(str(err))
+    except JobsSubmitted as err:  # --recipe with a Slurm executor and wait: false
+        console.print(str(err), soft_wrap=True, markup=False)
+        return
     print_summary(summary, title="web summary")
     wrote = ", rejects/*.parquet" if config.write_rejects else ""
     console.print(f"wrote {output}/data/*.parquet{wrote} and {output}/summary.json")

@@ -109,3 +109,74 @@ def test_ray_run_equals_local_run(local_run, ray_cluster):
     tmp, local_dir = local_run
     run_dir = _run(tmp, "ray", "{kind: ray, tasks: 2, workers: 2, cpus_per_task: 1, mem_per_cpu_gb: 1}")
     _assert_same(run_dir, local_dir)
+
+
+def test_slurm_memory_is_asked_in_megabytes_not_truncated_gigabytes():
+    from pipelines.executors import ExecutorConfig
+
+    for gb, asked in ((0.5, "512M"), (1.5, "1536M"), (2, "2048M")):
+        config = ExecutorConfig(kind="slurm", partition="debug", mem_per_cpu_gb=gb)
+        executor = config.build([], "/tmp/unused-logs", tasks=1)
+        assert executor.get_sbatch_args()["mem-per-cpu"] == asked  # int(0.5) asked for 0G
+
+
+def _recipe(tmp: Path, name: str, executor: str) -> Path:
+    run_dir = tmp / name
+    shutil.copytree(tmp / "sample", run_dir / "sample")
+    recipe_file = tmp / f"{name}.yaml"
+    recipe_file.write_text(f"name: {name}\noutput_dir: {run_dir}\nexecutor: {executor}\n{CURATION}")
+    return recipe_file
+
+
+def test_slurm_without_waiting_stops_after_the_stage_and_reruns_go_on(local_run, slurm):
+    import time
+
+    tmp, local_dir = local_run
+    recipe = _recipe(
+        tmp, "nowait", "{kind: slurm, partition: debug, tasks: 2, mem_per_cpu_gb: 1, wait: false}"
+    )
+    run_dir = tmp / "nowait"
+    assert run_recipe(load_recipe(recipe)) == {}  # submitted: no stage has a result yet
+    assert not (run_dir / "web" / "summary.json").exists()
+    for _ in range(
+        200
+    ):  # the next stage must not start on a half-written web/ (it did, and kept 0 documents)
+        summaries = {}
+        if not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip():
+            summaries = run_recipe(load_recipe(recipe))
+        if "decont" in summaries:
+            break
+        time.sleep(1)
+    _assert_same(run_dir, local_dir)
+
+
+def test_slurm_jobs_that_can_never_start_fail_the_stage(local_run, slurm):
+    from pipelines.runner import StageFailed
+
+    tmp, _ = local_run
+    recipe = _recipe(tmp, "toobig", "{kind: slurm, partition: debug, tasks: 1, cpus_per_task: 512}")
+    with pytest.raises(StageFailed, match="stage web: .*(never start|sbatch refused)"):
+        run_recipe(load_recipe(recipe))
+    assert not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip()
+
+
+def test_ray_asks_are_checked_against_the_cluster(local_run, ray_cluster):
+    from pipelines.runner import StageFailed
+
+    tmp, _ = local_run
+    with pytest.raises(StageFailed, match="no Ray node can run a task of cpus_per_task=64"):
+        run_recipe(load_recipe(_recipe(tmp, "raybig", "{kind: ray, tasks: 1, cpus_per_task: 64}")))
+
+
+def test_an_unreachable_ray_address_fails_at_once(tmp_path):
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'mathmix[ray]')")
+    import time
+
+    from pipelines.executors import ExecutorConfig, start_ray
+
+    if ray.is_initialized():  # connected by an earlier test
+        ray.shutdown()
+    start = time.time()
+    with pytest.raises(ValueError, match="127.0.0.1:1: nothing answers there"):
+        start_ray(ExecutorConfig(kind="ray", ray_address="127.0.0.1:1"))
+    assert time.time() - start < 30
