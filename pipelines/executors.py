@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class JobsSubmitted(Exception):
@@ -35,7 +35,7 @@ class ExecutorConfig(BaseModel):
 
     kind: Literal["local", "slurm", "ray"] = "local"
     tasks: int = Field(2, ge=1, description="number of datatrove tasks (input shards) per stage")
-    workers: int = Field(-1, ge=-1, description="tasks run at once (-1: all)")
+    workers: int = Field(-1, description="tasks run at once (-1: all)")
     # slurm
     partition: str | None = None
     time: str = "01:00:00"
@@ -48,6 +48,13 @@ class ExecutorConfig(BaseModel):
     poll_seconds: float = Field(2.0, gt=0)
     # ray
     ray_address: str | None = Field(None, description="ray: cluster address (default: RAY_ADDRESS or local)")
+
+    @field_validator("workers")
+    @classmethod
+    def _workers(cls, value: int) -> int:
+        if value == 0 or value < -1:
+            raise ValueError("workers must be -1 (all tasks at once) or at least 1")
+        return value
 
     def build(
         self,

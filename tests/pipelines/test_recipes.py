@@ -101,3 +101,8 @@ def test_every_command_has_help():
         assert group in out.stdout
     web = subprocess.run([sys.executable, "-m", "mathmix", "web", "--help"], capture_output=True, text=True)
     assert "extract" in web.stdout and "run" in web.stdout
+
+
+def test_executor_workers_zero_is_named(tmp_path):
+    with pytest.raises(RecipeError, match="workers must be -1"):
+        load_recipe(_write(tmp_path, "name: x\nexecutor: {workers: 0}\nstages: {web: {}}\n"))
