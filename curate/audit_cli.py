@@ -10,7 +10,7 @@ from mathmix.cli_util import console, fail
 
 audit_app = typer.Typer(
     help="Audit a run with DuckDB: views web, dedup, decont, corpus, branches, rejects, stats, summaries, shards "
-    "and one per stage report; read-only (only SELECT/WITH/DESCRIBE/SUMMARIZE/EXPLAIN run).",
+    "and one per stage report; read-only (only SELECT/WITH/FROM-first/DESCRIBE/SUMMARIZE/EXPLAIN/SHOW/PRAGMA show_tables run).",
     no_args_is_help=True,
 )
 

@@ -224,9 +224,15 @@ def forecast_cmd(
     ),
     column: str = typer.Option(None, help="Only run columns whose name contains this text."),
     as_json: bool = typer.Option(
-        False, "--json", help='Print [{"run", "predicted_final", "actual_final"}] only.'
+        False, "--json", help='Print [{"run", "predicted_final", "actual_final", "file"}] only.'
     ),
-    out: Path = typer.Option(None, "--out", "-o", help="Folder for forecast.json and forecast.png."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Folder for forecast.json and forecast.png (default: PATH/forecast for a folder, "
+        "./forecast-<csv stem> for a CSV).",
+    ),
 ) -> None:
     """Fit R(C) = R0 + (A - R0) / (1 + (Cmid / C)^B) to each accuracy curve and forecast the final accuracy.
 

@@ -17,9 +17,9 @@ COMMAND_MODULES = [
     "classifiers.cli",  # classifier train|eval|recall|score
     "pipelines.dedup_cli",  # dedup, decont
     "pipelines.rewrite_cli",  # rewrite
-    "shards.cli",  # shards build|train-tokenizer|inspect|validate
+    "shards.cli",  # shards build|train-tokenizer|inspect|validate|mix
     "midtrain.cli",  # train, train export|plot
-    "evals.cli",  # eval bench|rl-probe|forecast|compare|sweep
+    "evals.cli",  # eval bench|rl-probe|forecast|compare|sweep|sweep-fit
     "curate.audit_cli",  # audit sql|schema|report|sample
 ]
 

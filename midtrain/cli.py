@@ -31,7 +31,7 @@ def run_cmd(
     """Train every stage of RECIPE in order, resuming from each stage's latest checkpoint.
 
     Reads the recipe and the shard mixtures it names. Writes OUTPUT_DIR/STAGE/{metrics.jsonl,
-    checkpoints/step_N/, done.json}. Launch with `torchrun --nproc_per_node N -m midtrain train RECIPE` (or
+    checkpoints/step_N/, done.json, job.json, blend_index/}. Launch with `torchrun --nproc_per_node N -m midtrain train RECIPE` (or
     `--nproc N`) for several processes; `--emit megatron` prints the Megatron-LM pretrain_gpt.py commands.
     """
     from midtrain.config import TrainRecipeError, load_train_recipe

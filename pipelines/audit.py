@@ -17,6 +17,7 @@ from pipelines.stages import StageContext
 
 FOLDER = "audit"
 PRODUCES_DOCUMENTS = False
+READS = "every stage folder of the run"  # what --dry-run shows
 
 
 class Config(BaseModel):

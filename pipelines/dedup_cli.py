@@ -34,7 +34,8 @@ def dedup(
     Reads Parquet/JSONL documents (`id`, `text`, optional `url`, `math_score`). Writes OUT/data/*.parquet
     (survivors, ids unchanged, plus exact_group_size, minhash_cluster_id, minhash_cluster_size), OUT/summary.json,
     OUT/clusters.jsonl (every group: kept id, removed ids), OUT/rejects/*.parquet (dropped docs with `reason`),
-    OUT/work/ (every MinHash boundary: signatures, buckets, clusters) and OUT/logs/.
+    OUT/work/ (every MinHash boundary: signatures, buckets, clusters), OUT/logs/ and OUT/job.json (what wrote the
+    folder: a rerun of a different job into it is refused).
     """
     from pipelines.dedup import Config, run_dedup
 
@@ -92,7 +93,7 @@ def decont(
     Reads Parquet/JSONL documents and benchmark JSONL (GSM8K, MATH, MATH500, AIME, AMC, OlympiadBench, ...).
     Writes OUT/data/*.parquet (survivors, plus `contaminated` and `decont_benchmarks`), OUT/summary.json
     (with hits_per_benchmark), OUT/contamination.jsonl (id, benchmark, record line, matched n-grams),
-    OUT/rejects/ and OUT/logs/. With `--check PROMPTS --against EVALS`: prints the contaminated prompts per eval
+    OUT/rejects/, OUT/logs/ and OUT/job.json. With `--check PROMPTS --against EVALS`: prints the contaminated prompts per eval
     set and writes the full report to -o (a JSON file) when given; exits 1 when any prompt is contaminated.
     """
     from pipelines.decont import Config, run_decont

@@ -18,6 +18,7 @@ from pipelines.stages import StageContext
 
 FOLDER = "eval"
 PRODUCES_DOCUMENTS = False
+READS = "the model named in the block, the benchmark folder"  # what --dry-run shows
 
 
 class Config(BaseModel):

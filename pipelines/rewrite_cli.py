@@ -56,8 +56,9 @@ def run_rewrite(
 
     Reads Parquet/JSONL documents; writes OUT/data/*.parquet (outputs with provenance: source_id, task,
     prompt_version, model, sampling; `math_score_llm` for --task score), OUT/rejects/*.parquet (with `reason`),
-    OUT/raw/ (raw generations), OUT/throughput.json (tokens/s, GPU-hours estimate), OUT/summary.json, OUT/logs/.
-    A killed run resumes from OUT/checkpoints without redoing finished requests.
+    OUT/raw/ (raw generations), OUT/checkpoints/, OUT/decont/ (with --decont), OUT/throughput.json (tokens/s,
+    GPU-hours estimate), OUT/summary.json, OUT/logs/, OUT/job.json (what wrote the folder). A killed run resumes
+    from OUT/checkpoints without redoing finished requests.
     """
     from pydantic import ValidationError
 

@@ -53,7 +53,8 @@ def quickstart(
 ) -> None:
     """Run the whole chain on the small sample mathmix ships (pages written here, packed into a WARC).
 
-    Writes OUTPUT_DIR/sample/ (the WARC) and one folder per stage, each with its summary.json.
+    Writes OUTPUT_DIR/sample/ (the WARC, the pages, tiny benchmark files, RL prompts) and one folder per stage,
+    each with its summary.json.
     """
     from pipelines.quickstart import run_quickstart
     from pipelines.runner import StageFailed

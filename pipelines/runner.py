@@ -43,7 +43,11 @@ def plan(recipe: Recipe) -> list[dict[str, Any]]:
             s.replace("{run_dir}", str(recipe.output_dir)) for s in (getattr(config, "inputs", None) or [])
         ]
         inputs = explicit or ([str(previous / "data")] if previous else [])
-        steps.append({"stage": name, "inputs": inputs, "output": str(out_dir), "config": config})
+        reads = getattr(module, "READS", None)  # stages that do not read the previous stage's data/
+        shown = explicit or ([reads.replace("{run_dir}", str(recipe.output_dir))] if reads else inputs)
+        steps.append(
+            {"stage": name, "inputs": inputs, "reads": shown, "output": str(out_dir), "config": config}
+        )
         if getattr(module, "PRODUCES_DOCUMENTS", True):
             previous = out_dir
     return steps
@@ -67,7 +71,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         )
     if dry_run:
         for step in steps:
-            console.print(f"[bold]{step['stage']}[/]: {step['inputs'] or '-'} -> {step['output']}")
+            console.print(f"[bold]{step['stage']}[/]: {step['reads'] or '-'} -> {step['output']}")
             console.print(f"    {step['config'].model_dump(exclude_defaults=True)}")
         return {}
     summaries: dict[str, Any] = {}

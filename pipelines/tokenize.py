@@ -19,6 +19,7 @@ from pipelines.stages import StageContext
 
 FOLDER = "shards"
 PRODUCES_DOCUMENTS = False  # shards are not Parquet documents for a later document stage
+READS = "{run_dir}/decont/data (the corpus) and {run_dir}/branches/<task>/data"  # what --dry-run shows
 
 
 class Config(BaseModel):

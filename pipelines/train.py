@@ -18,6 +18,7 @@ from pipelines.stages import StageContext
 
 FOLDER = "train"
 PRODUCES_DOCUMENTS = False  # a model, not documents
+READS = "{run_dir}/shards (its manifest) and the train recipe"  # what --dry-run shows
 REPO = Path(__file__).resolve().parents[1]
 
 

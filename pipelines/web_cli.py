@@ -79,7 +79,7 @@ def extract_cmd(
     files: list[Path] = typer.Argument(..., help="HTML files, or folders of them, to extract"),
     engine: str = typer.Option("fast", "--engine", help="fast (resiliparse) or clean (trafilatura)"),
 ) -> None:
-    """Extract math-aware text from HTML files (a folder: its .html files); prints one JSON object per file:
+    """Extract math-aware text from HTML files (a folder: its .html/.htm/.xhtml files, recursively); prints one JSON object per file:
     {"path", "text"}. A WARC, compressed or binary file is an error (the web stage reads those)."""
     from curate.extract import extract
 
@@ -113,7 +113,11 @@ def run_web(
         ..., "-o", "--output", help="output folder: data/*.parquet, summary.json, logs/, rejects/"
     ),
     workers: int | None = typer.Option(
-        None, "--workers", min=1, help="datatrove tasks run in parallel (default 1; overrides the recipe's)"
+        None,
+        "--workers",
+        min=1,
+        help="tasks run in parallel (default 1; without --recipe also the number of tasks; with it, overrides "
+        "the recipe's workers)",
     ),
     write_rejects: bool | None = typer.Option(
         None,
