@@ -6,22 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evals.grading import truncate_at_stops
-from mathmix.hub import from_pretrained
+from mathmix.hub import check_model_source, from_pretrained
 
 Progress = Callable[[int], None]
-
-
-def check_model(model_path: str | Path) -> None:
-    """Fail early, naming the path, when MODEL cannot be loaded: a missing folder, or one without a config.
-
-    Only names written as paths (`./m`, `/m`, `~/m`) must exist here; anything else may be a hub name
-    (`Qwen/Qwen2.5-1.5B`), which `load_pretrained` reports on if it cannot be loaded either.
-    """
-    path = Path(model_path)
-    if path.exists() and not (path / "config.json").is_file():
-        raise ValueError(f"{path}: not a Hugging Face model folder (no config.json)")
-    if not path.exists() and str(model_path).startswith((".", "/", "~")):
-        raise ValueError(f"model not found: {model_path}")
 
 
 def load_pretrained(loader, model_path: str | Path, **kwargs):
@@ -43,7 +30,7 @@ class TransformersGenerator:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        check_model(model_path)
+        check_model_source(model_path)
         self.tokenizer = load_pretrained(AutoTokenizer, model_path)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:

@@ -18,10 +18,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.benchmarks import load_benchmark
-from evals.generate import check_model, load_pretrained
+from evals.generate import load_pretrained
 from evals.grading import boxed_reward
 from evals.probe_prompts import check_overlap, eval_set_files, load_prompts
 from mathmix.cli_util import console, write_json
+from mathmix.hub import check_model_source
 
 __all__ = ["ProbeConfig", "check_overlap", "grpo_args", "load_prompts", "run_probe"]
 
@@ -240,7 +241,7 @@ def run_probe(
         console.print(
             f"no MATH500 test set under {data_dir}: validation logs the held-out curve only", soft_wrap=True
         )
-    check_model(model)
+    check_model_source(model)
     tokenizer = load_pretrained(AutoTokenizer, model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -13,6 +13,7 @@ from typing import Any
 
 from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 from midtrain.stage_job import check_stage_job
+from shards.manifest import token_space_difference
 
 DONE_FILE = "done.json"
 
@@ -114,20 +115,13 @@ def check_vocabulary(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]])
         if first is None:
             first = (path, manifest)
             continue
-        for key in ("tokenizer", "vocab_size", "eos_id"):
-            if _same(key, manifest.get(key), first[1].get(key)):
-                continue
+        key = token_space_difference(manifest, first[1])
+        if key is not None:
             raise TrainRecipeError(
                 f"{path}: {key} {manifest.get(key)!r}, but {first[0]} has {first[1].get(key)!r}: the sources "
                 "of a run must be built with one tokenizer"
             )
     _check_tokenizer(recipe, vocab, first)
-
-
-def _same(key: str, a: Any, b: Any) -> bool:
-    if key == "tokenizer" and a and b and Path(a).exists() and Path(b).exists():
-        return Path(a).resolve() == Path(b).resolve()
-    return a == b
 
 
 def _model_vocab_size(recipe: TrainRecipe) -> int:

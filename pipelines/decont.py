@@ -71,7 +71,8 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
     identity = job_identity(
         [*files[0], *files[1]],
-        config.model_copy(update={"benchmarks": []}),  # the paths used are `benchmarks`, resolved below
+        # the benchmarks read are `benchmarks` (resolved below), not the block's patterns
+        config.model_dump(mode="json", exclude={"benchmarks"}, exclude_defaults=True),
         out_dir.parent,
         benchmarks=[str(Path(b).resolve()) for b in benchmarks],
         tasks=tasks,

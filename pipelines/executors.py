@@ -141,14 +141,9 @@ class ExecutorConfig(BaseModel):
         try:
             executor.run()
         except subprocess.CalledProcessError as err:  # sbatch printed its reason on stderr
-            detail = (
-                (err.stderr or err.output or b"").decode()
-                if isinstance(err.stderr or err.output, bytes)
-                else ""
-            )
-            raise ValueError(
-                f"sbatch refused the job (exit {err.returncode}) {detail.strip()}".strip()
-            ) from None
+            detail = err.stderr or err.output or ""
+            detail = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
+            raise ValueError(f"sbatch refused the job (exit {err.returncode}) {detail}".strip()) from None
         if self.kind == "slurm" and not self.wait and pending:
             raise JobsSubmitted(
                 f"submitted {executor.job_name} to Slurm without waiting (wait: false); rerun the same command once "

@@ -74,13 +74,14 @@ def run_rewrite(
     for path in inputs:
         if not path.exists():
             fail(f"{path}: no such input")
-    if server_timeout is None:
-        server_timeout = 60.0 if server == "endpoint" else 1800.0
+    if server_timeout is None and server == "endpoint":  # already up: no model to load
+        server_timeout = 60.0
+    timeout = {"server_ready_timeout_s": server_timeout} if server_timeout is not None else {}
     try:
         settings = RewriteSettings(
             model=model, server=server, endpoint=endpoint, max_tokens=max_tokens, temperature=temperature,
             samples=samples, max_docs=max_docs, text_key=text_key, decont_benchmarks=decont or [],
-            corpus_docs=corpus_docs, tp=tp, server_ready_timeout_s=server_timeout,
+            corpus_docs=corpus_docs, tp=tp, **timeout,
         )  # fmt: skip
     except ValidationError as err:
         fail(format_validation_errors(err))

@@ -1,7 +1,7 @@
 """Shard manifests: what a shard folder holds (documents, tokens, checksums) and how a path names shards.
 
 OUT/manifest.json:
-    {"name", "tokenizer", "vocab_size", "eos_id", "dtype", "documents", "tokens",
+    {"name", "tokenizer", "tokenizer_sha256", "vocab_size", "eos_id", "dtype", "documents", "tokens",
      "files": [{"prefix": "<relative PREFIX>", "documents", "tokens",
                 "bin": {"path", "bytes", "sha256"}, "idx": {"path", "bytes", "sha256"}}, ...]}
 """
@@ -34,6 +34,20 @@ def file_entry(folder: Path, prefix: str, documents: int, tokens: int) -> dict[s
         path = folder / f"{prefix}.{ext}"
         entry[ext] = {"path": path.name, "bytes": path.stat().st_size, "sha256": sha256_file(path)}
     return entry
+
+
+def token_space_difference(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    """The first key on which two manifests' token ids disagree (None: the same ids): the tokenizer, then
+    `vocab_size`, then `eos_id`. A tokenizer is its fingerprint (`tokenizer_sha256`) where both manifests record
+    one, so the folder it was read from does not matter; else its path (resolved where both exist)."""
+    same_by_print = bool(a.get("tokenizer_sha256") and b.get("tokenizer_sha256"))
+    for key in ("tokenizer_sha256" if same_by_print else "tokenizer", "vocab_size", "eos_id"):
+        x, y = a.get(key), b.get(key)
+        if key == "tokenizer" and x and y and Path(x).exists() and Path(y).exists():
+            x, y = Path(x).resolve(), Path(y).resolve()
+        if x != y:
+            return key
+    return None
 
 
 def write_manifest(folder: Path, files: list[dict[str, Any]], **info: Any) -> dict[str, Any]:

@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shards.indexed import IndexedDataset
-from shards.manifest import MANIFEST, read_manifest, resolve_prefixes
+from shards.manifest import MANIFEST, read_manifest, resolve_prefixes, token_space_difference
 
 log = logging.getLogger("mathmix.shards")
 MAX_BLEND_DOCUMENTS = 500_000_000  # ~14 bytes of index per document: beyond this it is surely a mistake
@@ -133,27 +133,29 @@ def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -
 
 
 def check_token_spaces(config: MixtureConfig) -> None:
-    """Refuse a mixture whose shard folders were tokenized differently: their manifests disagree on the tokenizer's
-    fingerprint (`tokenizer_sha256`, where recorded), the vocabulary size or the EOS id.
-
-    Blending them would train on two id spaces at once without any error. Prefixes without a manifest.json are not
-    checked (nothing records their tokenizer); the folder a tokenizer was read from does not matter.
-    """
-    seen: dict[tuple[Any, Any], str] = {}
-    prints: dict[str, str] = {}
+    """Refuse a mixture whose shard folders were tokenized differently (`token_space_difference` between their
+    manifests): blending them would train on two id spaces at once without any error. Prefixes without a
+    manifest.json are not checked (nothing records their tokenizer)."""
+    first: tuple[str, dict[str, Any]] | None = None
     for spec in config.sources:
         for path in spec.paths:
             if not (Path(path) / MANIFEST).is_file():
                 continue
             manifest = read_manifest(path)
-            seen.setdefault((manifest.get("vocab_size"), manifest.get("eos_id")), str(path))
-            if manifest.get("tokenizer_sha256"):
-                prints.setdefault(manifest["tokenizer_sha256"], str(path))
-    if len(seen) > 1 or len(prints) > 1:
-        described = "; ".join(f"{where}: vocab {v}, eos {e}" for (v, e), where in seen.items())
-        if len(prints) > 1:
-            described = "; ".join(f"{where}: tokenizer {sha}" for sha, where in prints.items())
-        raise ValueError(f"mixture {config.name}: its shards come from different tokenizers ({described})")
+            if first is None:
+                first = (str(path), manifest)
+            elif token_space_difference(first[1], manifest):
+                described = "; ".join(
+                    f"{where}: {_token_space(m)}" for where, m in (first, (str(path), manifest))
+                )
+                raise ValueError(
+                    f"mixture {config.name}: its shards come from different tokenizers ({described})"
+                )
+
+
+def _token_space(manifest: dict[str, Any]) -> str:
+    tokenizer = manifest.get("tokenizer_sha256") or manifest.get("tokenizer")
+    return f"tokenizer {tokenizer}, vocab {manifest.get('vocab_size')}, eos {manifest.get('eos_id')}"
 
 
 class _Source:
