@@ -9,7 +9,10 @@ Parquet (x --repeat). One BPE tokenizer is trained on them first (not timed). Th
   mathmix    `shards build` end to end: datatrove Parquet reader -> tokenize -> .bin/.idx -> sha256 -> manifest
   datatrove  ParquetReader -> MegatronDocumentTokenizer (same tokenizer, same EOS, same batch size)
 Each pipeline runs one datatrove task in-process, so all use the same cores (tokenizers' own threads). The
-contenders run round-robin, --rounds times, and each keeps its best time (shared machines only add noise).
+contenders run round-robin, --rounds times, each run in a fresh process, and each keeps its best time (shared
+machines only add noise). Fresh processes because one process running encode_batch again and again slows down
+by itself (raw: 2.82 s, then 2.89, 3.11, 3.25 s in one process; 2.66-2.88 s each in fresh ones), which
+penalised whichever contender ran later in the round.
 Targets: mathmix >= 0.9x raw, and >= datatrove.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -84,47 +88,70 @@ def bench_datatrove(corpus: Path, tok_dir: Path, out: Path, batch_size: int) -> 
     return sum(IndexedDataset(p.with_suffix("")).num_tokens for p in out.glob("*.idx")), seconds
 
 
+def run_one(name: str, texts: list[str], corpus: Path, tok_dir: Path, out: Path, batch_size: int):
+    if name == "raw encode_batch":
+        return bench_raw(tok_dir / "tokenizer.json", texts, batch_size)
+    if name == "raw encode_batch_fast":
+        return bench_raw(tok_dir / "tokenizer.json", texts, batch_size, True)
+    if name == "mathmix shards build":
+        return bench_mathmix(corpus, tok_dir, out, batch_size)
+    return bench_datatrove(corpus, tok_dir, out, batch_size)
+
+
+CONTENDERS = ["raw encode_batch", "raw encode_batch_fast", "mathmix shards build", "datatrove"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="copies of the texts (more tokens)")
     parser.add_argument("--rounds", type=int, default=3, help="round-robin rounds; each keeps its best time")
     parser.add_argument("--vocab-size", type=int, default=16_384)
     parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--child", nargs=3, metavar=("NAME", "WORKDIR", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if not DATA.is_dir():
         sys.exit(f"../shared/data not found at {DATA}")
     from loguru import logger
 
     logger.remove()  # datatrove's per-task logging would drown the figures
+    texts = load_texts(args.repeat)
+    if args.child:  # one timed run in this fresh process; the figures go back as one JSON line
+        name, work, out = args.child
+        tokens, seconds = run_one(
+            name, texts, Path(work) / "corpus", Path(work) / "tok", Path(out), args.batch_size
+        )
+        print(json.dumps({"tokens": tokens, "seconds": seconds}))
+        return
     from shards.tokenizer import train_tokenizer
 
-    texts = load_texts(args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        corpus = tmp / "corpus"
+        work = Path(tmp)
+        corpus = work / "corpus"
         corpus.mkdir()
         for k in range(4):
             part = texts[k::4]
             pq.write_table(
                 pa.table({"id": [str(i) for i in range(len(part))], "text": part}), corpus / f"{k}.parquet"
             )
-        tok_dir = train_tokenizer(texts[:20_000], tmp / "tok", vocab_size=args.vocab_size)
+        train_tokenizer(texts[:20_000], work / "tok", vocab_size=args.vocab_size)
         print(f"{len(texts):,} documents, {sum(map(len, texts)) / 1e6:.1f} M chars, vocab {args.vocab_size}")
-        contenders = {
-            "raw encode_batch": lambda r: bench_raw(tok_dir / "tokenizer.json", texts, args.batch_size),
-            "raw encode_batch_fast": lambda r: bench_raw(
-                tok_dir / "tokenizer.json", texts, args.batch_size, True
-            ),
-            "mathmix shards build": lambda r: bench_mathmix(
-                corpus, tok_dir, tmp / f"mathmix{r}", args.batch_size
-            ),
-            "datatrove": lambda r: bench_datatrove(corpus, tok_dir, tmp / f"datatrove{r}", args.batch_size),
-        }
         # round-robin, best of N: on a shared machine, other load only ever slows a run down
         best: dict[str, tuple[int, float]] = {}
         for r in range(args.rounds):
-            for name, run in contenders.items():
-                tokens, seconds = run(r)
+            for i, name in enumerate(CONTENDERS):
+                child = [sys.executable, __file__, "--repeat", str(args.repeat)]
+                child += [
+                    "--batch-size",
+                    str(args.batch_size),
+                    "--child",
+                    name,
+                    str(work),
+                    str(work / f"out{r}_{i}"),
+                ]
+                done = subprocess.run(child, check=True, capture_output=True, text=True)
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                tokens, seconds = result["tokens"], result["seconds"]
+                print(f"  round {r}: {name:>22} {seconds:6.2f} s", flush=True)
                 if name not in best or seconds < best[name][1]:
                     best[name] = (tokens, seconds)
     rates = {}
