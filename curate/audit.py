@@ -4,6 +4,10 @@
 `allowed_directories` = the run folder, `enable_external_access` off (so no file outside the run folder can be
 read or written, no extension installed or loaded), `lock_configuration` on (so no SET undoes it). Every query,
 the user's and the report's alike, then passes `curate.audit_guard.check_read_only` before it runs.
+
+Queries larger than memory spill to a private temporary folder made for the session (0700, removed on close),
+not DuckDB's default `<cwd>/.tmp/`: DuckDB adds its temp folder to the readable directories, and a private
+empty one holds nothing but this session's own spill files.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import base64
 import decimal
 import json
 import math
+import shutil
+import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,20 +46,26 @@ class Column:
 class AuditSession:
     """An in-memory DuckDB connection with the run's relations, locked read-only."""
 
-    def __init__(self, run_dir: str | Path, threads: int | None = None):
+    def __init__(self, run_dir: str | Path, threads: int | None = None, memory_limit: str | None = None):
         self.run_dir = Path(run_dir).resolve()
         if not self.run_dir.is_dir():
             raise FileNotFoundError(f"{run_dir}: run folder not found")
-        # No temp directory: DuckDB would add its default (`<cwd>/.tmp/`) to allowed_directories, so a query
-        # could read files there; the audit then never spills to disk (a query larger than memory fails).
+        self.spill_dir = Path(tempfile.mkdtemp(prefix="mathmix-audit-"))  # see the module docstring
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self.spill_dir, ignore_errors=True)
         config: dict[str, Any] = {
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
-            "temp_directory": "",
+            "temp_directory": str(self.spill_dir),
         }
         if threads:
             config["threads"] = threads
-        self.con = duckdb.connect(":memory:", config=config)
+        if memory_limit:
+            config["memory_limit"] = memory_limit
+        try:
+            self.con = duckdb.connect(":memory:", config=config)
+        except duckdb.Error as err:  # e.g. a memory limit DuckDB cannot parse
+            self._cleanup()
+            raise ValueError(f"DuckDB refused the settings ({str(err).splitlines()[0]})") from None
         self.relations = create_all(self.con, self.run_dir)
         self._lock()
 
@@ -66,6 +79,7 @@ class AuditSession:
 
     def close(self) -> None:
         self.con.close()
+        self._cleanup()
 
     def __enter__(self) -> AuditSession:
         return self

@@ -17,13 +17,20 @@ audit_app = typer.Typer(
 RUN_DIR = typer.Argument(..., help="run folder (the output_dir of a recipe)", exists=True, file_okay=False)
 
 
-def _session(run_dir: Path, threads: int | None = None):
+MEMORY_LIMIT = typer.Option(
+    None,
+    "--memory-limit",
+    help="DuckDB memory limit, e.g. 4GB (default: 80% of RAM); larger queries spill to a private temp folder",
+)
+
+
+def _session(run_dir: Path, memory_limit: str | None = None):
     from curate.audit import AuditSession
 
     try:
-        return AuditSession(run_dir, threads=threads)
-    except FileNotFoundError as err:
-        fail(str(err))
+        return AuditSession(run_dir, memory_limit=memory_limit)
+    except (FileNotFoundError, ValueError) as err:
+        fail(str(err) if isinstance(err, FileNotFoundError) else f"--memory-limit {memory_limit}: {err}")
 
 
 @audit_app.command("sql")
@@ -39,6 +46,7 @@ def sql_cmd(
         None, "-o", "--output", help="write the result here instead of stdout"
     ),
     max_width: int = typer.Option(80, "--max-width", help="table format: cut cells longer than this"),
+    memory_limit: str | None = MEMORY_LIMIT,
 ) -> None:
     """Run one read-only SQL statement over the run's views. Reads RUN_DIR; writes stdout or -o FILE only
     (-o inside RUN_DIR is refused).
@@ -55,7 +63,7 @@ def sql_cmd(
             check_output_path(run_dir, output)
         except ValueError as err:
             fail(f"refused: {err}")
-    session = _session(run_dir)
+    session = _session(run_dir, memory_limit)
     try:
         text = write_result(session.query(query), fmt, output, max_width=max_width)
     except AuditRefused as err:
@@ -112,6 +120,7 @@ def report_cmd(
         None, "--math-threshold", min=0, max=1, help="default: from web summary.json"
     ),
     top_n: int = typer.Option(20, "--top", min=1, help="rows in top-N tables (domains, languages)"),
+    memory_limit: str | None = MEMORY_LIMIT,
 ) -> None:
     """Write the audit report: one self-contained HTML file and a Markdown twin (plots in <stem>_plots/).
 
@@ -130,9 +139,13 @@ def report_cmd(
     except ValueError as err:
         fail(f"refused: {err}")
     try:
-        result = write_report(run_dir, html_path, md_path, math_threshold=math_threshold, top_n=top_n)
+        result = write_report(
+            run_dir, html_path, md_path, math_threshold=math_threshold, top_n=top_n, memory_limit=memory_limit
+        )
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
+    except ValueError as err:  # DuckDB refused --memory-limit
+        fail(f"--memory-limit {memory_limit}: {err}")
     for section in result["sections"].values():
         for note in section["notes"]:
             if note.startswith("not available"):

@@ -257,12 +257,13 @@ def write_report(
     math_threshold: float | None = None,
     top_n: int = 20,
     threads: int | None = None,
+    memory_limit: str | None = None,
 ) -> dict[str, Any]:
     """Build the canned report over `run_dir` and write HTML (+ Markdown); return its numbers and files."""
     if md_path is not None and Path(md_path).resolve() == Path(html_path).resolve():
         raise ValueError(f"{html_path}: the HTML report and its Markdown twin would be the same file")
     start = time.time()
-    with AuditSession(run_dir, threads=threads) as session:
+    with AuditSession(run_dir, threads=threads, memory_limit=memory_limit) as session:
         sections = build_report(session, math_threshold=math_threshold, top_n=top_n)
         corpus_docs = session.scalar("SELECT count(*) FROM corpus") if session.has("corpus") else 0
         relations = dict(session.relations)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from curate.summary import write_summary
 from pipelines.stages import StageContext
@@ -31,6 +31,22 @@ class Config(BaseModel):
     top_n: int = Field(20, ge=1, description="rows in top-N tables (domains, languages)")
     markdown: bool = Field(True, description="also write report.md and report_plots/")
     threads: int | None = Field(None, ge=1, description="DuckDB threads (default: all cores)")
+    memory_limit: str | None = Field(
+        None, description="DuckDB memory limit, e.g. 4GB (default: 80% of RAM); larger queries spill to disk"
+    )
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _duckdb_reads_it(cls, value: str | None) -> str | None:
+        """Checked when the recipe is read (DuckDB parses it), not after the stages before the audit ran."""
+        if value is not None:
+            import duckdb
+
+            try:
+                duckdb.connect(":memory:", config={"memory_limit": value}).close()
+            except duckdb.Error as err:
+                raise ValueError(str(err).splitlines()[0]) from None
+        return value
 
 
 def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
@@ -46,6 +62,7 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
         math_threshold=config.math_threshold,
         top_n=config.top_n,
         threads=config.threads,
+        memory_limit=config.memory_limit,
     )
     summary = {
         "docs_in": result["corpus_docs"],

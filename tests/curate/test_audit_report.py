@@ -157,7 +157,7 @@ def test_report_on_a_web_only_run_says_what_is_missing(tmp_path):
 
 
 def test_audit_stage_writes_report_and_summary(run_dir, tmp_path):
-    config = parse_stage_config("audit", {"top_n": 5})
+    config = parse_stage_config("audit", {"top_n": 5, "memory_limit": "1GB"})
     out = run_dir / "audit"
     ctx = StageContext(run_dir=run_dir, out_dir=out, inputs=[], executor=ExecutorConfig())
     from pipelines.audit import run_stage
@@ -169,6 +169,8 @@ def test_audit_stage_writes_report_and_summary(run_dir, tmp_path):
     assert len(summary["sections"]["domains"]["by_docs"]) == 5
     with pytest.raises(ValueError):
         parse_stage_config("audit", {"top": 5})
+    with pytest.raises(ValueError, match="Memory must have a number"):  # when the recipe is read
+        parse_stage_config("audit", {"memory_limit": "lots"})
     # a second audit does not audit its own folder
     with AuditSession(run_dir) as session:
         assert not any(r.startswith("audit") for r in session.relations)

@@ -274,15 +274,38 @@ def test_output_inside_the_run_folder_is_refused(run_dir, tmp_path):
     assert out.exit_code == 0 and (run_dir / "audit" / "mine.html").is_file(), out.output
 
 
-def test_no_temp_directory_is_readable(run_dir, tmp_path, monkeypatch):
+def test_only_the_sessions_own_spill_folder_is_added_to_the_readable_ones(run_dir, tmp_path, monkeypatch):
     # DuckDB's default temp directory is <cwd>/.tmp/, which it adds to allowed_directories
     (tmp_path / ".tmp").mkdir()
     (tmp_path / ".tmp" / "secret.txt").write_text("secret")
     monkeypatch.chdir(tmp_path)
     with AuditSession(run_dir) as s:
-        assert s.scalar("SELECT current_setting('allowed_directories')") == [str(run_dir.resolve()) + "/"]
+        allowed = s.scalar("SELECT current_setting('allowed_directories')")
+        assert sorted(allowed) == sorted([str(run_dir.resolve()) + "/", str(s.spill_dir) + "/"])
+        assert s.spill_dir.is_dir() and not list(s.spill_dir.iterdir())  # private and fresh
         with pytest.raises(AuditRefused):
             s.query(f"SELECT content FROM read_text('{tmp_path}/.tmp/secret.txt')")
+
+
+def test_a_query_larger_than_the_memory_limit_spills_and_the_spill_folder_goes(run_dir, tmp_path):
+    # 2M distinct groups: out of memory at 40MB without a temp directory (measured), fine when it spills
+    big = "SELECT count(*) FROM (SELECT m, count(*) FROM (SELECT md5(range::VARCHAR) AS m FROM range(2000000)) GROUP BY m)"
+    with AuditSession(run_dir, memory_limit="40MB") as s:
+        assert s.scalar(big) == 2_000_000
+        spill = s.spill_dir
+    assert not spill.exists()
+    with pytest.raises(ValueError, match="DuckDB refused the settings"):
+        AuditSession(run_dir, memory_limit="lots")
+    out = CliRunner().invoke(
+        _cli(), ["audit", "sql", str(run_dir), big, "--memory-limit", "40MB", "-f", "json"]
+    )
+    assert out.exit_code == 0 and json.loads(out.stdout) == [{"count_star()": 2_000_000}], out.output
+    for command in (
+        ["sql", str(run_dir), "SELECT 1"],
+        ["report", str(run_dir), "-o", str(tmp_path / "r.html")],
+    ):
+        out = CliRunner().invoke(_cli(), ["audit", *command, "--memory-limit", "lots"])
+        assert out.exit_code == 2 and "--memory-limit lots: DuckDB refused" in out.output, out.output
 
 
 def test_install_is_named_in_its_refusal(session):
