@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mathmix.paths import stage_data
+from mathmix.paths import StageFoldersInside
+from mathmix.paths import stage_data as _stage_data
 
 # Benchmark field pairs (question-like, answer-like), tried in order: MATH, GSM8K, OlympiadBench, MATH8K.
 BENCH_FIELDS = [
@@ -27,6 +28,14 @@ CORPUS_SUFFIXES = (".parquet", ".jsonl", ".json")
 
 class InputError(ValueError):
     """An input path that cannot be read as a classifier corpus; the message names the path."""
+
+
+def stage_data(path: str | Path) -> Path:
+    """`mathmix.paths.stage_data`, its refusal of a folder of stage folders as an InputError."""
+    try:
+        return _stage_data(path)
+    except StageFoldersInside as err:
+        raise InputError(str(err)) from None
 
 
 @dataclass(frozen=True)

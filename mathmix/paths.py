@@ -1,7 +1,9 @@
 """Input paths as users give them: stage folders, globs, `{run_dir}`.
 
 A stage folder (one holding `data/`) means its `data/`: reading it whole would bring back what the stage dropped
-(`rejects/`), its work files and its reports. Every command that reads documents resolves inputs here.
+(`rejects/`), its work files and its reports. A folder of stage folders (a run folder, RUN/branches) is refused,
+naming them: read whole, it mixes every stage's output with every stage's rejects. Every command that reads
+documents resolves inputs here.
 """
 
 from __future__ import annotations
@@ -13,10 +15,37 @@ from pathlib import Path
 GLOB_CHARS = ("*", "?", "[")
 
 
+STAGE_MARKS = ("summary.json", "job.json", "rejects", "logs")
+
+
+def _written_by_a_stage(folder: Path) -> bool:
+    """A mathmix stage folder: data/ and a stage's own files (a dataset's plain `x/data/` folder is not one)."""
+    return (folder / "data").is_dir() and any((folder / mark).exists() for mark in STAGE_MARKS)
+
+
+class StageFoldersInside(ValueError):
+    """A folder of stage folders was given where documents are read."""
+
+
 def stage_data(path: str | Path) -> Path:
-    """PATH/data when PATH is a stage folder (it holds a `data/` folder), else PATH."""
+    """PATH/data when PATH is a stage folder (it holds a `data/` folder), else PATH.
+
+    Raises:
+        StageFoldersInside: PATH is not a stage folder but holds some (e.g. a run folder).
+    """
     path = Path(path)
-    return path / "data" if path.is_dir() and (path / "data").is_dir() else path
+    if not path.is_dir():
+        return path
+    if (path / "data").is_dir():
+        return path / "data"
+    stages = sorted(child.name for child in path.iterdir() if _written_by_a_stage(child))
+    if stages:
+        shown = ", ".join(stages[:8]) + (", ..." if len(stages) > 8 else "")
+        raise StageFoldersInside(
+            f"{path} holds stage folders ({shown}): read whole it would mix every stage's output and rejects; "
+            f"give the stage(s) to read, e.g. {path / stages[-1]}"
+        )
+    return path
 
 
 def expand_inputs(patterns: Iterable[str | Path], run_dir: str | Path | None = None) -> list[str]:

@@ -246,3 +246,25 @@ def test_an_output_that_is_a_file_is_named_by_every_stage_command(tmp_path):
         done = subprocess.run([sys.executable, "-m", "mathmix", *args, "-o", "afile"], cwd=tmp_path,
                               capture_output=True, text=True, env=env)  # fmt: skip
         assert done.returncode == 2 and "afile: exists and is not a folder" in done.stderr, done.stderr
+
+
+def test_a_folder_of_stage_folders_is_refused_by_every_reader_naming_them(tmp_path):
+    from classifiers.data import InputError, read_input
+    from curate.dedup_io import document_files
+    from mathmix.paths import StageFoldersInside
+    from shards.tokenizer import corpus_files
+
+    run = tmp_path / "run"
+    _stage_folder(run / "web")
+    _stage_folder(run / "dedup")
+    for read in (corpus_files, document_files):
+        with pytest.raises(StageFoldersInside, match=r"holds stage folders \(dedup, web\)"):
+            read([run])
+    with pytest.raises(InputError, match="holds stage folders"):
+        read_input(run)
+    # each stage folder, and a dataset laid out as NAME/data/ (no stage files), read as before
+    assert len(corpus_files([run / "web", run / "dedup"])) == 2
+    dataset = tmp_path / "corpora" / "openwebmath" / "data"
+    dataset.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["a"], "text": ["x"]}), dataset / "train-00000.parquet")
+    assert corpus_files([tmp_path / "corpora"]) == [dataset / "train-00000.parquet"]
