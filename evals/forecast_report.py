@@ -84,9 +84,15 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     Each record needs `A`, `Cmid` and at least one of `lr`, `batch_size`. Returns per target the intercept and
     the slope per hyperparameter that varies, the R^2, and the best run by A. A hyperparameter with one value in
     every run is reported under `fixed` and left out of the fit: its log column is a multiple of the intercept's,
-    so lstsq would split the intercept between the two and report a slope that means nothing.
+    so lstsq would split the intercept between the two and report a slope that means nothing. One that only some
+    runs carry is left out too, and listed under `ignored` with the runs that lack it.
     """
     present = [k for k in ("lr", "batch_size") if records and all(k in r for r in records)]
+    ignored = {
+        k: [str(r.get("run")) for r in records if k not in r]
+        for k in ("lr", "batch_size")
+        if k not in present and any(k in r for r in records)
+    }
     bad = next((r for r in records for k in present if not r[k] > 0), None)
     if bad is not None:
         raise ValueError(f"run {bad.get('run')!r}: lr and batch_size must be > 0 for a log-scale fit")
@@ -98,7 +104,7 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     if len(records) < len(keys) + 1:
         raise ValueError(f"a sweep fit over {' and '.join(keys)} needs {len(keys) + 1} runs or more")
     design = np.column_stack([np.ones(len(records))] + [np.log([r[k] for r in records]) for k in keys])
-    out: dict[str, Any] = {"hyperparameters": keys, "fixed": fixed, "runs": len(records)}
+    out: dict[str, Any] = {"hyperparameters": keys, "fixed": fixed, "runs": len(records), "ignored": ignored}
     for target, values in (
         ("A", [r["A"] for r in records]),
         ("log_Cmid", np.log([r["Cmid"] for r in records])),

@@ -63,6 +63,11 @@ def add_sweep_commands(app: typer.Typer) -> None:
             fit = fit_sweep(records)
         except ValueError as err:
             fail(str(err))
+        for key, runs in fit["ignored"].items():
+            shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
+            console.print(
+                f"[yellow]warning: {key} left out of the fit: {len(runs)} run(s) do not give it ({shown})[/]"
+            )
         fit["records"] = records
         if out:
             write_json(out, fit)

@@ -248,6 +248,23 @@ def test_sweep_fit_leaves_a_constant_batch_size_out_of_the_fit():
     assert fit["A"]["intercept"] == pytest.approx(0.4 - 0.03 * math.log(1e-6), abs=1e-9)
     with pytest.raises(ValueError, match="every run has lr 1e-06, batch_size 64"):
         fit_sweep([{**r, "lr": 1e-6} for r in records])
+    assert fit["ignored"] == {}
+
+
+def test_sweep_fit_names_a_hyperparameter_only_some_runs_give():
+    records = [
+        {
+            "run": f"run{i}",
+            "A": 0.4 + 0.03 * math.log(lr / 1e-6),
+            "Cmid": 80.0,
+            "lr": lr,
+            "batch_size": 64 * 2**i,
+        }
+        for i, lr in enumerate((1e-6, 2e-6, 4e-6))
+    ]
+    del records[1]["batch_size"]
+    fit = fit_sweep(records)
+    assert fit["hyperparameters"] == ["lr"] and fit["ignored"] == {"batch_size": ["run1"]}
 
 
 def _curve_csv(path, columns: dict[str, np.ndarray], x: np.ndarray) -> None:
