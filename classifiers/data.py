@@ -7,7 +7,6 @@ came from), so that train/test splits and the eval command can make sure no sour
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from mathmix.paths import StageFoldersInside
 from mathmix.paths import stage_data as _stage_data
+from mathmix.records import read_records
 
 # Benchmark field pairs (question-like, answer-like), tried in order: MATH, GSM8K, OlympiadBench, MATH8K.
 BENCH_FIELDS = [
@@ -61,20 +61,11 @@ def source_name(path: Path) -> str:
 
 
 def _iter_json_rows(path: Path) -> Iterator[dict]:
-    if path.suffix == ".json":
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise InputError(f"{path}: not valid JSON ({err.msg})") from None
-        yield from (data if isinstance(data, list) else [data])
-        return
-    with path.open() as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise InputError(f"{path}:{n}: not valid JSON ({err.msg})") from None
+    try:
+        for _, record in read_records(path):
+            yield record
+    except ValueError as err:
+        raise InputError(str(err)) from None
 
 
 def iter_rows(path: Path) -> Iterator[dict]:

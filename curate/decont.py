@@ -32,10 +32,10 @@ from curate.decont_sources import (
     TEXT_FIELDS,
     benchmark_files,
     problem_texts,
-    read_records,
     record_texts,
 )
 from curate.dedup_text import TOKEN_RE, ngram_hashes, normalize_math_text, token_hashes
+from mathmix.records import read_records
 
 __all__ = [
     "BENCH_SUFFIXES",

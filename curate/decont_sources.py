@@ -6,9 +6,8 @@ their parent folders (`bench/gsm8k/test`, `qwen_eval/gsm8k/test`), so a hit's li
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,34 +64,6 @@ def prompt_texts(record: dict) -> list[str]:
     if not record_texts(record, PROBLEM_FIELDS + PROMPT_EXTRA_FIELDS):
         return []
     return record_texts(record, TEXT_FIELDS + PROMPT_EXTRA_FIELDS)
-
-
-def read_records(path: Path) -> Iterator[tuple[int, Any]]:
-    """(position, JSON value) of every record: 0-based line of a JSONL file, or index in a `.json` array.
-
-    Blank lines are skipped; a line that is not JSON (or not UTF-8) is a ValueError naming the file and line.
-    """
-    if path.suffix == ".json":
-        try:
-            data = json.loads(path.read_bytes().decode("utf-8"))
-        except UnicodeDecodeError:
-            raise ValueError(f"{path}: not UTF-8 text") from None
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
-        if not isinstance(data, list):
-            raise ValueError(f"{path}: a .json file must hold a list of records, not a {type(data).__name__}")
-        yield from enumerate(data)
-        return
-    with path.open("rb") as f:
-        for line_no, raw in enumerate(f):
-            try:
-                line = raw.decode("utf-8").strip()
-                if line:
-                    yield line_no, json.loads(line)
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}:{line_no + 1}: not UTF-8 text") from None
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{line_no + 1}: not valid JSON ({err.msg})") from None
 
 
 def benchmark_files(paths: Sequence[str | Path], what: str = "benchmark") -> list[tuple[str, Path]]:

@@ -7,13 +7,13 @@ split, as in Minerva's and OctoThinker's prompts), drawn with a fixed seed, or f
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evals.grading import gold_answer_from_solution
+from mathmix.records import read_objects
 
 ZERO_SHOT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 STOPS = ["\n\nProblem:", "\n\nQuestion:", "\nProblem:", "\nQuestion:", "<|endoftext|>"]
@@ -80,26 +80,6 @@ def parse_benchmarks(suite: str | None, benchmarks: str | None) -> list[tuple[st
     return list(SUITES[suite or "octothinker"])
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSONL file; ValueError naming the file and line where one is not a JSON object."""
-    records = []
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"{path}:{number}: not a JSON record ({err})") from None
-                if not isinstance(record, dict):
-                    raise ValueError(f"{path}:{number}: not a JSON object")
-                records.append(record)
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text (expected JSONL)") from None
-    return records
-
-
 def _first_existing(data_dir: Path, candidates: tuple[str, ...]) -> Path | None:
     return next((data_dir / c for c in candidates if (data_dir / c).exists()), None)
 
@@ -140,7 +120,7 @@ def load_benchmark(name: str, data_dir: Path, limit: int | None = None) -> list[
     path = find_test_file(name, data_dir)
     if path is None:
         return None
-    items = [n for i, r in enumerate(_read_jsonl(path)) if (n := normalize(r, i)) is not None]
+    items = [n for i, r in enumerate(read_objects(path)) if (n := normalize(r, i)) is not None]
     return items[:limit] if limit is not None else items
 
 
@@ -151,13 +131,13 @@ def load_exemplars(
     if shots <= 0:
         return []
     if prompt_file is not None:
-        records = _read_jsonl(prompt_file)
+        records = read_objects(prompt_file)
         pool = [r for r in records if r.get("benchmark") in (None, name)]
     else:
         path = _first_existing(data_dir, BENCHMARKS[name].train)
         if path is None:
             raise FileNotFoundError(f"{name}: no training split under {data_dir} for {shots}-shot exemplars")
-        pool = _read_jsonl(path)
+        pool = read_objects(path)
     items = [n for i, r in enumerate(pool) if (n := normalize(r, i)) is not None and n["solution"]]
     if prompt_file is not None:
         if not items:  # would silently turn a few-shot benchmark into a bare prompt

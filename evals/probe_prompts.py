@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from evals.benchmarks import BENCHMARKS, SUITES
-
-
-def _read_records(path: Path) -> list[Any]:
-    """JSON array or JSONL records of PATH; ValueError naming the file (and line) for unreadable text."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text (expected JSONL or a JSON array)") from None
-    if text.lstrip().startswith("["):
-        try:
-            return list(json.loads(text))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not a valid JSON array ({err})") from None
-    records = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number}: not a JSON record ({err})") from None
-    return records
+from mathmix.records import read_records
 
 
 def load_prompts(path: Path) -> list[dict[str, str]]:
@@ -36,7 +15,7 @@ def load_prompts(path: Path) -> list[dict[str, str]]:
     Raises:
         ValueError: naming PATH when it holds no records, or none with a prompt and an answer.
     """
-    records = _read_records(path)
+    records = [record for _, record in read_records(path)]
     if not records:
         raise ValueError(f"no prompts in {path}")
     out = []

@@ -145,7 +145,8 @@ def check_prompts(
     "hits_per_benchmark": {...}, "rows": [{file, line, overlaps}]}. No readable prompt at all is a ValueError.
     """
     from curate.decont import BenchmarkIndex
-    from curate.decont_sources import benchmark_files, prompt_texts, read_records
+    from curate.decont_sources import benchmark_files, prompt_texts
+    from mathmix.records import read_records
 
     files = benchmark_files(prompt_files, what="prompt")  # a missing prompt file fails before the index
     index = BenchmarkIndex(evals, ngram, min_words, short_min_tokens)

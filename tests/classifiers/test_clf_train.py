@@ -290,7 +290,7 @@ def test_unreadable_files_and_unwritable_outputs_are_one_line_errors(model, corp
         read_input(corrupt)
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    with pytest.raises(InputError, match="broken.json: not valid JSON"):
+    with pytest.raises(InputError, match="broken.json:1: not valid JSON"):
         read_input(broken)
     result = CliRunner().invoke(app, ["classifier", "score", str(model), str(corrupt)])
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit)

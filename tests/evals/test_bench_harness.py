@@ -255,7 +255,7 @@ def test_prompt_file_without_exemplars_for_a_benchmark_is_an_error(bench_dir, tm
     with pytest.raises(ValueError, match="no math500 exemplars in .*shots.jsonl"):
         load_exemplars("math500", bench_dir, 2, prompt_file=shots)  # was a silent zero-shot prompt
     shots.write_text('{"question": "q?"\n')
-    with pytest.raises(ValueError, match="shots.jsonl:1: not a JSON record"):
+    with pytest.raises(ValueError, match="shots.jsonl:1: not valid JSON"):
         load_exemplars("gsm8k", bench_dir, 2, prompt_file=shots)
 
 

@@ -109,7 +109,7 @@ def test_prompt_files_without_prompts_are_named(tmp_path, inputs):
         ValueError, match=r"no prompt/answer fields in .*fields.jsonl \(fields found: a, q, text"
     ):
         load_prompts(fields)
-    with pytest.raises(ValueError, match="broken.jsonl:2: not a JSON record"):
+    with pytest.raises(ValueError, match="broken.jsonl:2: not valid JSON"):
         load_prompts(broken)
     _, bench = inputs
     result = _eval("rl-probe", "m", "--prompts", str(fields), "--data-dir", str(bench))

@@ -1,0 +1,59 @@
+"""Reading JSON records: one reader for JSONL files and JSON arrays, used by decont, the classifier and the evals.
+
+Its errors name the file and the line (`FILE:LINE: not valid JSON (...)`, `FILE:LINE: not UTF-8 text`), so a
+user can open the bad record; every command that reads JSON records reports them the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def read_records(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(position, JSON value) of every record: 0-based line of a JSONL file, or index in a JSON array.
+
+    A `.json` file, or any file whose text starts with `[`, is one JSON array; anything else is JSONL. Blank
+    lines are skipped.
+
+    Raises:
+        ValueError: naming the file (and line) where the text is not UTF-8 or not JSON, or where a `.json`
+            file holds something other than an array.
+    """
+    path = Path(path)
+    with path.open("rb") as f:
+        head = f.read(64).lstrip()
+    if path.suffix == ".json" or head.startswith(b"["):
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not UTF-8 text") from None
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: a .json file must hold a list of records, not a {type(data).__name__}")
+        yield from enumerate(data)
+        return
+    with path.open("rb") as f:
+        for line_no, raw in enumerate(f):
+            try:
+                line = raw.decode("utf-8").strip()
+                if line:
+                    yield line_no, json.loads(line)
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{line_no + 1}: not UTF-8 text") from None
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{line_no + 1}: not valid JSON ({err.msg})") from None
+
+
+def read_objects(path: str | Path) -> list[dict[str, Any]]:
+    """The records of PATH (see `read_records`), each required to be a JSON object."""
+    records = []
+    for position, record in read_records(path):
+        if not isinstance(record, dict):
+            where = f"line {position + 1}" if Path(path).suffix != ".json" else f"record {position}"
+            raise ValueError(f"{path}: {where} is not a JSON object")
+        records.append(record)
+    return records

@@ -1,0 +1,31 @@
+"""The one JSON-records reader behind decont, the classifier and the evals."""
+
+from __future__ import annotations
+
+import pytest
+
+from mathmix.records import read_objects, read_records
+
+
+def test_jsonl_and_arrays_by_suffix_or_content(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"q": 1}\n\n{"q": 2}\n')
+    assert list(read_records(tmp_path / "a.jsonl")) == [(0, {"q": 1}), (2, {"q": 2})]  # positions are lines
+    (tmp_path / "b.json").write_text('[{"q": 1},\n {"q": 2}]')
+    (tmp_path / "prompts.txt").write_text('  [{"q": 1}, {"q": 2}]')  # an array under any name
+    for name in ("b.json", "prompts.txt"):
+        assert [r for _, r in read_records(tmp_path / name)] == [{"q": 1}, {"q": 2}]
+
+
+def test_errors_name_the_file_and_line(tmp_path):
+    (tmp_path / "bad.jsonl").write_text('{"q": 1}\n{"q": \n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid JSON"):
+        list(read_records(tmp_path / "bad.jsonl"))
+    (tmp_path / "latin.jsonl").write_bytes('{"q": "caf\u00e9"}\n'.encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin.jsonl:1: not UTF-8 text"):
+        list(read_records(tmp_path / "latin.jsonl"))
+    (tmp_path / "list.jsonl").write_text('{"q": 1}\n"just a string"\n')
+    with pytest.raises(ValueError, match=r"list.jsonl: line 2 is not a JSON object"):
+        read_objects(tmp_path / "list.jsonl")
+    (tmp_path / "obj.json").write_text('{"q": 1}')
+    with pytest.raises(ValueError, match=r"obj.json: a .json file must hold a list of records, not a dict"):
+        list(read_records(tmp_path / "obj.json"))
