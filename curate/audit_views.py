@@ -24,7 +24,7 @@ REPORT_SUFFIXES = (".json",)  # JSON documents; .jsonl files become lazy views (
 # Sub-folders of a stage that are not reports: outputs, rejects, datatrove logs, models, tokenizers.
 NOT_REPORT_FOLDERS = {"data", "rejects", "logs", "_model", "tokenizer", "model", "checkpoints"}
 # summaries and manifests have views of their own; job records (what wrote a folder) are not tables
-NOT_REPORT_FILES = {"summary.json", "manifest.json", "job.json", "recipe-stage.json"}
+NOT_REPORT_FILES = {"summary.json", "manifest.json", "job.json", "recipe-stage.json", "upstream.json"}
 MAX_REPORT_BYTES = 32 * 1024 * 1024  # a stage report bigger than this is left to read_json() in a query
 # Columns of the known JSON-lines reports, for the view over an empty one: a clean decont run writes an empty
 # contamination.jsonl, and `SELECT count(*) FROM decont_contamination` must say 0, not "table does not exist".
@@ -250,7 +250,7 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
                 continue
             name = _table_name(_stage_name(run_dir, folder), path.stem)
             rows = read_json_file(path)
-            if rows and name not in made:
+            if rows and any(rows) and name not in made:  # `{}` has no column to make a table of
                 _create_table(con, name, rows)
                 made[name] = f"report {path.relative_to(run_dir).as_posix()}"
     return made

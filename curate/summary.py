@@ -83,10 +83,37 @@ def summarize_logs(logging_dir: Path | str, seconds: float | None = None) -> dic
 
 
 def write_summary(out_dir: Path | str, summary: dict[str, Any]) -> Path:
-    """Write OUT/summary.json atomically; its presence marks the stage complete for `mathmix run`."""
+    """Write OUT/summary.json atomically; its presence marks the stage complete for `mathmix run`.
+
+    A rerun that found every task done (the same numbers, only its own few seconds) leaves the file as it was:
+    it keeps the stage's real timing, and the later stages, which record a hash of it, still match.
+    """
     path = Path(out_dir) / "summary.json"
+    if path.is_file():
+        try:
+            if _untimed(json.loads(path.read_text())) == _untimed(
+                json.loads(json.dumps(summary, default=str))
+            ):
+                return path
+        except ValueError:
+            pass
     write_json(path, summary)
     return path
+
+
+def _untimed(value: Any) -> Any:
+    """VALUE without its timing fields (`seconds`, `*_seconds`, `*_per_s`), at any depth."""
+    if isinstance(value, dict):
+        return {
+            k: _untimed(v)
+            for k, v in value.items()
+            if not (
+                k == "seconds" or k.endswith("_seconds") or k.endswith("_per_s") or k.endswith("_per_second")
+            )
+        }
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
 
 
 def is_balanced(summary: dict[str, Any]) -> bool:

@@ -78,12 +78,22 @@ def print_summary(summary: dict[str, Any], title: str = "summary") -> None:
         )
 
 
-def format_validation_errors(err: Any) -> str:
-    """A pydantic ValidationError as `key.path: message (got value)`, joined by `; ` (names every bad key)."""
+def format_validation_errors(err: Any, prefix: str = "") -> str:
+    """A pydantic ValidationError as `key.path: message (got value)`, joined by `; ` (names every bad key).
+
+    `prefix` goes before every key path (`stages.web`). A message that already names its key (our validators'
+    `stages.web: ...`) is not named twice, and a long value is cut (a whole `stages` mapping is no help).
+    """
     parts = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
-        parts.append(f"{loc}: {e['msg']}" + (f" (got {e['input']!r})" if e["type"] != "missing" else ""))
+        loc = ".".join(str(p) for p in (prefix, *e["loc"]) if str(p))
+        msg = e["msg"].removeprefix("Value error, ")
+        shown = repr(e["input"])
+        got = f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})" if e["type"] != "missing" else ""
+        if msg.startswith(f"{loc}.") or msg.startswith(f"{loc}:"):
+            parts.append(msg)  # a nested error, already named and with its own value
+        else:
+            parts.append(f"{loc}: {msg}{got}" if loc else f"{msg}{got}")
     return "; ".join(parts)
 
 

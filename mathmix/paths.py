@@ -9,6 +9,7 @@ documents resolves inputs here.
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -49,13 +50,13 @@ def stage_data(path: str | Path) -> Path:
 
 
 def expand_inputs(patterns: Iterable[str | Path], run_dir: str | Path | None = None) -> list[str]:
-    """`{run_dir}` substituted and globs expanded (sorted); a glob that matches nothing is an error naming it.
+    """`~` and `{run_dir}` substituted and globs expanded (sorted); a glob that matches nothing is an error naming it.
 
     Paths without glob characters are returned as given (their callers report a missing one).
     """
     out: list[str] = []
     for raw in patterns:
-        text = str(raw)
+        text = os.path.expanduser(str(raw))  # recipes are not expanded by a shell
         if run_dir is not None:
             text = text.replace("{run_dir}", str(run_dir))
         if any(ch in text for ch in GLOB_CHARS) and not Path(text).exists():

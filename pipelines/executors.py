@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class JobsSubmitted(Exception):
@@ -55,6 +55,13 @@ class ExecutorConfig(BaseModel):
         if value == 0 or value < -1:
             raise ValueError("workers must be -1 (all tasks at once) or at least 1")
         return value
+
+    @model_validator(mode="after")
+    def _slurm_needs_a_partition(self) -> ExecutorConfig:
+        # checked when the recipe is read (--dry-run included), not when the first stage submits
+        if self.kind == "slurm" and not self.partition:
+            raise ValueError("executor.partition is required when executor.kind is 'slurm'")
+        return self
 
     def build(
         self,

@@ -40,14 +40,36 @@ class Recipe(BaseModel):
         unknown = [name for name in raw if name not in STAGES]
         if unknown:
             raise ValueError(f"unknown stage(s) {unknown}; known stages: {list(STAGES)}")
-        out = {}
+        out, errors = {}, []
         for name in STAGES:  # registry order, whatever the order in the file
             if name in raw:
                 try:
                     out[name] = parse_stage_config(name, raw[name])
-                except ValidationError as err:
-                    raise ValueError(f"stages.{name}: {format_validation_errors(err)}") from None
+                except ValidationError as err:  # every bad stage is named, not only the first
+                    errors.append(format_validation_errors(err, prefix=f"stages.{name}"))
+        if errors:
+            raise ValueError("; ".join(errors))
         return out
+
+    @field_validator("output_dir")
+    @classmethod
+    def _home(cls, value: Path) -> Path:
+        return value.expanduser()  # `~/runs/x` is the user's home, not a folder named `~`
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping (plain YAML keeps the last, dropping a whole stage)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is given twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_recipe(path: str | Path) -> Recipe:
@@ -56,7 +78,7 @@ def load_recipe(path: str | Path) -> Recipe:
     if not path.is_file():
         raise RecipeError(f"{path}: recipe file not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as err:
         raise RecipeError(f"{path}: not valid YAML: {err}") from None
     if not isinstance(raw, dict):

@@ -2,10 +2,16 @@
 
 A stage that already wrote its `summary.json` is skipped as a whole on a rerun; a stage killed mid-way reruns
 only its unfinished datatrove tasks (completion markers under `STAGE/logs`).
+
+A skipped stage must still match what came before it: each stage records the summaries of the recipe's earlier
+stages as it starts (`upstream.json`, a hash of each `summary.json`). An earlier stage that was redone, added
+or left unfinished since then is refused, naming the folders to redo: skipping would keep output built from
+the old (or partial) input, and the chain would no longer be what an uninterrupted run makes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -14,11 +20,12 @@ from typing import Any
 from mathmix.cli_util import console, print_summary
 from mathmix.paths import expand_inputs
 from pipelines.executors import JobsSubmitted
-from pipelines.job_record import check_job, job_identity
+from pipelines.job_record import check_job, has_progress, job_identity
 from pipelines.recipe import Recipe
 from pipelines.stages import STAGES, StageContext, stage_module
 
 RECIPE_STAGE_FILE = "recipe-stage.json"  # the recipe's settings and inputs of a finished stage
+UPSTREAM_FILE = "upstream.json"  # {earlier stage: sha256 of its summary.json} when this stage started
 
 
 class StageFailed(Exception):
@@ -76,18 +83,25 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         return {}
     summaries: dict[str, Any] = {}
     previous: dict[str, Path] = {}
-    for step in steps:
+    for i, step in enumerate(steps):
         name, out_dir = step["stage"], Path(step["output"])
         if only and name not in only:
             previous[name] = out_dir
             continue
         summary_path = out_dir / "summary.json"
         identity = job_identity(step["inputs"], step["config"], run_dir=recipe.output_dir)
+        later = [Path(s["output"]).name for s in steps[i + 1 :]]  # folders to delete with this one
+        try:
+            upstream = _upstream(steps[:i], name)
+            _check_upstream(out_dir, name, upstream, later)
+        except ValueError as err:
+            raise StageFailed(name, err) from None
         if summary_path.exists():
             try:  # a finished stage is kept only if the recipe still asks for the same thing
                 check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
             except ValueError as err:
                 raise StageFailed(name, err) from None
+            _record_upstream(out_dir, upstream)  # folders written before upstream.json existed adopt it
             console.print(f"[dim]{name}: already complete ({summary_path}), skipped[/]")
             summaries[name] = json.loads(summary_path.read_text())
             previous[name] = out_dir
@@ -97,6 +111,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         try:
             # recorded before the stage runs: a killed stage is then resumed only by the same recipe block
             check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
+            _record_upstream(out_dir, upstream)
             ctx = StageContext(
                 run_dir=recipe.output_dir,
                 out_dir=out_dir,
@@ -115,3 +130,42 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         summaries[name] = summary
         previous[name] = out_dir
     return summaries
+
+
+def _upstream(earlier: list[dict[str, Any]], name: str) -> dict[str, str]:
+    """{earlier stage: sha256 of its summary.json}; ValueError naming an earlier stage that has not finished."""
+    hashes = {}
+    for step in earlier:
+        summary = Path(step["output"]) / "summary.json"
+        if not summary.is_file():
+            raise ValueError(
+                f"{step['stage']}, which comes before {name} in this recipe, has not finished (no {summary}); "
+                f"run it first (without --only, or with --only {step['stage']})"
+            )
+        hashes[step["stage"]] = hashlib.sha256(summary.read_bytes()).hexdigest()[:16]
+    return hashes
+
+
+def _check_upstream(out_dir: Path, name: str, upstream: dict[str, str], later: list[str]) -> None:
+    """ValueError when OUT holds work that started after other versions of the earlier stages."""
+    path = out_dir / UPSTREAM_FILE
+    if not path.is_file() or not has_progress(out_dir):
+        return
+    try:
+        recorded = json.loads(path.read_text())
+    except ValueError:
+        return
+    changed = [stage for stage in upstream if recorded.get(stage) != upstream[stage]]
+    if not changed:
+        return
+    how = ", ".join(f"{s} {'was redone' if s in recorded else 'was added'}" for s in changed)
+    after = f" and the stages after it ({', '.join(later)})" if later else ""
+    raise ValueError(
+        f"{out_dir} was built from earlier output: {how} since {name} ran. Delete {out_dir}{after} to redo "
+        f"{'them' if later else 'it'} from the new input"
+    )
+
+
+def _record_upstream(out_dir: Path, upstream: dict[str, str]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / UPSTREAM_FILE).write_text(json.dumps(upstream, indent=1) + "\n")

@@ -6,6 +6,7 @@ the reason where it cannot be installed or started (not root, no apt). Ray needs
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import subprocess
@@ -138,15 +139,16 @@ def test_slurm_without_waiting_stops_after_the_stage_and_reruns_go_on(local_run,
     run_dir = tmp / "nowait"
     assert run_recipe(load_recipe(recipe)) == {}  # submitted: no stage has a result yet
     assert not (run_dir / "web" / "summary.json").exists()
-    for _ in range(
-        200
-    ):  # the next stage must not start on a half-written web/ (it did, and kept 0 documents)
-        summaries = {}
-        if not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip():
-            summaries = run_recipe(load_recipe(recipe))
-        if "decont" in summaries:
-            break
-        time.sleep(1)
+    # the next stage must not start on a half-written web/ (it did, and kept 0 documents)
+    deadline, summaries = time.monotonic() + 900, {}  # a loaded machine runs the jobs slowly
+    try:
+        while "decont" not in summaries and time.monotonic() < deadline:
+            if not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip():
+                summaries = run_recipe(load_recipe(recipe))
+            time.sleep(1)
+    finally:  # jobs left queued would fail the next test's empty-queue check
+        subprocess.run(["scancel", "-u", getpass.getuser()], check=False)
+    assert "decont" in summaries, "the submitted stages did not finish within 15 minutes"
     _assert_same(run_dir, local_dir)
 
 

@@ -48,9 +48,9 @@ def _write(tmp_path: Path, text: str) -> Path:
 def test_unknown_keys_and_bad_values_are_named(tmp_path):
     with pytest.raises(RecipeError, match="colour"):
         load_recipe(_write(tmp_path, "name: x\ncolour: red\n"))
-    with pytest.raises(RecipeError, match=r"stages\.web: lang_treshold"):
+    with pytest.raises(RecipeError, match=r"stages\.web\.lang_treshold: Extra inputs"):
         load_recipe(_write(tmp_path, "name: x\nstages:\n  web: {lang_treshold: 0.5}\n"))
-    with pytest.raises(RecipeError, match=r"stages\.web: lang_threshold"):
+    with pytest.raises(RecipeError, match=r"stages\.web\.lang_threshold: .* \(got 7\)"):
         load_recipe(_write(tmp_path, "name: x\nstages:\n  web: {lang_threshold: 7}\n"))
     with pytest.raises(RecipeError, match="unknown stage"):
         load_recipe(_write(tmp_path, "name: x\nstages:\n  webb: {}\n"))
@@ -58,6 +58,27 @@ def test_unknown_keys_and_bad_values_are_named(tmp_path):
         load_recipe(_write(tmp_path, "name: x\nexecutor: {kind: kubernetes}\n"))
     with pytest.raises(RecipeError, match="not found"):
         load_recipe(tmp_path / "missing.yaml")
+
+
+def test_every_bad_stage_is_named_once_without_the_whole_mapping(tmp_path):
+    text = "name: x\nexecutor: {tasks: two}\nstages:\n  web: {inputs: x.warc.gz}\n  dedup: {bands: eleven}\n"
+    with pytest.raises(RecipeError) as err:
+        load_recipe(_write(tmp_path, text))
+    message = str(err.value)
+    assert (
+        "executor.tasks:" in message and "stages.web.inputs:" in message and "stages.dedup.bands:" in message
+    )
+    assert "Value error" not in message and "{'web'" not in message and "stages: stages" not in message
+
+
+def test_a_key_given_twice_is_refused_and_home_is_expanded(tmp_path):
+    twice = "name: x\nstages:\n  dedup: {bands: 11}\n  web: {}\n  dedup: {bands: 5}\n"
+    with pytest.raises(RecipeError, match=r"'dedup' is given twice in one mapping"):
+        load_recipe(_write(tmp_path, twice))
+    with pytest.raises(RecipeError, match=r"'bands' is given twice"):
+        load_recipe(_write(tmp_path, "name: x\nstages:\n  dedup: {bands: 11, bands: 5}\n"))
+    recipe = load_recipe(_write(tmp_path, "name: x\noutput_dir: ~/runs/x\n"))
+    assert recipe.output_dir == Path.home() / "runs" / "x"
 
 
 def test_plan_chains_stage_outputs(tmp_path):

@@ -268,3 +268,53 @@ def test_a_folder_of_stage_folders_is_refused_by_every_reader_naming_them(tmp_pa
     dataset.mkdir(parents=True)
     pq.write_table(pa.table({"id": ["a"], "text": ["x"]}), dataset / "train-00000.parquet")
     assert corpus_files([tmp_path / "corpora"]) == [dataset / "train-00000.parquet"]
+
+
+def test_a_finished_stage_built_from_an_earlier_version_of_its_input_is_refused(tmp_path, pages):
+    recipe = tmp_path / "r.yaml"
+    web = f"  web: {{inputs: ['{pages}/crawl']}}\n"
+    rest = "  dedup: {minhash: false}\n  decont: {benchmarks: ['" + str(tmp_path / "bench") + "']}\n"
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "gsm8k.jsonl").write_text(
+        json.dumps({"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as "
+                    "many clips in May. How many clips did Natalia sell?", "answer": "72"}) + "\n"
+    )  # fmt: skip
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{tasks: 1, workers: 1}}\nstages:\n{web}{rest}"
+    )
+    run = tmp_path / "run"
+    first = run_recipe(load_recipe(recipe))
+    assert run_recipe(load_recipe(recipe)) == first  # the same run again: every stage skipped
+
+    # dedup redone (deleted, as the refusal of a changed setting advises): decont was built from the old dedup
+    shutil.rmtree(run / "dedup")
+    with pytest.raises(
+        StageFailed, match=r"stage decont: .*dedup was redone since decont ran\. Delete .*decont"
+    ):
+        run_recipe(load_recipe(recipe))
+
+    # --only a stage whose earlier stage has not finished is refused (it used to run on the partial output)
+    shutil.rmtree(run)
+    run_recipe(load_recipe(recipe), only=["web"])
+    (run / "web" / "summary.json").unlink()
+    with pytest.raises(StageFailed, match=r"stage dedup: web, which comes before dedup .* has not finished"):
+        run_recipe(load_recipe(recipe), only=["dedup"])
+
+    # a stage added before finished ones: they were built without it (web would have been scored)
+    shutil.rmtree(run)
+    run_recipe(load_recipe(recipe))
+    classifier = f"  classifier: {{positives: ['{pages}/math'], negatives: ['{pages}/nonmath']}}\n"
+    recipe.write_text(recipe.read_text().replace("stages:\n", "stages:\n" + classifier))
+    with pytest.raises(
+        StageFailed, match=r"stage web: .*classifier was added since web ran\. .*\(dedup, decont\)"
+    ):
+        run_recipe(load_recipe(recipe))
+
+
+def test_a_rerun_that_finds_every_task_done_keeps_the_summary(tmp_path):
+    stage = _stage_folder(tmp_path / "web")
+    out = tmp_path / "dedup"
+    run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
+    before = (out / "summary.json").read_bytes()
+    run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
+    assert (out / "summary.json").read_bytes() == before  # its timing too: this rerun did no work
