@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from mathmix.paths import stage_data
+from mathmix.paths import stage_data, unique_files
 
 PARQUET_SUFFIXES = (".parquet",)
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst")
@@ -40,7 +40,7 @@ def document_files(inputs: Sequence[str | Path]) -> tuple[list[Path], list[Path]
         jsonl += [p for p in found if p.name.endswith(JSONL_SUFFIXES)]
     if not parquet and not jsonl:
         raise FileNotFoundError(f"no .parquet or .jsonl files in {[str(p) for p in inputs]}")
-    return parquet, jsonl
+    return unique_files(parquet), unique_files(jsonl)
 
 
 def _read_adapter(self, data: dict, path: str, id_in_file: int | str) -> dict:

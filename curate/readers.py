@@ -44,7 +44,7 @@ def input_files(inputs: list[str]) -> list[str]:
             files.append(str(path.resolve()))
         else:
             raise FileNotFoundError(f"{item}: no such file or folder")
-    return files
+    return list(dict.fromkeys(files))  # each file once, however many inputs reach it
 
 
 def decode_html(body: bytes, declared: str | None) -> tuple[str | None, str | None]:

@@ -12,6 +12,7 @@ import glob
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypeVar
 
 GLOB_CHARS = ("*", "?", "[")
 
@@ -66,4 +67,20 @@ def expand_inputs(patterns: Iterable[str | Path], run_dir: str | Path | None = N
             out += matches
         else:
             out.append(text)
+    return out
+
+
+PathT = TypeVar("PathT", str, Path)
+
+
+def unique_files(files: Iterable[PathT]) -> list[PathT]:
+    """FILES in order, each file once (overlapping globs, a folder and a file inside it): read twice, a file
+    would put every document in the output twice under the same id."""
+    seen: set[Path] = set()
+    out: list[PathT] = []
+    for f in files:
+        key = Path(f).resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
     return out

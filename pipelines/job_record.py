@@ -30,6 +30,10 @@ def job_identity(
     )
     identity = json.loads(json.dumps({"inputs": [str(Path(p).resolve()) for p in inputs], "settings": settings,
                                       **extra}, default=str))  # fmt: skip
+    if (
+        inputs
+    ):  # the same paths with other contents (a stage redone elsewhere, a file replaced) are other inputs
+        identity["input_sizes"] = [input_size(p) for p in inputs]
     if run_dir is None:
         return identity
     forms = sorted({str(Path(run_dir).resolve()), str(Path(run_dir))} - {"", "."}, key=len, reverse=True)
@@ -48,6 +52,30 @@ def job_identity(
     return relative(identity)
 
 
+def input_size(path: str | Path) -> int | list[int] | None:
+    """Bytes of a file; [files, bytes] of the files under a folder (a stage folder: its data/); None if missing.
+
+    Sizes, not hashes or times: cheap on any corpus, unchanged by copying a run folder, and a different corpus
+    at the same path is all but certain to differ in size.
+    """
+    from mathmix.paths import StageFoldersInside, stage_data
+
+    try:
+        path = stage_data(path)
+    except StageFoldersInside:
+        path = Path(path)
+    if path.is_file():
+        return path.stat().st_size
+    if path.is_dir():
+        sizes = [f.stat().st_size for f in path.rglob("*") if f.is_file()]
+        return [len(sizes), sum(sizes)]
+    return None
+
+
+# Fields added to job.json after it first shipped: a record written before one existed still matches.
+LATER_FIELDS = ("input_sizes",)
+
+
 def check_job(
     out_dir: Path | str, identity: dict[str, Any], what: str = "job", filename: str = JOB_FILE
 ) -> None:
@@ -58,6 +86,10 @@ def check_job(
             previous = json.loads(path.read_text())
         except ValueError:
             previous = None
+        if isinstance(previous, dict):
+            identity_seen = {k: v for k, v in identity.items() if k in previous or k not in LATER_FIELDS}
+            if previous == identity_seen and identity_seen != identity:
+                previous = None  # an older record of the same job: rewritten below with the new fields
         if previous is not None and previous != identity and has_progress(Path(out_dir)):
             raise ValueError(
                 f"{out_dir} holds the output of a different {what} ({describe_difference(previous, identity)}); "
@@ -104,6 +136,8 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
             ]
         elif key == "inputs":
             parts.append("inputs differ")
+        elif key == "input_sizes":
+            parts.append("the input files changed (other sizes at the same paths)")
         else:
             parts.append(f"{key}: {a!r} -> {b!r}")
     return "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")

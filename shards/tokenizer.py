@@ -191,7 +191,7 @@ CORPUS_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json.gz", ".jsonl.zst")
 def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
     """Parquet/JSONL files named by `paths` (files, or folders searched recursively; a stage folder: its data/),
     sorted per folder."""
-    from mathmix.paths import stage_data
+    from mathmix.paths import stage_data, unique_files
 
     files: list[Path] = []
     for raw in paths:
@@ -202,7 +202,7 @@ def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
             files.append(p)
         else:
             raise FileNotFoundError(f"{p}: no such corpus file or folder")
-    return files
+    return unique_files(files)
 
 
 def _open_text(path: Path):

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curate.rewrite.tasks import ValidationSettings, sampling_json
 from curate.summary import ensure_data_file, summarize_logs, write_summary
-from mathmix.paths import stage_data
+from mathmix.paths import stage_data, unique_files
 
 CPU_SERVER = str(Path(__file__).resolve().parents[1] / "cpu_server.py")
 Server = Literal["transformers", "vllm", "sglang", "endpoint"]
@@ -86,7 +86,7 @@ def build_readers(inputs: list[str], settings: RewriteSettings) -> list[Any]:
     from curate.doc_readers import CountingJsonlReader, CountingParquetReader
 
     readers = []
-    for raw in inputs:
+    for raw in unique_files(inputs):  # an input given twice is read once
         path = stage_data(raw)  # a stage folder: its outputs, never its rejects/
         if path.is_dir():
             folder, pattern = path, "*.parquet" if any(path.glob("*.parquet")) else "*.jsonl*"

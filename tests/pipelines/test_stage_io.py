@@ -318,3 +318,38 @@ def test_a_rerun_that_finds_every_task_done_keeps_the_summary(tmp_path):
     before = (out / "summary.json").read_bytes()
     run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
     assert (out / "summary.json").read_bytes() == before  # its timing too: this rerun did no work
+
+
+def test_other_contents_at_the_same_input_paths_are_another_job(tmp_path):
+    stage = _stage_folder(tmp_path / "web")
+    out = tmp_path / "dedup"
+    run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
+    # the web stage redone with other pages: the same path, other documents
+    pq.write_table(
+        pa.table({"id": ["q"], "text": [MATH.replace("{i}", "7")]}), stage / "data" / "00000.parquet"
+    )
+    with pytest.raises(ValueError, match=r"different dedup run \(the input files changed"):
+        run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
+    # a record written before sizes were recorded is the same job (and gets them)
+    record = json.loads((out / "job.json").read_text())
+    sizes = record.pop("input_sizes")
+    (out / "job.json").write_text(json.dumps(record))
+    shutil.rmtree(stage)
+    _stage_folder(stage)  # the original contents again
+    run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
+    assert json.loads((out / "job.json").read_text())["input_sizes"] == sizes
+
+
+def test_a_file_reached_twice_is_read_once(tmp_path):
+    from curate.dedup_io import document_files
+    from curate.readers import input_files
+    from shards.tokenizer import corpus_files
+
+    stage = _stage_folder(tmp_path / "web")
+    data = stage / "data" / "00000.parquet"
+    assert corpus_files([stage, data, tmp_path / "web" / "data"]) == [data]
+    assert document_files([stage, str(data)]) == ([data], [])
+    (tmp_path / "page.html").write_text("<p>x</p>")
+    assert input_files([str(tmp_path / "page.html"), str(tmp_path / "." / "page.html")]) == [
+        str((tmp_path / "page.html").resolve())
+    ]
