@@ -27,7 +27,7 @@ import duckdb
 import pyarrow as pa
 
 from curate.audit_guard import AuditRefused, check_read_only
-from curate.audit_views import create_all
+from curate.audit_views import UNREADABLE, create_all
 
 __all__ = ["AuditRefused", "AuditSession", "write_result"]
 
@@ -67,6 +67,7 @@ class AuditSession:
             self._cleanup()
             raise ValueError(f"DuckDB refused the settings ({str(err).splitlines()[0]})") from None
         self.relations = create_all(self.con, self.run_dir)
+        self.unreadable = list(UNREADABLE)  # damaged Parquet files the views leave out
         self._lock()
 
     def _lock(self) -> None:

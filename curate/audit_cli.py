@@ -28,9 +28,17 @@ def _session(run_dir: Path, memory_limit: str | None = None):
     from curate.audit import AuditSession
 
     try:
-        return AuditSession(run_dir, memory_limit=memory_limit)
+        session = AuditSession(run_dir, memory_limit=memory_limit)
     except (FileNotFoundError, ValueError) as err:
         fail(str(err) if isinstance(err, FileNotFoundError) else f"--memory-limit {memory_limit}: {err}")
+    warn_unreadable(session.unreadable)
+    return session
+
+
+def warn_unreadable(unreadable: list[str]) -> None:
+    """One warning line per damaged Parquet file the views left out (on stderr)."""
+    for line in unreadable:
+        console.print(f"warning: left out of the views, unreadable: {line}", markup=False, soft_wrap=True)
 
 
 @audit_app.command("sql")
@@ -146,6 +154,7 @@ def report_cmd(
         fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
     except ValueError as err:  # DuckDB refused --memory-limit
         fail(f"--memory-limit {memory_limit}: {err}")
+    warn_unreadable(result["unreadable"])
     for section in result["sections"].values():
         for note in section["notes"]:
             if note.startswith("not available"):

@@ -238,6 +238,9 @@ def build_report(
             title = (make.__doc__ or key).splitlines()[0].rstrip(".")
             message = str(err).splitlines()[0] if str(err) else type(err).__name__
             sections.append(Section(key, title, notes=[f"could not be computed: {message}"]))
+    if session.unreadable and sections:  # the first section (the funnel) says what the views left out
+        sections[0].notes.insert(0, f"{len(session.unreadable)} damaged Parquet file(s) left out of the views: "
+                                    + "; ".join(session.unreadable[:5]))  # fmt: skip
     return sections
 
 
@@ -267,12 +270,14 @@ def write_report(
         sections = build_report(session, math_threshold=math_threshold, top_n=top_n)
         corpus_docs = session.scalar("SELECT count(*) FROM corpus") if session.has("corpus") else 0
         relations = dict(session.relations)
+        unreadable = list(session.unreadable)
     query_seconds = time.time() - start
     title = f"mathmix audit: {Path(run_dir).resolve().name}"
     files = render(sections, title, Path(html_path), Path(md_path) if md_path else None)
     return {
         "corpus_docs": corpus_docs,
         "relations": relations,
+        "unreadable": unreadable,
         "files": [str(f) for f in files],
         "query_seconds": round(query_seconds, 3),
         "seconds": round(time.time() - start, 3),

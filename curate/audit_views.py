@@ -49,8 +49,25 @@ def _sql_str(value: str | Path) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+UNREADABLE: list[
+    str
+] = []  # Parquet files left out of the views by the last `create_all` (damaged, truncated)
+
+
 def _parquet_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*.parquet") if p.is_file()) if folder.is_dir() else []
+    """FOLDER's Parquet files whose footer reads: one damaged file must not take the whole audit down (DuckDB
+    refuses a view over it), so it is left out and named (`UNREADABLE`, shown by the CLI and the report)."""
+    import pyarrow.parquet as pq
+
+    files = []
+    for path in sorted(p for p in folder.rglob("*.parquet") if p.is_file()) if folder.is_dir() else []:
+        try:
+            pq.read_metadata(path)
+        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            UNREADABLE.append(f"{path}: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
+            continue
+        files.append(path)
+    return files
 
 
 def _scan(files: list[Path], filename: bool = False) -> str:
@@ -307,6 +324,7 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
 
 def create_all(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     """Every relation the run folder allows, {name: what it is over}; views of absent stages are absent."""
+    UNREADABLE.clear()
     made: dict[str, str] = {}
     builds = (create_document_views, create_branch_views, create_reject_views, create_json_tables,
               create_jsonl_views)  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -361,3 +362,21 @@ def test_json_csv_parquet_of_odd_types(run_dir, tmp_path):
     out = runner.invoke(_cli(), ["audit", "sql", str(run_dir), query, "-f", "parquet", "-o", str(target)])
     assert out.exit_code == 2 and "'i' is an INTERVAL" in out.output and not target.exists()
     assert len(out.output.strip().splitlines()) == 1
+
+
+def test_a_damaged_parquet_file_is_left_out_and_named_not_a_traceback(run_dir, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    good = sorted((run / "web" / "data").glob("*.parquet"))[0]
+    (run / "web" / "data" / "zz.parquet").write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    with AuditSession(run) as s:
+        assert len(s.unreadable) == 1 and "zz.parquet" in s.unreadable[0]
+        with AuditSession(run_dir) as whole:
+            assert s.scalar("SELECT count(*) FROM web") == whole.scalar("SELECT count(*) FROM web")
+    out = CliRunner().invoke(
+        _cli(), ["audit", "sql", str(run), "SELECT count(*) AS n FROM web", "-f", "json"]
+    )
+    assert out.exit_code == 0 and "unreadable: " in out.stderr and "zz.parquet" in out.stderr, out.output
+    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 0 and "zz.parquet" in out.stderr, out.output
+    assert "damaged Parquet file(s) left out" in (tmp_path / "r.md").read_text()
