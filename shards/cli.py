@@ -60,8 +60,8 @@ def train_tokenizer_cmd(
     corpus: list[Path] = typer.Argument(..., help="Parquet/JSONL files or folders of them (a `text` field)"),
     output: Path = typer.Option(..., "-o", "--output", help="output tokenizer folder"),
     vocab_size: int = typer.Option(2048, "--vocab-size", help="vocabulary size, special tokens included"),
-    max_docs: int = typer.Option(100_000, "--max-docs", help="train on at most this many documents"),
-    min_frequency: int = typer.Option(2, "--min-frequency", help="minimum pair frequency for a merge"),
+    max_docs: int = typer.Option(100_000, "--max-docs", min=1, help="train on at most this many documents"),
+    min_frequency: int = typer.Option(2, "--min-frequency", min=0, help="minimum pair frequency for a merge"),
 ) -> None:
     """Train a byte-level BPE tokenizer on CORPUS texts (digits split one by one).
 

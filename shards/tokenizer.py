@@ -156,7 +156,12 @@ def iter_texts(
     n = 0
     for path in corpus_files(paths):
         if path.suffix == ".parquet":
-            parquet = pq.ParquetFile(path)
+            try:
+                parquet = pq.ParquetFile(path)
+            except (OSError, ValueError) as err:  # a damaged file: named, not pyarrow's bare message
+                raise ValueError(
+                    f"{path}: not a readable Parquet file ({str(err).splitlines()[0]})"
+                ) from None
             if text_key not in parquet.schema_arrow.names:
                 raise ValueError(
                     f"{path}: no `{text_key}` column (columns: {', '.join(parquet.schema_arrow.names)})"

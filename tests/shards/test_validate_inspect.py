@@ -118,3 +118,13 @@ def test_cli_train_tokenizer_build_inspect(tmp_path):
     result = runner.invoke(app, ["shards", "inspect", str(out), "--samples", "1"])
     assert result.exit_code == 0, result.output
     assert "the sum is" in result.output  # a decoded sample, through the manifest's tokenizer
+
+    # a damaged file is named; out-of-range options are refused by the CLI, not by a Rust OverflowError
+    (corpus / "zz.parquet").write_bytes((corpus / "part.parquet").read_bytes()[:300])
+    result = runner.invoke(app, ["shards", "train-tokenizer", str(corpus), "-o", str(tmp_path / "t2")])
+    assert result.exit_code == 2 and "zz.parquet: not a readable Parquet file" in result.output, result.output
+    for option in (["--min-frequency", "-1"], ["--max-docs", "0"]):
+        result = runner.invoke(
+            app, ["shards", "train-tokenizer", str(corpus), "-o", str(tmp_path / "t3"), *option]
+        )
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
