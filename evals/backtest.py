@@ -1,7 +1,9 @@
 """Forecasting a run's final accuracy from its first part, and back-testing that against persistence.
 
 Protocol (the same in `mathmix eval forecast --fit-fraction`, the bench script and the tests): the fit sees the
-first ceil(F * n) points of an n-point curve; the final accuracy is the mean of the last ceil(n / 10) points; the
+first ceil(F * n) points of an n-point curve, and a curve whose window holds fewer than 3 is not forecast (a
+four-parameter sigmoid on 2 points is no forecast; the CLI skips it with a line, the back-test leaves it out); the
+final accuracy is the mean of the last ceil(n / 10) points; the
 forecast is the posterior mean of the fitted curve averaged over those points' compute; the persistence forecast
 is the mean of the last 3 points the fit saw. Runs of one CSV are fitted together (`fit_experiment` pools the
 prior on the gain still to come), and the fitter only ever receives truncated copies of the curves (`seen_part`):
@@ -20,6 +22,7 @@ from evals.forecast import SigmoidFit, fit_experiment
 
 TAIL_FRACTION = 0.1
 PERSISTENCE_POINTS = 3
+MIN_FIT_POINTS = 3  # the fewest points a fit window may hold (F < 1, or the whole curve at F = 1)
 
 
 def tail_positions(x: np.ndarray, target: float | None = None) -> np.ndarray:
@@ -30,9 +33,28 @@ def tail_positions(x: np.ndarray, target: float | None = None) -> np.ndarray:
     return upto[-max(1, math.ceil(TAIL_FRACTION * len(upto))) :]
 
 
+def fit_window(n: int, fit_fraction: float) -> int:
+    """How many of an n-point curve's points a forecast at fraction F fits on: ceil(F * n)."""
+    return math.ceil(fit_fraction * n)
+
+
+def can_forecast(curve: Curve, fit_fraction: float) -> bool:
+    """Whether the curve's fit window at fraction F holds MIN_FIT_POINTS points or more."""
+    return fit_window(len(curve.x), fit_fraction) >= MIN_FIT_POINTS
+
+
 def seen_part(curve: Curve, fit_fraction: float) -> Curve:
-    """The first ceil(F * n) points of a curve (at least 2): all a forecast at fraction F may look at."""
-    k = max(2, math.ceil(fit_fraction * len(curve.x)))
+    """The first ceil(F * n) points of a curve: all a forecast at fraction F may look at.
+
+    Raises ValueError when that is fewer than MIN_FIT_POINTS (it used to be raised to 2 points silently, while a
+    whole curve of 2 points was refused); callers leave such curves out first (`can_forecast`).
+    """
+    k = fit_window(len(curve.x), fit_fraction)
+    if k < MIN_FIT_POINTS:
+        raise ValueError(
+            f"{curve.name}: {k} of its {len(curve.x)} points to fit at fit fraction {fit_fraction:g}; "
+            f"a fit needs {MIN_FIT_POINTS} or more"
+        )
     return Curve(curve.name, curve.x[:k].copy(), curve.y[:k].copy(), curve.source)
 
 
@@ -106,8 +128,12 @@ def _record(
 def backtest(
     curves: list[Curve], fit_fraction: float, skip_fraction: float = 0.0, pool: bool = True
 ) -> dict[str, Any]:
-    """Median absolute error of the forecast and of persistence over curves, fitting the first `fit_fraction`."""
-    usable = [c for c in curves if len(c.x) >= 10]  # shorter: a first-20% / last-10% split means nothing
+    """Median absolute error of the forecast and of persistence over curves, fitting the first `fit_fraction`.
+
+    Curves shorter than 10 points (a first-20% / last-10% split means nothing) and curves whose fit window holds
+    fewer than MIN_FIT_POINTS points are left out, as the CLI skips them.
+    """
+    usable = [c for c in curves if len(c.x) >= 10 and can_forecast(c, fit_fraction)]
     records = []
     for record, _ in forecast_curves(usable, fit_fraction, skip_fraction=skip_fraction, pool=pool):
         record["error"] = abs(record["predicted_final"] - record["actual_final"])

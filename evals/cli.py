@@ -163,7 +163,7 @@ def _forecast_all(
 ) -> list[tuple[dict, Any, Any, int]]:
     import math
 
-    from evals.backtest import forecast_curves
+    from evals.backtest import MIN_FIT_POINTS, can_forecast, fit_window, forecast_curves
     from evals.curves import load_curves
 
     if not 0 < fit_fraction <= 1:
@@ -190,12 +190,21 @@ def _forecast_all(
         names = ", ".join(c.name for c in curves[:5]) + (", ..." if len(curves) > 5 else "")
         fail(f"no curve in {path} matches --column {column!r} (curves: {names})")
     curves = [c for c in curves if not column or column in c.name]
-    short = [c.name for c in curves if len(c.x) < 3]
-    if short:
-        console.print(f"skipped {len(short)} run(s) with fewer than 3 points: {', '.join(short[:5])}")
-    curves = [c for c in curves if len(c.x) >= 3]
+    # One rule for a short curve and a small --fit-fraction alike: the fit window must hold MIN_FIT_POINTS.
+    for c in curves:
+        if not can_forecast(c, fit_fraction):
+            k = fit_window(len(c.x), fit_fraction)
+            at = f" at --fit-fraction {fit_fraction:g}" if fit_fraction < 1 else ""
+            console.print(
+                f"skipped run {c.name!r} ({c.source}): {k} of its {len(c.x)} points to fit{at}; "
+                f"a fit needs {MIN_FIT_POINTS} or more",
+                soft_wrap=True,
+                markup=False,
+            )
+    curves = [c for c in curves if can_forecast(c, fit_fraction)]
     if not curves:
-        fail(f"no curve in {path} has 3 points or more to fit")
+        at = f" at --fit-fraction {fit_fraction:g}" if fit_fraction < 1 else ""
+        fail(f"no curve in {path} has {MIN_FIT_POINTS} points or more to fit{at}")
     # Runs of one CSV are forecast together (forecast_curves pools the gain prior over them).
     pairs = forecast_curves(curves, fit_fraction, target, skip_fraction, n_boot)
     # "file" tells apart runs of the same column name read from a folder of CSVs.
@@ -204,7 +213,7 @@ def _forecast_all(
             {"run": record["run"], "file": curve.source, **record},
             fit,
             curve,
-            max(2, math.ceil(fit_fraction * len(curve.x))),
+            record["fit_points"],
         )
         for (record, fit), curve in zip(pairs, curves, strict=True)
     ]

@@ -19,7 +19,7 @@ from mathmix.cli_util import console, fail, write_json
 
 def sweep_records(paths: list[Path], column: str) -> list[dict[str, Any]]:
     """Forecast the `column` curve of each probe folder / CSV column and attach its lr and batch size."""
-    from evals.backtest import forecast_curve
+    from evals.backtest import can_forecast, forecast_curve
     from evals.curves import load_curves
     from evals.forecast_report import parse_hparams
 
@@ -31,7 +31,7 @@ def sweep_records(paths: list[Path], column: str) -> list[dict[str, Any]]:
             config = json.loads(summary.read_text()).get("config", {})
             hparams = {"lr": config.get("learning_rate"), "batch_size": config.get("mini_batch")}
         for curve in load_curves(path):
-            if column not in curve.name or len(curve.x) < 3:
+            if column not in curve.name or not can_forecast(curve, 1.0):
                 continue
             record, _ = forecast_curve(curve)
             found = {k: v for k, v in (hparams or parse_hparams(curve.name)).items() if v is not None}

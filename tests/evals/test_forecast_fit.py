@@ -103,10 +103,38 @@ def test_forecast_cli_skips_short_runs_and_names_a_file_with_none_to_fit(tmp_pat
     path.write_text("Step,a,b\n0,0.1,\n10,0.2,x\n20,nan,0.3\n30,0.35,0.31\n")
     result = CliRunner().invoke(app, ["eval", "forecast", str(path), "--json"])
     assert result.exit_code == 0 and [r["run"] for r in json.loads(result.stdout)] == ["a"]
-    assert "fewer than 3 points: b" in result.stderr
+    assert f"skipped run 'b' ({path}): 2 of its 2 points to fit; a fit needs 3 or more" in result.stderr
     path.write_text("foo,bar\n1,2\n")
     result = CliRunner().invoke(app, ["eval", "forecast", str(path)])
     assert result.exit_code == 2 and "no curve in" in result.stderr and "3 points" in result.stderr
+
+
+def test_a_fit_window_under_3_points_is_skipped_not_raised_to_2(tmp_path):
+    """--fit-fraction 0.2 of a 10-point curve leaves 2 points: it used to be fitted on 2 points silently, while a
+    whole curve of 2 points was refused. One rule now: the fit window must hold 3 points."""
+    from mathmix.cli import app
+
+    x10, x20 = np.arange(0, 100, 10.0), np.arange(0, 200, 10.0)
+    path = tmp_path / "curves.csv"
+    lines = ["Step,short - acc,long - acc"] + [
+        f"{s},{'' if s >= 100 else round(0.1 + s / 1000, 4)},{round(0.1 + s / 1000, 4)}" for s in x20
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(app, ["eval", "forecast", str(path), "--fit-fraction", "0.2", "--json"])
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(result.stdout)] == ["long - acc"]  # 4 of 20 points
+    line = (
+        f"skipped run 'short - acc' ({path}): 2 of its 10 points to fit at --fit-fraction 0.2; a fit needs 3"
+    )
+    assert line in result.stderr
+    result = CliRunner().invoke(app, ["eval", "forecast", str(path), "--fit-fraction", "0.1"])
+    assert result.exit_code == 2, result.output
+    assert f"no curve in {path} has 3 points or more to fit at --fit-fraction 0.1" in result.stderr
+    short = Curve("short", x10, 0.1 + x10 / 1000)
+    with pytest.raises(ValueError, match="short: 2 of its 10 points to fit at fit fraction 0.2"):
+        forecast_curve(short, fit_fraction=0.2)
+    assert forecast_curve(short, fit_fraction=0.3)[0]["fit_points"] == 3
+    assert backtest([short, Curve("long", x20, 0.1 + x20 / 1000)], 0.2)["curves"] == 1  # as the CLI counts
 
 
 def test_wandb_export_reads_only_accuracy_columns(tmp_path):
