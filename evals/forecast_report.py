@@ -82,7 +82,9 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How forecast A and log Cmid move with log LR and log batch size (least squares over the sweep's runs).
 
     Each record needs `A`, `Cmid` and at least one of `lr`, `batch_size`. Returns per target the intercept and
-    the slope per hyperparameter that varies, the R^2, and the best run by A. A hyperparameter with one value in
+    the slope per hyperparameter that varies, the R^2, and the best run by A. The R^2 is None, with an `r2_note`
+    saying why, where it means nothing: every run has the same value (0 / 0), or there are no more runs than
+    fitted parameters (any values are fitted exactly). A hyperparameter with one value in
     every run is reported under `fixed` and left out of the fit: its log column is a multiple of the intercept's,
     so lstsq would split the intercept between the two and report a slope that means nothing. One that only some
     runs carry is left out too, and listed under `ignored` with the runs that lack it.
@@ -104,6 +106,9 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     if len(records) < len(keys) + 1:
         raise ValueError(f"a sweep fit over {' and '.join(keys)} needs {len(keys) + 1} runs or more")
     design = np.column_stack([np.ones(len(records))] + [np.log([r[k] for r in records]) for k in keys])
+    # Runs beyond the fitted parameters: with none (2 runs for intercept + 1 slope, 3 for intercept + 2 slopes)
+    # any values are fitted exactly, and an R^2 of 1 says nothing.
+    spare = len(records) - int(np.linalg.matrix_rank(design))
     out: dict[str, Any] = {"hyperparameters": keys, "fixed": fixed, "runs": len(records), "ignored": ignored}
     for target, values in (
         ("A", [r["A"] for r in records]),
@@ -113,10 +118,21 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
         coef, *_ = np.linalg.lstsq(design, values, rcond=None)
         resid = values - design @ coef
         total = float(((values - values.mean()) ** 2).sum())
-        out[target] = {
+        fit: dict[str, Any] = {
             "intercept": float(coef[0]),
             **{f"slope_log_{k}": float(c) for k, c in zip(keys, coef[1:], strict=True)},
-            "r2": 1 - float((resid**2).sum()) / total if total > 0 else 1.0,
         }
+        if np.ptp(values) <= 1e-12 * max(1.0, float(np.abs(values).max())):
+            fit["r2"] = None  # R^2 = 1 - SS_res / SS_tot is 0 / 0: nothing varies to explain
+            fit["r2_note"] = f"every run has the same {target}: no variance to explain"
+        elif spare <= 0:
+            fit["r2"] = None
+            fit["r2_note"] = (
+                f"{len(records)} runs for {design.shape[1]} fitted parameters (intercept and "
+                f"{' and '.join(f'log {k}' for k in keys)}): a perfect fit by construction"
+            )
+        else:
+            fit["r2"] = 1 - float((resid**2).sum()) / total
+        out[target] = fit
     out["best_by_A"] = max(records, key=lambda r: r["A"])
     return out

@@ -279,6 +279,30 @@ def test_sweep_fit_leaves_a_constant_batch_size_out_of_the_fit():
     assert fit["ignored"] == {}
 
 
+def test_sweep_fit_r2_is_null_where_it_means_nothing():
+    """R^2 was 1.0 when every run had the same A (0 / 0) and when runs == fitted parameters (exact by construction)."""
+    records = [
+        {"run": f"run{i}", "A": 0.4, "Cmid": 80.0 * (i + 1) ** 0.5 + 3 * i**2, "lr": 1e-6 * 2**i}
+        for i in range(4)
+    ]
+    fit = fit_sweep(records)
+    assert fit["A"]["r2"] is None
+    assert fit["A"]["r2_note"] == "every run has the same A: no variance to explain"
+    assert 0 < fit["log_Cmid"]["r2"] < 1 and "r2_note" not in fit["log_Cmid"]
+    # 2 runs for an intercept and one slope; 3 runs for an intercept and two slopes
+    two = fit_sweep([{**r, "A": 0.4 + 0.01 * i} for i, r in enumerate(records[:2])])
+    for target in ("A", "log_Cmid"):
+        assert two[target]["r2"] is None
+        assert two[target]["r2_note"] == (
+            "2 runs for 2 fitted parameters (intercept and log lr): a perfect fit by construction"
+        )
+    three = fit_sweep(
+        [{"run": f"r{i}", "A": a, "Cmid": 50.0 + i, "lr": lr, "batch_size": bs}
+         for i, (a, lr, bs) in enumerate([(0.3, 1e-6, 32), (0.5, 2e-6, 32), (0.2, 1e-6, 64)])]
+    )  # fmt: skip
+    assert three["A"]["r2"] is None and "3 runs for 3 fitted parameters" in three["A"]["r2_note"]
+
+
 def test_sweep_fit_names_a_hyperparameter_only_some_runs_give():
     records = [
         {
