@@ -217,7 +217,11 @@ def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
 def run_probe(
     model: str | Path, prompts_path: Path, out_dir: Path, config: ProbeConfig, data_dir: Path | None
 ) -> dict:
-    """Run the probe; writes validation.csv, overlap.json and summary.json under OUT_DIR; returns the summary."""
+    """Run the probe; writes validation.csv, overlap.json and summary.json under OUT_DIR; returns the summary.
+
+    The model is checked first: a missing one is a ValueError before OUT_DIR is made or written to.
+    """
+    check_model_source(model)
     import torch
     from datasets import Dataset
     from transformers import AutoTokenizer
@@ -241,7 +245,6 @@ def run_probe(
         console.print(
             f"no MATH500 test set under {data_dir}: validation logs the held-out curve only", soft_wrap=True
         )
-    check_model_source(model)
     tokenizer = load_pretrained(AutoTokenizer, model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -156,3 +156,17 @@ def test_sweep_passes_the_probe_sizes_through_and_fits_only_what_varied(tiny_mod
     # A rerun with other sizes must not skip the old runs and fit a mix of both.
     result = _eval(*args, *sizes, "--max-response", "16")
     assert result.exit_code == 2 and "was run with other settings (max_response)" in result.stderr
+
+
+@pytest.mark.parametrize("model", ["missing-folder", "nope", "org/not-cached"])
+def test_a_missing_model_is_refused_before_anything_is_written(inputs, tmp_path, model):
+    """The probe wrote OUT/overlap.json, then found the model missing: a half-made probe folder was left behind."""
+    prompts, bench = inputs
+    model = str(tmp_path / model) if model == "missing-folder" else model
+    out = tmp_path / "probe"
+    sizes = ["--steps", "1", *TINY, "--mini-batch", "2"]
+    result = _eval(
+        "rl-probe", model, "--prompts", str(prompts), "--data-dir", str(bench), *sizes, "-o", str(out)
+    )
+    assert result.exit_code == 2 and "model not found" in result.stderr, result.output
+    assert not out.exists()
