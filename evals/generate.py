@@ -77,6 +77,7 @@ class VllmGenerator:
     ):
         from vllm import LLM
 
+        check_model_source(model_path)  # vLLM, too, would retry the network for a name it cannot fetch
         self.llm = LLM(
             model=str(model_path),
             tensor_parallel_size=tensor_parallel_size,
