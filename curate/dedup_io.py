@@ -128,6 +128,26 @@ def build_writer(out_folder: Path, schema: pa.Schema | None, filename: str = "${
     )
 
 
+def drop_empty_text(exclusion_writer: Any = None) -> Any:
+    """A datatrove filter dropping the documents with no `text`, or only whitespace, counted as `empty` (as dedup).
+
+    The readers keep such rows (as one space) so that they are counted; a stage with no filter of its own for
+    them (decont) would otherwise write them out as empty documents while the summary warned they were dropped.
+    """
+    from datatrove.pipeline.filters.base_filter import BaseFilter
+
+    class DropEmptyText(BaseFilter):
+        name = "∅ empty text"
+
+        def filter(self, doc: Any) -> bool | tuple[bool, str]:
+            if doc.metadata.get("_empty_text") or not doc.text.strip():
+                doc.metadata["reason"] = "empty"
+                return False, "empty"
+            return True
+
+    return DropEmptyText(exclusion_writer=exclusion_writer)
+
+
 def build_rejects_writer(out_folder: Path, filename: str) -> Any:
     """A ParquetWriter for dropped documents: id, text, reason (and the stage's metadata columns)."""
     from datatrove.pipeline.writers import ParquetWriter

@@ -57,6 +57,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         build_rejects_writer,
         build_writer,
         document_files,
+        drop_empty_text,
         minimal_schema,
         output_schema,
     )
@@ -89,7 +90,15 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         short_min_tokens=config.short_min_tokens,
     )
     schema = output_schema(files[0], EXTRA_COLUMNS)
-    pipeline = [*build_readers(files, work), step, build_writer(out_dir / "data", schema)]
+    empty_rejects = (
+        build_rejects_writer(out_dir / "rejects", "empty_${rank}.parquet") if config.write_rejects else None
+    )
+    pipeline = [
+        *build_readers(files, work),
+        drop_empty_text(empty_rejects),
+        step,
+        build_writer(out_dir / "data", schema),
+    ]
     workers = 1 if tasks == 1 else None  # one task: run it in this process, no pool to start
     executor.run(
         executor.build(pipeline, out_dir / "logs", job_name="mathmix-decont", tasks=tasks, workers=workers)

@@ -61,10 +61,10 @@ def test_decont_removes_and_reports(corpus: tuple[Path, Path], tmp_path: Path) -
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert is_balanced(summary) and summary["docs_in"] == 4
-    assert summary["dropped"] == {"contaminated": 2}  # the empty doc is kept: decont drops contamination only
+    assert summary["dropped"] == {"contaminated": 2, "empty": 1}  # an empty doc is no document (as in dedup)
     assert summary["hits_per_benchmark"] == {"gsm8k/test": 1, "math500/test": 1}
     kept = pq.read_table(next((out / "data").glob("*.parquet"))).to_pylist()
-    assert sorted(r["id"] for r in kept) == ["clean", "empty"] and not any(r["contaminated"] for r in kept)
+    assert sorted(r["id"] for r in kept) == ["clean"] and not any(r["contaminated"] for r in kept)
     report = [json.loads(line) for line in (out / "contamination.jsonl").read_text().splitlines()]
     assert {r["id"]: r["overlaps"][0]["benchmark"] for r in report} == {
         "dirty_gsm": "gsm8k/test",
@@ -81,7 +81,8 @@ def test_decont_flag_mode_keeps_everything(corpus: tuple[Path, Path], tmp_path: 
     )
     assert result.exit_code == 0, result.output
     kept = {r["id"]: r for r in pq.read_table(next((out / "data").glob("*.parquet"))).to_pylist()}
-    assert len(kept) == 4 and kept["dirty_gsm"]["contaminated"] and not kept["clean"]["contaminated"]
+    # every document is kept, flagged or not (the empty one is no document, and is dropped as `empty`)
+    assert len(kept) == 3 and kept["dirty_gsm"]["contaminated"] and not kept["clean"]["contaminated"]
     assert kept["dirty_math"]["decont_benchmarks"] == "math500/test"
 
 
@@ -297,3 +298,21 @@ def test_bad_numeric_options_are_one_line_errors(
     if option in ("--ngram", "--short-min-tokens"):  # the prompt check reads them too
         check = ["decont", "--check", str(docs), "--against", str(bench), *args[1:]]
         assert f"badoption{option}:" in _flat(CliRunner().invoke(app, check).output)
+
+
+def test_rows_without_text_are_dropped_as_empty_not_kept(corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    docs, bench = corpus
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "d.jsonl").write_bytes(
+        docs.read_bytes() + b'{"id": "notext", "body": "xx"}\n{"id": "blank", "text": "  "}\n'
+    )
+    out = tmp_path / "out"
+    args = ["decont", str(tmp_path / "in"), "-o", str(out), "--benchmarks", str(bench)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["dropped"]["empty"] == 3 and is_balanced(summary)  # the fixture's own empty doc too
+    kept = pq.read_table(out / "data").column("id").to_pylist()
+    assert "notext" not in kept and "blank" not in kept and "clean" in kept
+    rejects = pq.read_table(out / "rejects").to_pylist()
+    assert sorted(r["id"] for r in rejects if r["reason"] == "empty") == ["blank", "empty", "notext"]
