@@ -5,10 +5,17 @@ a changed recipe it used to print the old result (or fail inside checkpoint load
 a stage's result: the model, the optimizer and schedule, the data mixture, the seed, and for a decay branch the
 stage it starts from. What a resume may change without changing the result is left out: logging and checkpoint
 intervals, micro-batch size, device and number of processes (every rank count walks the same global batches).
+
+The data is recorded by what the shards hold, not only by their paths: paths inside the run folder are written as
+`{run_dir}/...` (a run folder moved elsewhere still resumes), so a recipe copy whose `run_dir` has other shards
+used to resume the saved stream position on another blend. Each source's `shards.NAME.*` (documents, tokens, a
+digest of its files, the tokenizer fingerprint its manifests record) tells them apart.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +38,54 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix.rstrip("."): value}
 
 
-def _stage_settings(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]:
+def shard_identity(paths: list[str]) -> dict[str, Any] | None:
+    """What one source's shards hold, wherever they lie: documents, tokens, `sha256` (16 hex digits over each
+    shard file's name, sizes and checksums: the manifest's where it records them, else the .idx file's own hash
+    and the .bin file's size) and the `tokenizer_sha256` of its manifests. None where a path names no readable
+    shards (the preflight names that problem)."""
+    from shards.indexed import read_index
+    from shards.manifest import MANIFEST, resolve_prefixes, sha256_file
+
+    digest, documents, tokens, prints = hashlib.sha256(), 0, 0, set()
+    try:
+        for path in paths:
+            folder = Path(path)
+            manifest = _manifest(folder / MANIFEST) if folder.is_dir() else None
+            entries = {f.get("prefix"): f for f in (manifest or {}).get("files", []) if isinstance(f, dict)}
+            if manifest and manifest.get("tokenizer_sha256"):
+                prints.add(manifest["tokenizer_sha256"])
+            for prefix in resolve_prefixes(path):
+                name = str(Path(prefix).relative_to(folder)) if folder.is_dir() else Path(prefix).name
+                entry = entries.get(name, {})
+                index = read_index(prefix + ".idx")
+                n_docs, n_tokens = len(index["document_indices"]) - 1, int(index["sequence_lengths"].sum())
+                idx_sha = (entry.get("idx") or {}).get("sha256") or sha256_file(prefix + ".idx")
+                bin_id = (entry.get("bin") or {}).get("sha256") or Path(prefix + ".bin").stat().st_size
+                digest.update(json.dumps([name, n_docs, n_tokens, idx_sha, bin_id]).encode())
+                documents, tokens = documents + n_docs, tokens + n_tokens
+    except (OSError, ValueError):  # FileNotFoundError, IndexFormatError, a manifest that is not JSON
+        return None
+    identity: dict[str, Any] = {"documents": documents, "tokens": tokens, "sha256": digest.hexdigest()[:16]}
+    if prints:
+        identity["tokenizer_sha256"] = prints.pop() if len(prints) == 1 else sorted(prints)
+    return identity
+
+
+def _manifest(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    manifest = json.loads(path.read_text())
+    return manifest if isinstance(manifest, dict) else None
+
+
+def _stage_settings(
+    recipe: TrainRecipe, stage: StageConfig, recorded: dict[str, Any] | None, prefix: str = ""
+) -> dict[str, Any]:
+    """The settings of `stage` (nested); `recorded`: the flat settings of the folder's job.json, whose shard
+    identities stand in for shards that are gone (a finished stage needs none), or None to record none."""
     # Values at their defaults are left out (here and below): a setting added later is not a different job.
-    mixture = stage.build_mixture(recipe.run_dir).model_dump(mode="json", exclude_defaults=True)
+    config = stage.build_mixture(recipe.run_dir)
+    mixture = config.model_dump(mode="json", exclude_defaults=True)
     for source in mixture["sources"]:
         source["paths"] = [str(Path(p).resolve()) for p in source["paths"]]
     settings = {
@@ -41,35 +93,64 @@ def _stage_settings(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]:
         | {"lr": stage.lr or recipe.trainer.lr},
         "mixture": mixture,
     }
+    if recorded is not None:
+        settings["shards"] = {}
+        for source in config.sources:
+            identity = shard_identity(source.paths)
+            if identity is None:  # the recorded one, if any: nothing here to compare it with
+                key = f"{prefix}shards.{source.name}."
+                identity = {k[len(key) :]: v for k, v in recorded.items() if k.startswith(key)}
+            if identity:
+                settings["shards"][source.name] = identity
     names = [s.name for s in recipe.stages]
     if stage.start_from in names:
-        settings["start"] = _stage_settings(recipe, recipe.stage(stage.start_from))
+        start = recipe.stage(stage.start_from)
+        settings["start"] = _stage_settings(recipe, start, recorded, f"{prefix}start.")
     elif stage.start_from is not None:
         settings["stage"]["start_from"] = str(Path(stage.start_from).resolve())
     return settings
 
 
-def stage_identity(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]:
-    """The job identity of a stage folder: flat settings, paths under run_dir written as `{run_dir}`."""
+def stage_identity(
+    recipe: TrainRecipe, stage: StageConfig, recorded: dict[str, Any] | None = None, shards: bool = True
+) -> dict[str, Any]:
+    """The job identity of a stage folder: flat settings, paths under run_dir written as `{run_dir}`, and the
+    shards' identity (`shards.NAME.*`, unless `shards` is false); `recorded` as in `_stage_settings`."""
     from pipelines.job_record import job_identity
 
     settings = {
         "model": recipe.model.model_dump(mode="json", include=MODEL_KEYS, exclude_defaults=True),
         "trainer": recipe.trainer.model_dump(mode="json", include=TRAINER_KEYS, exclude_defaults=True),
-        **_stage_settings(recipe, stage),
+        **_stage_settings(recipe, stage, (recorded or {}) if shards else None),
     }
     return job_identity([], _flat(settings), run_dir=recipe.run_dir)
 
 
 def check_stage_job(recipe: TrainRecipe, stage: StageConfig, record: bool) -> None:
-    """Refuse (TrainRecipeError) a stage folder trained with other settings; with `record`, write its job.json
-    when it has none (only one process should record)."""
-    from pipelines.job_record import JOB_FILE, check_job
+    """Refuse (TrainRecipeError) a stage folder trained with other settings or on other shards; with `record`,
+    write its job.json when it has none (only one process should record)."""
+    from pipelines.job_record import JOB_FILE, check_job, has_progress
 
     stage_dir = recipe.stage_dir(stage.name)
     if not record and not (stage_dir / JOB_FILE).is_file():
         return
+    recorded = _recorded_settings(stage_dir / JOB_FILE)
+    # A record written before shard identities were kept cannot tell the shards apart: its stage is compared
+    # on its settings alone (not refused for lacking them); one without progress is simply recorded anew.
+    legacy = (
+        recorded is not None and not any(".shards." in f".{k}" for k in recorded) and has_progress(stage_dir)
+    )
+    identity = stage_identity(recipe, stage, recorded, shards=not legacy)
     try:
-        check_job(stage_dir, stage_identity(recipe, stage), what=f"training stage ({stage.name})")
+        check_job(stage_dir, identity, what=f"training stage ({stage.name})")
     except ValueError as err:
         raise TrainRecipeError(str(err)) from None
+
+
+def _recorded_settings(path: Path) -> dict[str, Any] | None:
+    """The flat settings of a stage's job.json; None where there is none (or it is unreadable)."""
+    try:
+        settings = json.loads(path.read_text()).get("settings")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return settings if isinstance(settings, dict) else None

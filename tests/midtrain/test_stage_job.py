@@ -54,3 +54,71 @@ def test_checkpoint_of_another_model_without_a_record_is_one_line(tiny_shards, t
     result, message = _train(mt.write_recipe(tmp_path / "r.yaml", recipe))
     assert result.exit_code == 2, result.output
     assert "step_00000002: does not fit the recipe's model" in message
+
+
+def _run_shards(run, mt, seed: int) -> None:
+    from shards.indexed import write_indexed
+
+    for i, name in enumerate(("a", "b")):
+        (run / "shards" / name).mkdir(parents=True)
+        write_indexed(run / "shards" / name / "part", mt.markov_documents(300, seed + i), vocab_size=64)
+
+
+def test_a_recipe_copy_on_other_shards_does_not_resume(tmp_path, mt):
+    """Paths inside run_dir are recorded as `{run_dir}/...`, so a recipe copy with another run_dir (other shards)
+    resumed the saved stream position on another blend: the shards' identity is recorded and compared too."""
+    import shutil
+    from pathlib import Path
+
+    run1, run2 = tmp_path / "run1", tmp_path / "run2"
+    _run_shards(run1, mt, seed=1)
+    _run_shards(run2, mt, seed=5)
+    recipe = mt.recipe(Path("{run_dir}/shards"), tmp_path / "out", stable_tokens=2 * 256, checkpoint_every=1)
+    recipe["run_dir"] = str(run1)
+    assert _train(mt.write_recipe(tmp_path / "r.yaml", recipe))[0].exit_code == 0
+    stage = tmp_path / "out" / "stable"
+    (stage / "done.json").unlink()  # as if killed after its last checkpoint
+    job = (stage / "job.json").read_text()
+    settings = json.loads(job)["settings"]
+    assert settings["mixture.sources.a.paths"] == ["{run_dir}/shards/a"]
+    assert settings["shards.a.documents"] == 300 and len(settings["shards.a.sha256"]) == 16
+
+    result, message = _train(mt.write_recipe(tmp_path / "r2.yaml", dict(recipe, run_dir=str(run2))))
+    assert result.exit_code == 2, result.output
+    assert "settings.shards.a.sha256:" in message and "settings.shards.b.sha256:" in message
+    assert (stage / "job.json").read_text() == job and not (stage / "done.json").exists()
+
+    shutil.copytree(run1, tmp_path / "moved")  # the same shards elsewhere: the same job, it resumes
+    result, _ = _train(mt.write_recipe(tmp_path / "r3.yaml", dict(recipe, run_dir=str(tmp_path / "moved"))))
+    assert result.exit_code == 0, result.output
+
+
+def test_a_record_from_before_shard_identities_still_resumes(tiny_shards, tmp_path, mt):
+    recipe = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=2 * 256, checkpoint_every=1)
+    assert _train(mt.write_recipe(tmp_path / "r.yaml", recipe))[0].exit_code == 0
+    stage = tmp_path / "out" / "stable"
+    (stage / "done.json").unlink()
+    job = json.loads((stage / "job.json").read_text())
+    job["settings"] = {k: v for k, v in job["settings"].items() if not k.startswith("shards.")}
+    (stage / "job.json").write_text(json.dumps(job))
+    result, _ = _train(tmp_path / "r.yaml")
+    assert result.exit_code == 0, result.output
+
+
+def test_shard_identity_is_what_the_shards_hold(tiny_shards, tmp_path):
+    import shutil
+
+    from midtrain.stage_job import shard_identity
+    from shards.manifest import file_entry, write_manifest
+
+    a = shard_identity([str(tiny_shards / "a")])
+    assert a is not None and a["documents"] == 300 and a["tokens"] > 300
+    shutil.copytree(tiny_shards / "a", tmp_path / "moved")
+    assert shard_identity([str(tmp_path / "moved")]) == a == shard_identity([str(tiny_shards / "a" / "part")])
+    assert shard_identity([str(tiny_shards / "b")]) != a
+    assert shard_identity([str(tmp_path / "gone")]) is None
+    entry = file_entry(tmp_path / "moved", "part", documents=300, tokens=a["tokens"])
+    write_manifest(
+        tmp_path / "moved", [entry], tokenizer="t", tokenizer_sha256="abc", vocab_size=64, eos_id=0
+    )
+    assert shard_identity([str(tmp_path / "moved")])["tokenizer_sha256"] == "abc"
