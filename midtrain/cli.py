@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from mathmix.cli_util import DefaultCommandGroup, console, fail, print_summary, write_json
 
@@ -58,7 +59,7 @@ def run_cmd(
 
     if nproc > 1 and "WORLD_SIZE" not in os.environ:
         try:  # here once, rather than as one error per process under torchrun
-            check_run(config, stage or None)
+            check_run(config, stage or None, world_size=nproc)
         except TrainRecipeError as err:
             fail(str(err))
         args = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
@@ -109,7 +110,9 @@ def export_cmd(
     except (OSError, ValueError) as err:
         fail(str(err))
     write_json(out / "export.json", info)
-    print_summary({k: v for k, v in info.items() if k != "files"}, title="export")
+    print_summary({k: v for k, v in info.items() if k not in ("files", "warning")}, title="export")
+    if info.get("warning"):
+        console.print(f"[yellow]warning:[/] {escape(info['warning'])}", soft_wrap=True)
 
 
 @train_app.command("plot")

@@ -95,9 +95,20 @@ class TrainerConfig(BaseModel):
     tensorboard: bool = False
     peak_tflops: float | None = None  # per device, for MFU; default: a table of known GPUs, none on CPU
 
+    @model_validator(mode="after")
+    def _check_batch(self) -> TrainerConfig:
+        # checked when the recipe is read: a bad batch used to surface as a traceback once training had started
+        # (after job.json was written); the split over ranks is checked by the preflight, which knows the ranks
+        self.sequences_per_step()
+        self.accumulation_steps(1)
+        return self
+
     def sequences_per_step(self) -> int:
         if self.global_batch_tokens % self.seq_len:
-            raise ValueError(f"global_batch_tokens {self.global_batch_tokens} is not a multiple of seq_len")
+            raise ValueError(
+                f"trainer.global_batch_tokens {self.global_batch_tokens} is not a multiple of trainer.seq_len "
+                f"{self.seq_len} (e.g. {max(1, self.global_batch_tokens // self.seq_len) * self.seq_len})"
+            )
         return self.global_batch_tokens // self.seq_len
 
     def accumulation_steps(self, world_size: int) -> int:
@@ -105,9 +116,10 @@ class TrainerConfig(BaseModel):
         per_pass = self.micro_batch_size * world_size
         seqs = self.sequences_per_step()
         if seqs % per_pass:
+            ranks = f" x {world_size} ranks" if world_size > 1 else ""
             raise ValueError(
-                f"{seqs} sequences per step do not split into micro_batch_size {self.micro_batch_size} x "
-                f"{world_size} ranks"
+                f"trainer.global_batch_tokens {self.global_batch_tokens} / seq_len {self.seq_len} = {seqs} "
+                f"sequences per step do not split into trainer.micro_batch_size {self.micro_batch_size}{ranks}"
             )
         return seqs // per_pass
 

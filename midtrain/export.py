@@ -40,6 +40,28 @@ def load_tokenizer(source: str, eos_token_id: int | None):
     return tok
 
 
+def tokenizer_fingerprint(source: str, loaded=None) -> str | None:
+    """The fingerprint `shards build` records as a manifest's `tokenizer_sha256` (shards.tokenizer
+    `LoadedTokenizer.fingerprint`), computed the way it loads the tokenizer: a tokenizer.json (a file, or in a
+    folder) with `tokenizers`, anything else (a hub name) through transformers (`loaded`, if already loaded).
+    None where there is no fast tokenizer to fingerprint."""
+    from shards.tokenizer import LoadedTokenizer
+
+    path = Path(source)
+    file = path if path.is_file() else path / "tokenizer.json"
+    if file.is_file():
+        from tokenizers import Tokenizer
+
+        backend = Tokenizer.from_file(str(file))
+    else:
+        backend = getattr(
+            loaded if loaded is not None else load_tokenizer(source, None), "backend_tokenizer", None
+        )
+        if backend is None:
+            return None
+    return LoadedTokenizer(str(source), backend, eos_id=0, vocab_size=0).fingerprint
+
+
 def export_checkpoint(
     checkpoint: Path, out_dir: Path, tokenizer: str | None = None, dtype: str = "bfloat16"
 ) -> dict[str, Any]:
@@ -53,7 +75,7 @@ def export_checkpoint(
     state = json.loads((path / STATE_FILE).read_text())
     config = AutoConfig.from_pretrained(str(path))
     source = tokenizer or state.get("tokenizer")
-    tok = None
+    tok, warning = None, None
     if source:
         try:
             tok = load_tokenizer(source, config.eos_token_id)
@@ -61,6 +83,7 @@ def export_checkpoint(
             raise ValueError(
                 f"tokenizer {source}: cannot be loaded ({first_line(err)}); pass --tokenizer"
             ) from None
+        warning = check_export_tokenizer(path, state, source, tokenizer_fingerprint(source, tok))
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     load_model_weights(path, model)
     model = model.to(getattr(torch, dtype))
@@ -79,8 +102,32 @@ def export_checkpoint(
         "tokens": state.get("run_tokens"),
         "dtype": dtype,
         "tokenizer": source,
+        **({"warning": warning} if warning else {}),
         "files": sorted(p.name for p in out_dir.iterdir()),
     }
+
+
+def check_export_tokenizer(
+    path: Path, state: dict[str, Any], source: str, fingerprint: str | None
+) -> str | None:
+    """Refuse (ValueError) a tokenizer whose fingerprint differs from the one the checkpoint records it was trained
+    with: the export would decode the model's ids as other tokens. A checkpoint from before fingerprints were
+    recorded cannot be checked: a warning (returned) says so when another tokenizer than its own is given."""
+    trained = state.get("tokenizer_sha256")
+    if trained and fingerprint and fingerprint != trained:
+        raise ValueError(
+            f"tokenizer {source} (fingerprint {fingerprint}) is not the one {path} was trained with "
+            f"({state.get('tokenizer')}, fingerprint {trained}): its token ids would mean other tokens; pass "
+            "that tokenizer (or one with the same fingerprint) as --tokenizer"
+        )
+    if trained and fingerprint is None:
+        return f"tokenizer {source}: not a fast tokenizer, so not checked against the one {path} was trained with"
+    if not trained and source != state.get("tokenizer"):
+        return (
+            f"{path} records no tokenizer fingerprint (written before they were recorded): not checked that "
+            f"{source} is the tokenizer it was trained with ({state.get('tokenizer')})"
+        )
+    return None
 
 
 def first_line(err: BaseException) -> str:

@@ -8,10 +8,11 @@ here is a TrainRecipeError whose one-line message names the stage, source, manif
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
+from midtrain.config import StageConfig, TrainerConfig, TrainRecipe, TrainRecipeError
 from midtrain.stage_job import check_stage_job
 from shards.manifest import token_space_difference
 
@@ -29,10 +30,16 @@ def select_stages(recipe: TrainRecipe, names: list[str] | None) -> list[StageCon
     return [s for s in recipe.stages if not names or s.name in names]
 
 
-def check_run(recipe: TrainRecipe, names: list[str] | None = None) -> list[StageConfig]:
-    """Check everything the selected stages need, writing nothing; returns the stages to run, in order."""
+def check_run(
+    recipe: TrainRecipe, names: list[str] | None = None, world_size: int | None = None
+) -> list[StageConfig]:
+    """Check everything the selected stages need, writing nothing; returns the stages to run, in order.
+
+    `world_size`: the processes that will train (default: WORLD_SIZE, as torchrun sets it, else 1)."""
     from midtrain import checkpoint as ckpt
 
+    if world_size is None:
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
     stages = select_stages(recipe, names)
     planned: set[str] = set()  # stages that will have finished before the next one starts
     manifests: dict[Path, dict[str, Any]] = {}
@@ -47,8 +54,18 @@ def check_run(recipe: TrainRecipe, names: list[str] | None = None) -> list[Stage
             trains = True
         planned.add(stage.name)
     if trains:
+        check_batch(recipe.trainer, world_size)
         check_vocabulary(recipe, manifests)
     return stages
+
+
+def check_batch(trainer: TrainerConfig, world_size: int) -> None:
+    """The global batch splits into micro-batches over the ranks (seq_len and micro_batch_size alone are
+    checked when the recipe is read; the ranks are known only now)."""
+    try:
+        trainer.accumulation_steps(world_size)
+    except ValueError as err:
+        raise TrainRecipeError(f"{err}: change the batch or the number of processes") from None
 
 
 def check_start(recipe: TrainRecipe, stage: StageConfig, planned: set[str]) -> None:
@@ -121,7 +138,7 @@ def check_vocabulary(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]])
                 f"{path}: {key} {manifest.get(key)!r}, but {first[0]} has {first[1].get(key)!r}: the sources "
                 "of a run must be built with one tokenizer"
             )
-    _check_tokenizer(recipe, vocab, first)
+    _check_tokenizer(recipe, vocab, first, manifests)
 
 
 def _model_vocab_size(recipe: TrainRecipe) -> int:
@@ -131,15 +148,23 @@ def _model_vocab_size(recipe: TrainRecipe) -> int:
         raise TrainRecipeError(f"model: {str(err).splitlines()[0]}") from None
 
 
-def _check_tokenizer(recipe: TrainRecipe, vocab: int, first: tuple[Path, dict[str, Any]] | None) -> None:
-    """The tokenizer exports copy: it must load now, not after training; its size matches the shards'."""
-    from midtrain.export import first_line, load_tokenizer
+def _check_tokenizer(
+    recipe: TrainRecipe,
+    vocab: int,
+    first: tuple[Path, dict[str, Any]] | None,
+    manifests: dict[Path, dict[str, Any]],
+) -> None:
+    """The tokenizer exports copy: it must load now, not after training; its size matches the shards', and it is
+    the tokenizer they were built with (its fingerprint is each manifest's `tokenizer_sha256`, where recorded:
+    two BPE tokenizers of one size map text to different ids)."""
+    from midtrain.export import first_line, load_tokenizer, tokenizer_fingerprint
 
     source = recipe.model.tokenizer_source
     if source is None:
         return
     try:
-        size = len(load_tokenizer(source, None))
+        tok = load_tokenizer(source, None)
+        size, fingerprint = len(tok), tokenizer_fingerprint(source, tok)
     except (OSError, ValueError) as err:
         raise TrainRecipeError(f"model.tokenizer {source}: cannot be loaded ({first_line(err)})") from None
     if size > vocab:
@@ -151,3 +176,25 @@ def _check_tokenizer(recipe: TrainRecipe, vocab: int, first: tuple[Path, dict[st
             f"model.tokenizer {source}: {size} tokens, but {first[0]} was built with a tokenizer of "
             f"{first[1]['vocab_size']} ({first[1].get('tokenizer')})"
         )
+    for path, manifest in sorted(manifests.items()):
+        built = manifest.get("tokenizer_sha256")
+        if built and fingerprint and built != fingerprint:
+            raise TrainRecipeError(
+                f"model.tokenizer {source}: fingerprint {fingerprint}, but {path} was built with another "
+                f"tokenizer ({manifest.get('tokenizer')}, tokenizer_sha256 {built}): exports would decode its "
+                "token ids as other tokens"
+            )
+
+
+def recipe_tokenizer_print(recipe: TrainRecipe) -> str | None:
+    """The fingerprint of the recipe's tokenizer, recorded in each checkpoint (None: no tokenizer, or not a fast
+    one)."""
+    from midtrain.export import first_line, tokenizer_fingerprint
+
+    source = recipe.model.tokenizer_source
+    if source is None:
+        return None
+    try:
+        return tokenizer_fingerprint(source)
+    except (OSError, ValueError) as err:
+        raise TrainRecipeError(f"model.tokenizer {source}: cannot be loaded ({first_line(err)})") from None

@@ -29,7 +29,7 @@ from midtrain.model import (
     matmul_parameters,
     peak_flops,
 )
-from midtrain.preflight import DONE_FILE, check_run
+from midtrain.preflight import DONE_FILE, check_batch, check_run, recipe_tokenizer_print
 from midtrain.schedule import wsd_lr
 from midtrain.stage_job import check_stage_job
 
@@ -105,12 +105,16 @@ def train_stage(
     """Train one stage to its token budget (resuming from its latest checkpoint); return its summary."""
     t, stage = recipe.trainer, recipe.stage(stage_name)
     stage_dir = recipe.stage_dir(stage.name)
+    done = (stage_dir / DONE_FILE).exists()
+    # before job.json is written (check_run checked it too): a batch that does not split over the ranks is no job
+    if not done:
+        check_batch(t, int(os.environ.get("WORLD_SIZE", "1")))
     # every rank compares, rank 0 alone writes job.json: nothing is resumed or skipped for another recipe
     check_stage_job(recipe, stage, record=int(os.environ.get("RANK", "0")) == 0)
-    if (stage_dir / DONE_FILE).exists():
+    if done:
         return json.loads((stage_dir / DONE_FILE).read_text())
+    tokenizer_sha256 = recipe_tokenizer_print(recipe)
     ranks = setup_ranks(t.device)
-    t.accumulation_steps(ranks.world_size)  # fail early if the batch does not split over the ranks
     total_steps = max(1, stage.tokens // t.global_batch_tokens)
     peak_lr = stage.lr or t.lr
 
@@ -168,6 +172,7 @@ def train_stage(
         # 4) checkpoint every N steps and at the end of the stage
         if step % t.checkpoint_every == 0 or step == total_steps:
             state["tokenizer"] = recipe.model.tokenizer_source
+            state["tokenizer_sha256"] = tokenizer_sha256  # what `train export` checks its tokenizer against
             ckpt.save_checkpoint(ckpt_dir, model, optimizer, state, config_json, t.keep_checkpoints)
     bar.close()
     logger.close()

@@ -47,6 +47,30 @@ def tiny_shards(tmp_path: Path) -> Path:
     return tmp_path / "shards"
 
 
+def bpe_tokenizer(path: Path) -> Path:
+    """A 64-token BPE tokenizer (EOS `<eos>` = id 0) trained here, saved as tokenizer.json."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=64, special_tokens=["<eos>", "<unk>"])
+    tok.train_from_iterator(["the sum of two odd numbers is even", "x plus y equals z"] * 20, trainer)
+    tok.save(str(path))
+    return path
+
+
+def other_tokenizer(source: Path, path: Path) -> Path:
+    """A tokenizer.json of the same size as SOURCE that maps text to other ids (two of its tokens swapped)."""
+    import json
+
+    data = json.loads(source.read_text())
+    vocab = data["model"]["vocab"]
+    a, b = sorted(vocab, key=vocab.get)[-2:]
+    vocab[a], vocab[b] = vocab[b], vocab[a]
+    path.write_text(json.dumps(data))
+    return path
+
+
 def tiny_recipe_dict(
     shards: Path, out: Path, stable_tokens: int = 4096, decay_tokens: int = 0, **trainer
 ) -> dict:
@@ -149,5 +173,6 @@ def mt():
 
     return SimpleNamespace(
         recipe=tiny_recipe_dict, write_recipe=write_recipe, train=train_in_process, run_cli=run_cli,
-        cmd=mathmix_cmd, env=child_env, repo=REPO, markov_documents=markov_documents,
+        cmd=mathmix_cmd, env=child_env, repo=REPO, markov_documents=markov_documents, tokenizer=bpe_tokenizer,
+        other_tokenizer=other_tokenizer,
     )  # fmt: skip

@@ -14,22 +14,10 @@ from mathmix.cli import app
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _tokenizer(path: Path) -> Path:
-    """A 64-token BPE tokenizer (EOS `<eos>` = id 0) trained here, saved as tokenizer.json."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=64, special_tokens=["<eos>", "<unk>"])
-    tok.train_from_iterator(["the sum of two odd numbers is even", "x plus y equals z"] * 20, trainer)
-    tok.save(str(path))
-    return path
-
-
 @pytest.fixture
 def trained(tiny_shards, tmp_path, mt):
     recipe = mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=4 * 256, decay_tokens=2 * 256)
-    recipe["model"]["tokenizer"] = str(_tokenizer(tmp_path / "tokenizer.json"))
+    recipe["model"]["tokenizer"] = str(mt.tokenizer(tmp_path / "tokenizer.json"))
     mt.train(recipe)
     return tmp_path / "run", mt.write_recipe(tmp_path / "tiny.yaml", recipe)
 
@@ -145,3 +133,36 @@ def test_octothinker_megatron_command(tmp_path):
     assert "--lr-wsd-decay-samples 2441406 " in short and "--train-samples 26855468 " in short
     assert "--min-lr 3e-06 " in short and "--lr-wsd-decay-style cosine" in short and "--load " in short
     assert "--override-opt_param-scheduler" in short
+
+
+def test_export_refuses_a_tokenizer_other_than_the_trained_one(trained, tmp_path, mt):
+    """A tokenizer of the same size that maps text to other ids: the export would decode the model's ids wrongly."""
+    import shutil
+
+    run, _ = trained
+    other = mt.other_tokenizer(tmp_path / "tokenizer.json", tmp_path / "other.json")
+    out = tmp_path / "hf"
+    result = CliRunner().invoke(
+        app, ["train", "export", str(run / "decay"), "-o", str(out), "--tokenizer", str(other)]
+    )
+    message = " ".join(result.output.split())
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert f"tokenizer {other} (fingerprint " in message and "is not the one" in message
+    assert str(tmp_path / "tokenizer.json") in message and not out.exists()
+
+    shutil.copy(tmp_path / "tokenizer.json", tmp_path / "copy.json")  # the same tokenizer elsewhere
+    result = CliRunner().invoke(app, ["train", "export", str(run / "decay"), "-o", str(out), "--tokenizer",
+                                      str(tmp_path / "copy.json")])  # fmt: skip
+    assert result.exit_code == 0 and "warning" not in result.output, result.output
+
+    # a checkpoint from before fingerprints were recorded: exported, with a one-line warning that it is unchecked
+    from midtrain.export import resolve_checkpoint
+
+    state_file = resolve_checkpoint(run / "decay") / "trainer_state.json"
+    state = json.loads(state_file.read_text())
+    state_file.write_text(json.dumps({k: v for k, v in state.items() if k != "tokenizer_sha256"}))
+    result = CliRunner().invoke(app, ["train", "export", str(run / "decay"), "-o", str(tmp_path / "hf2"),
+                                      "--tokenizer", str(other)])  # fmt: skip
+    message = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "records no tokenizer fingerprint" in message and f"not checked that {other}" in message

@@ -106,3 +106,54 @@ def test_a_finished_run_reruns_without_its_shards(tiny_shards, tmp_path, mt):
     shutil.rmtree(tiny_shards)
     result = _train(path, "--stage", "decay")
     assert result.exit_code == 0, result.output
+
+
+def test_shards_of_another_tokenizer_of_the_same_size_are_refused(tiny_shards, tmp_path, mt):
+    """Same vocabulary size, other ids: the size check passed and the wrong tokenizer was exported."""
+    import shutil
+
+    from midtrain.config import TrainRecipe
+    from midtrain.preflight import check_run
+    from shards.tokenizer import load_tokenizer
+
+    built = tmp_path / "built"
+    built.mkdir()
+    mt.tokenizer(built / "tokenizer.json")
+    loaded = load_tokenizer(built, "<eos>")  # what `shards build` records
+    for name in ("a", "b"):
+        _manifest(tiny_shards / name, tokenizer=str(built), tokenizer_sha256=loaded.fingerprint,
+                  vocab_size=loaded.vocab_size, eos_id=0)  # fmt: skip
+    other = mt.other_tokenizer(built / "tokenizer.json", tmp_path / "other.json")
+    recipe = mt.recipe(tiny_shards, tmp_path / "out")
+    recipe["model"]["tokenizer"] = str(other)
+    message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
+    assert f"model.tokenizer {other}: fingerprint " in message
+    assert f"{tiny_shards / 'a' / 'manifest.json'} was built with another tokenizer ({built}" in message
+    assert f"tokenizer_sha256 {loaded.fingerprint}" in message and not (tmp_path / "out").exists()
+
+    # the same tokenizer anywhere else (its tokenizer.json alone, or a copy of its folder) is the same tokenizer
+    shutil.copytree(built, tmp_path / "copy")
+    for source in (tmp_path / "copy" / "tokenizer.json", tmp_path / "copy"):
+        recipe["model"]["tokenizer"] = str(source)
+        check_run(TrainRecipe.model_validate(recipe))
+
+
+def test_a_batch_that_does_not_split_is_one_line_and_writes_nothing(tiny_shards, tmp_path, mt, monkeypatch):
+    out = tmp_path / "out"
+    for trainer, named in (
+        (
+            {"global_batch_tokens": 250},
+            "trainer.global_batch_tokens 250 is not a multiple of trainer.seq_len 32",
+        ),
+        ({"micro_batch_size": 3}, "8 sequences per step do not split into trainer.micro_batch_size 3"),
+    ):
+        path = mt.write_recipe(tmp_path / "r.yaml", mt.recipe(tiny_shards, out, **trainer))
+        for args in ((), ("--emit", "megatron")):
+            message = _error(_train(path, *args))
+            assert named in message and "Traceback" not in message
+    # 8 sequences of 32 per step in micro-batches of 4: 2 processes split them, 3 cannot
+    path = mt.write_recipe(tmp_path / "r.yaml", mt.recipe(tiny_shards, out))
+    assert "micro_batch_size 4 x 3 ranks" in _error(_train(path, "--nproc", "3"))
+    monkeypatch.setenv("WORLD_SIZE", "3")  # as torchrun sets it
+    assert "micro_batch_size 4 x 3 ranks" in _error(_train(path))
+    assert not out.exists()  # no job.json, no blend index
