@@ -63,11 +63,6 @@ def hub_reachable(endpoint: str, timeout: float = REACH_TIMEOUT_S) -> bool:
 
 def fetch_problem(name: str) -> str | None:
     """Why NAME (not a folder, not in the cache) cannot be fetched from the hub now; None when it may be."""
-    if "/" not in name:
-        return (
-            f"{name} is not a folder, not in the Hugging Face cache, and not a Hugging Face name to fetch "
-            "(org/name)"
-        )
     if offline():
         return f"{name} is not a local folder nor in the Hugging Face cache (HF_HUB_OFFLINE is set)"
     endpoint = hub_endpoint()
