@@ -21,6 +21,9 @@ FOLDER = "decont"
 EXTRA_COLUMNS = [("contaminated", pa.bool_()), ("decont_benchmarks", pa.string())]
 
 
+DEFAULT_BENCHMARKS = "{run_dir}/sample/bench"  # what the quickstart writes
+
+
 class Config(BaseModel):
     """Settings of the decont stage (the `decont:` block of a recipe)."""
 
@@ -30,8 +33,9 @@ class Config(BaseModel):
         default_factory=list, description="Parquet/JSONL with id, text (default: dedup/data)"
     )
     benchmarks: list[str] = Field(
-        default_factory=lambda: ["{run_dir}/sample/bench"],
-        description="benchmark JSONL files or folders of them ({run_dir} = the run folder)",
+        default_factory=lambda: [DEFAULT_BENCHMARKS],
+        description="benchmark JSONL files or folders of them ({run_dir} = the run folder; default: the "
+        "quickstart's {run_dir}/sample/bench)",
     )
     ngram: int = Field(13, ge=1, description="n-gram size in word/number tokens")
     min_words: int = Field(
@@ -194,4 +198,9 @@ def check_prompts(
 def run_stage(config: Config, ctx) -> dict:
     """Recipe stage `decont`: reads the previous stage's data/ (or `inputs`), writes RUN/decont/."""
     benchmarks = [b.replace("{run_dir}", str(ctx.run_dir)) for b in config.benchmarks]
+    if config.benchmarks == [DEFAULT_BENCHMARKS] and not Path(benchmarks[0]).exists():
+        raise ValueError(
+            f"no benchmarks to decontaminate against: set stages.decont.benchmarks (the default, {benchmarks[0]}, "
+            "is the sample that only the quickstart writes)"
+        )
     return run_decont(config, ctx.inputs, ctx.out_dir, ctx.executor, benchmarks)

@@ -353,3 +353,15 @@ def test_a_file_reached_twice_is_read_once(tmp_path):
     assert input_files([str(tmp_path / "page.html"), str(tmp_path / "." / "page.html")]) == [
         str((tmp_path / "page.html").resolve())
     ]
+
+
+def test_decont_without_benchmarks_in_a_user_recipe_says_to_set_them(tmp_path):
+    stage = _stage_folder(tmp_path / "run" / "dedup")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nstages:\n  decont: {{inputs: ['{stage}']}}\n"
+    )
+    with pytest.raises(
+        StageFailed, match=r"no benchmarks to decontaminate against: set stages.decont.benchmarks"
+    ):
+        run_recipe(load_recipe(recipe))
