@@ -23,6 +23,19 @@ class DefaultCommandGroup(TyperGroup):
 
     default_command = "run"
 
+    def format_help(self, ctx, formatter):  # type: ignore[override]
+        # say it in --help too: the group's help alone lists subcommands and hides the default one's usage
+        note = (
+            f"`{ctx.command_path} ARGS...` without a command name runs `{self.default_command}`: "
+            f"see `{ctx.command_path} {self.default_command} --help` for its arguments and options."
+        )
+        original = self.help
+        self.help = f"{original or ''}\n\n{note}"
+        try:
+            return super().format_help(ctx, formatter)
+        finally:
+            self.help = original
+
     def parse_args(self, ctx, args):  # type: ignore[override]
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = [self.default_command, *args]

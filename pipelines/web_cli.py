@@ -12,9 +12,8 @@ from mathmix.cli_util import DefaultCommandGroup, check_output, console, fail, p
 web_app = typer.Typer(
     cls=DefaultCommandGroup,
     help="Web stage: WARC / HTML / JSONL -> math-aware text -> language ID -> math prefilter -> Parquet "
-    "(OUT/data/, summary.json, logs/; rejects/ with --write-rejects). `mathmix web INPUT... -o OUT` runs it (the "
-    "default command, `run`: see `mathmix web run --help` for its options); `web extract` prints the text of HTML "
-    "files.",
+    "(OUT/data/, summary.json, logs/; rejects/ with --write-rejects): `mathmix web INPUT... -o OUT`. `web extract` "
+    "prints the text of HTML files.",
     no_args_is_help=False,
 )
 

@@ -115,3 +115,16 @@ def test_extract_a_folder_extracts_its_html_files(pages, tmp_path):
     empty.mkdir()
     result = CliRunner().invoke(app, ["web", "extract", str(empty)])
     assert result.exit_code == 2 and f"{empty}: is a folder with no" in _out(result)
+
+
+def test_group_help_names_the_default_command():
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    for group in ("web", "train", "rewrite"):
+        out = CliRunner().invoke(app, [group, "--help"], env={"COLUMNS": "200"})
+        assert (
+            out.exit_code == 0
+            and f"`mathmix {group} ARGS...` without a command name runs `run`" in out.output
+        )
