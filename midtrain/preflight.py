@@ -86,6 +86,17 @@ def check_start(recipe: TrainRecipe, stage: StageConfig, planned: set[str]) -> N
             f"stage {stage.name}: start_from {stage.start_from} is neither a stage of this recipe nor a "
             f"checkpoint folder (no {ckpt.STATE_FILE})"
         )
+    else:  # a checkpoint from elsewhere: trained with the recipe's tokenizer? (recorded since tokenizer_sha256)
+        import json
+
+        trained = json.loads((Path(stage.start_from) / ckpt.STATE_FILE).read_text()).get("tokenizer_sha256")
+        ours = recipe_tokenizer_print(recipe) if trained else None
+        if trained and ours and trained != ours:
+            raise TrainRecipeError(
+                f"stage {stage.name}: start_from {stage.start_from} was trained with another tokenizer "
+                f"(fingerprint {trained}) than model.tokenizer {recipe.model.tokenizer_source} ({ours}): "
+                "its token ids would mean other tokens"
+            )
 
 
 def check_mixture(recipe: TrainRecipe, stage: StageConfig) -> dict[Path, dict[str, Any]]:

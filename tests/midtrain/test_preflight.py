@@ -157,3 +157,25 @@ def test_a_batch_that_does_not_split_is_one_line_and_writes_nothing(tiny_shards,
     monkeypatch.setenv("WORLD_SIZE", "3")  # as torchrun sets it
     assert "micro_batch_size 4 x 3 ranks" in _error(_train(path))
     assert not out.exists()  # no job.json, no blend index
+
+
+def test_a_start_checkpoint_trained_with_another_tokenizer_is_refused(tiny_shards, tmp_path, mt):
+    built = tmp_path / "built"
+    built.mkdir()
+    mt.tokenizer(built / "tokenizer.json")
+    other = mt.other_tokenizer(built / "tokenizer.json", tmp_path / "other.json")
+    from midtrain.export import tokenizer_fingerprint
+
+    start = tmp_path / "elsewhere" / "step_10"
+    start.mkdir(parents=True)
+    (start / "trainer_state.json").write_text(
+        json.dumps({"tokenizer_sha256": tokenizer_fingerprint(str(built))})
+    )
+    recipe = mt.recipe(tiny_shards, tmp_path / "out", decay_tokens=256)
+    recipe["stages"][1]["start_from"] = str(start)
+    recipe["model"]["tokenizer"] = str(other)
+    message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe), "--stage", "decay"))
+    assert (
+        f"start_from {start} was trained with another tokenizer" in message
+        and not (tmp_path / "out").exists()
+    )
