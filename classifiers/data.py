@@ -62,7 +62,7 @@ def source_name(path: Path) -> str:
 
 def _iter_json_rows(path: Path) -> Iterator[dict]:
     try:
-        for _, record in read_records(path):
+        for _, record in read_records(path, one_object=True):  # MATH ships one problem per .json file
             yield record
     except ValueError as err:
         raise InputError(str(err)) from None

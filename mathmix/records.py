@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 
-def read_records(path: str | Path) -> Iterator[tuple[int, Any]]:
+def read_records(path: str | Path, one_object: bool = False) -> Iterator[tuple[int, Any]]:
     """(position, JSON value) of every record: 0-based line of a JSONL file, or index in a JSON array.
 
     A `.json` file, or any file whose text starts with `[`, is one JSON array; anything else is JSONL. Blank
-    lines are skipped.
+    lines are skipped. With `one_object`, a `.json` file holding one object is that one record (MATH's layout:
+    one problem per file).
 
     Raises:
         ValueError: naming the file (and line) where the text is not UTF-8 or not JSON, or where a `.json`
@@ -32,6 +33,9 @@ def read_records(path: str | Path) -> Iterator[tuple[int, Any]]:
             raise ValueError(f"{path}: not UTF-8 text") from None
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}:{err.lineno}: not valid JSON ({err.msg})") from None
+        if one_object and isinstance(data, dict):
+            yield 0, data
+            return
         if not isinstance(data, list):
             raise ValueError(f"{path}: a .json file must hold a list of records, not a {type(data).__name__}")
         yield from enumerate(data)

@@ -63,6 +63,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: set = set()
         for key_node, _ in node.value:
+            if (
+                key_node.tag == "tag:yaml.org,2002:merge"
+            ):  # `<<: *anchor`: merged by the base class, may repeat
+                continue
             key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
             if key in seen:
                 raise yaml.constructor.ConstructorError(

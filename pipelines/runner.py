@@ -89,7 +89,11 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             previous[name] = out_dir
             continue
         summary_path = out_dir / "summary.json"
-        identity = job_identity(step["inputs"], step["config"], run_dir=recipe.output_dir)
+        try:  # the files the stage reads (globs and ~ expanded): their sizes are part of what it was built from
+            inputs = expand_inputs(step["inputs"])
+        except FileNotFoundError as err:
+            raise StageFailed(name, err) from None
+        identity = job_identity(inputs, step["config"], run_dir=recipe.output_dir)
         later = [Path(s["output"]).name for s in steps[i + 1 :]]  # folders to delete with this one
         try:
             upstream = _upstream(steps[:i], name)
@@ -115,7 +119,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             ctx = StageContext(
                 run_dir=recipe.output_dir,
                 out_dir=out_dir,
-                inputs=expand_inputs(step["inputs"]),
+                inputs=inputs,
                 executor=recipe.executor,
                 previous=dict(previous),
             )

@@ -363,3 +363,14 @@ def test_a_source_in_both_classes_is_counted_once_per_class():
         "only": {"label": "math", "docs": 1},
         "same [nonmath]": {"label": "nonmath", "docs": 2},
     }
+
+
+def test_math_layout_one_problem_per_json_file_is_read(tmp_path):
+    folder = tmp_path / "MATH" / "algebra"
+    folder.mkdir(parents=True)
+    for i in range(3):
+        (folder / f"{i}.json").write_text(
+            json.dumps({"problem": f"Solve $x+{i}=0$.", "solution": f"$x=-{i}$"})
+        )
+    docs = read_input(tmp_path / "MATH")
+    assert len(docs) == 3 and all("Solve" in d.text for d in docs)

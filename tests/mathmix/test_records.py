@@ -29,3 +29,12 @@ def test_errors_name_the_file_and_line(tmp_path):
     (tmp_path / "obj.json").write_text('{"q": 1}')
     with pytest.raises(ValueError, match=r"obj.json: a .json file must hold a list of records, not a dict"):
         list(read_records(tmp_path / "obj.json"))
+
+
+def test_one_object_per_json_file_where_asked(tmp_path):
+    (tmp_path / "1.json").write_text('{"problem": "p", "solution": "s"}')
+    assert list(read_records(tmp_path / "1.json", one_object=True)) == [
+        (0, {"problem": "p", "solution": "s"})
+    ]
+    with pytest.raises(ValueError, match="must hold a list of records"):
+        list(read_records(tmp_path / "1.json"))

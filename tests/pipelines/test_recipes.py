@@ -79,6 +79,14 @@ def test_a_key_given_twice_is_refused_and_home_is_expanded(tmp_path):
         load_recipe(_write(tmp_path, "name: x\nstages:\n  dedup: {bands: 11, bands: 5}\n"))
     recipe = load_recipe(_write(tmp_path, "name: x\noutput_dir: ~/runs/x\n"))
     assert recipe.output_dir == Path.home() / "runs" / "x"
+    # YAML merge keys are not duplicates (a local key may override a merged one)
+    merged = (
+        "name: x\nstages:\n  dedup: &common {tasks: 1, bands: 11}\n  decont:\n    <<: *common\n    tasks: 2\n"
+    )
+    with pytest.raises(RecipeError, match="decont.bands"):  # merged in, and decont has no bands
+        load_recipe(_write(tmp_path, merged))
+    ok = "name: x\nstages:\n  dedup: &common {tasks: 1}\n  decont:\n    <<: *common\n    ngram: 8\n"
+    assert load_recipe(_write(tmp_path, ok)).stages["decont"].tasks == 1
 
 
 def test_plan_chains_stage_outputs(tmp_path):

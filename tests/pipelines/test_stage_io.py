@@ -365,3 +365,19 @@ def test_decont_without_benchmarks_in_a_user_recipe_says_to_set_them(tmp_path):
         StageFailed, match=r"no benchmarks to decontaminate against: set stages.decont.benchmarks"
     ):
         run_recipe(load_recipe(recipe))
+
+
+def test_a_finished_stage_over_a_glob_notices_replaced_files(tmp_path):
+    (tmp_path / "in").mkdir()
+    rows = [{"id": str(i), "text": MATH.replace("{i}", str(i))} for i in range(3)]
+    (tmp_path / "in" / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{tasks: 1}}\nstages:\n"
+        f"  dedup: {{inputs: ['{tmp_path}/in/*.jsonl'], minhash: false}}\n"
+    )
+    run_recipe(load_recipe(recipe))
+    assert run_recipe(load_recipe(recipe))["dedup"]["docs_in"] == 3  # skipped: the same files
+    (tmp_path / "in" / "a.jsonl").write_text(json.dumps(rows[0]) + "\n")  # the same name, other contents
+    with pytest.raises(StageFailed, match="the input files changed"):
+        run_recipe(load_recipe(recipe))
