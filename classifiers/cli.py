@@ -31,7 +31,9 @@ def train_cmd(
     positives: list[Path] = typer.Option([], "--positives", "-p", help="math inputs (repeat the option)"),
     negatives: list[Path] = typer.Option([], "--negatives", "-n", help="non-math inputs (repeat the option)"),
     llm_seeds: list[Path] = typer.Option([], help="corpus with a 0-5 `math_score_llm` column"),
-    llm_threshold: float = typer.Option(3.0, help="`math_score_llm` >= this is math, below is non-math"),
+    llm_threshold: float = typer.Option(
+        3.0, min=0, max=5, help="`math_score_llm` (0-5) >= this is math, below is non-math"
+    ),
     max_docs_per_input: int = typer.Option(
         0, min=0, help="sample at most this many documents per input (0: all)"
     ),

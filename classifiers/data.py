@@ -62,8 +62,13 @@ def source_name(path: Path) -> str:
 
 def _iter_json_rows(path: Path) -> Iterator[dict]:
     try:
-        for _, record in read_records(path, one_object=True):  # MATH ships one problem per .json file
+        for position, record in read_records(path, one_object=True):  # MATH ships one problem per .json file
+            if not isinstance(record, dict):
+                where = f"record {position}" if path.suffix == ".json" else f"line {position + 1}"
+                raise InputError(f"{path}: {where} is not a JSON object (a row with a `text` field)")
             yield record
+    except InputError:
+        raise
     except ValueError as err:
         raise InputError(str(err)) from None
 

@@ -374,3 +374,12 @@ def test_math_layout_one_problem_per_json_file_is_read(tmp_path):
         )
     docs = read_input(tmp_path / "MATH")
     assert len(docs) == 3 and all("Solve" in d.text for d in docs)
+
+
+def test_records_that_are_not_objects_are_named(tmp_path):
+    (tmp_path / "nums.json").write_text("[1, 2, 3]")
+    (tmp_path / "mixed.jsonl").write_text('{"text": "a"}\n[1, 2]\n')
+    with pytest.raises(InputError, match=r"nums.json: record 0 is not a JSON object"):
+        read_input(tmp_path / "nums.json")
+    with pytest.raises(InputError, match=r"mixed.jsonl: line 2 is not a JSON object"):
+        read_input(tmp_path / "mixed.jsonl")
