@@ -133,7 +133,9 @@ def validate_cmd(
 def mix_cmd(
     mixture: Path = typer.Argument(..., help="mixture YAML (sources with weight or tokens)"),
     run_dir: Path | None = typer.Option(None, "--run-dir", help="replaces {run_dir} in source paths"),
-    total_tokens: int | None = typer.Option(None, "--total-tokens", help="override the mixture's total"),
+    total_tokens: int | None = typer.Option(
+        None, "--total-tokens", min=1, help="override the mixture's total"
+    ),
     output: Path | None = typer.Option(None, "-o", "--output", help="write the blend report JSON here"),
 ) -> None:
     """Build a mixture's blended document index and report per-source tokens, shares and epochs.
@@ -143,12 +145,19 @@ def mix_cmd(
     """
     from pydantic import ValidationError
 
+    from mathmix.cli_util import format_validation_errors
     from shards.mixture import BlendedDocuments, MixtureConfig
 
     try:
-        blend = BlendedDocuments(MixtureConfig.from_yaml(mixture, run_dir), total_tokens)
-    except (FileNotFoundError, ValueError, ValidationError) as err:
+        config = MixtureConfig.from_yaml(mixture, run_dir)
+        blend = BlendedDocuments(config, total_tokens)
+    except ValidationError as err:  # before ValueError, its base: one line naming each bad key
+        fail(f"{mixture}: {format_validation_errors(err)}")
+    except (FileNotFoundError, ValueError) as err:
         fail(f"{mixture}: {err}")
+    weights = [s.weight for s in config.sources if s.weight is not None]
+    if weights and abs(sum(weights) - 1) > 1e-6:
+        console.print(f"[yellow]note:[/] the weights sum to {sum(weights):g}; they are used as proportions")
     report = blend.report()
     for row in report["sources"]:
         flag = f"  [yellow]repeated x{row['epochs']:.2f}[/]" if row["repeated"] else ""

@@ -75,8 +75,17 @@ class MixtureConfig(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: str | Path, run_dir: str | Path | None = None) -> MixtureConfig:
-        """Load a mixture YAML; `{run_dir}` in source paths becomes `run_dir`."""
-        raw = yaml.safe_load(Path(path).read_text())
+        """Load a mixture YAML; `{run_dir}` in source paths becomes `run_dir`.
+
+        Raises:
+            ValueError: not YAML, or not a mapping (a pydantic ValidationError for bad keys and values).
+        """
+        try:
+            raw = yaml.safe_load(Path(path).read_text())
+        except yaml.YAMLError as err:
+            raise ValueError(f"not valid YAML: {' '.join(str(err).split())}") from None
+        if not isinstance(raw, dict):
+            raise ValueError("a mixture is a mapping with keys name, total_tokens, sources")
         if run_dir is not None:
             for source in raw.get("sources", []):
                 source["paths"] = [p.replace("{run_dir}", str(run_dir)) for p in source.get("paths", [])]
@@ -134,14 +143,16 @@ def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -
 
 def check_token_spaces(config: MixtureConfig) -> None:
     """Refuse a mixture whose shard folders were tokenized differently (`token_space_difference` between their
-    manifests): blending them would train on two id spaces at once without any error. Prefixes without a
-    manifest.json are not checked (nothing records their tokenizer)."""
+    manifests): blending them would train on two id spaces at once without any error. A PREFIX is checked by
+    the manifest of its folder; shards with no manifest.json anywhere are not (nothing records their tokenizer).
+    """
     first: tuple[str, dict[str, Any]] | None = None
     for spec in config.sources:
         for path in spec.paths:
-            if not (Path(path) / MANIFEST).is_file():
+            folder = Path(path) if Path(path).is_dir() else Path(path).parent  # PREFIX[.bin|.idx]: its folder
+            if not (folder / MANIFEST).is_file():
                 continue
-            manifest = read_manifest(path)
+            manifest = read_manifest(folder)
             if first is None:
                 first = (str(path), manifest)
             elif token_space_difference(first[1], manifest):

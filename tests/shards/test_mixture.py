@@ -218,6 +218,14 @@ def test_shards_of_different_tokenizers_are_refused(tmp_path):
     )
     with pytest.raises(ValueError, match=r"different tokenizers .*vocab 512.*vocab 2048"):
         BlendedDocuments(mixed)
+    # a source named by its PREFIX is checked by the manifest of the prefix's folder
+    prefixes = [str(Path(f) / "00000") for f in folders]
+    by_prefix = MixtureConfig(
+        name="m",
+        sources=[MixtureSource(name=n, paths=[p], weight=0.5) for n, p in zip("ab", prefixes, strict=True)],
+    )
+    with pytest.raises(ValueError, match=r"different tokenizers"):
+        BlendedDocuments(by_prefix)
 
 
 def test_shards_of_two_tokenizers_with_one_vocabulary_size_are_refused(tmp_path):
@@ -250,3 +258,20 @@ def test_shards_of_two_tokenizers_with_one_vocabulary_size_are_refused(tmp_path)
     assert len(blend("a", "a_copy")) > 0
     with pytest.raises(ValueError, match="different tokenizers .*tokenizer [0-9a-f]{16}"):
         blend("a", "b")
+
+
+def test_cli_mix_names_bad_yaml_and_bad_keys_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    runner = CliRunner()
+    (tmp_path / "bad.yaml").write_text("[1, 2")
+    (tmp_path / "neg.yaml").write_text("name: x\nsources:\n  - {name: a, paths: [x], weight: -1}\n")
+    for name, message in (
+        ("bad.yaml", "not valid YAML"),
+        ("neg.yaml", "sources.0.weight: Input should be greater"),
+    ):
+        result = runner.invoke(app, ["shards", "mix", str(tmp_path / name)])
+        assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+        assert "Traceback" not in result.output and "errors.pydantic.dev" not in result.output
