@@ -24,7 +24,14 @@ train_app = typer.Typer(
 def run_cmd(
     recipe: Annotated[Path, typer.Argument(help="train recipe YAML (model, trainer, stages)")],
     stage: Annotated[list[str] | None, typer.Option("--stage", "-s", help="run only these stages")] = None,
-    nproc: Annotated[int, typer.Option(help="processes: >1 relaunches itself under torchrun")] = 1,
+    nproc: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="processes: >1 relaunches itself under torchrun (default 1; with --emit megatron: GPUs per "
+            "node in the command, default 8)",
+        ),
+    ] = None,
     emit: Annotated[str | None, typer.Option(help="print an equivalent command instead: 'megatron'")] = None,
     output_dir: Annotated[Path | None, typer.Option("-o", help="override the recipe's output_dir")] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="no progress bar")] = False,
@@ -50,13 +57,14 @@ def run_cmd(
 
         try:
             select_stages(config, stage or None)
-            typer.echo(emit_megatron(config, stage or None))
+            typer.echo(emit_megatron(config, stage or None, nproc=nproc or 8))
         except (FileNotFoundError, TrainRecipeError) as err:
             fail(str(err))
         return
     from midtrain.preflight import check_run
     from midtrain.trainer import train_recipe
 
+    nproc = nproc or 1
     if nproc > 1 and "WORLD_SIZE" not in os.environ:
         try:  # here once, rather than as one error per process under torchrun
             check_run(config, stage or None, world_size=nproc)

@@ -126,7 +126,20 @@ def _names(recipe: TrainRecipe) -> list[str]:
 
 
 def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -> str:
-    """The commands of every stage (or `stages`), one block each, with the stage name as a comment."""
+    """The commands of every stage (or `stages`), one block each, with the stage name as a comment.
+
+    Raises:
+        TrainRecipeError: the global batch does not split into micro-batches over `nproc` data-parallel ranks
+            (Megatron would stop at start-up).
+    """
+    from midtrain.config import TrainRecipeError
+
+    t = recipe.trainer
+    if t.sequences_per_step() % (t.micro_batch_size * nproc):
+        raise TrainRecipeError(
+            f"--emit megatron: {t.sequences_per_step()} sequences per step do not split into "
+            f"trainer.micro_batch_size {t.micro_batch_size} x {nproc} GPUs (--nproc)"
+        )
     blocks = []
     if recipe.model.path:
         blocks.append(

@@ -69,12 +69,14 @@ def test_plot_and_megatron_command(trained):
     assert result.exit_code == 0, result.output
     assert (run / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
-    result = CliRunner().invoke(app, ["train", str(recipe_path), "--emit", "megatron"])
+    result = CliRunner().invoke(app, ["train", str(recipe_path), "--emit", "megatron", "--nproc", "2"])
     assert result.exit_code == 0, result.output
     decay = result.output.split("# stage decay")[1]
     assert "pretrain_gpt.py" in decay and "--lr-decay-style WSD" in decay
     assert "--lr-wsd-decay-style cosine" in decay and "--lr-wsd-decay-samples 16" in decay  # 512 tokens / 32
-    assert "--train-samples 48" in decay and "--global-batch-size 8" in decay
+    assert (
+        "--train-samples 48" in decay and "--global-batch-size 8" in decay and "--nproc_per_node 2 " in decay
+    )
     data = decay.split("--data-path ")[1].split(" \\")[0].split()
     weights = dict(zip(data[1::2], map(float, data[0::2]), strict=True))
     assert sum(weights.values()) == pytest.approx(1.0) and len(weights) == 2  # sources a (0.7) and b (0.3)
