@@ -23,6 +23,10 @@ from typing import Any
 READY_MESSAGE = "Application startup complete"  # datatrove's CustomServer watches for this line
 
 
+class ServeError(RuntimeError):
+    """The server cannot start: the port is taken, or the model cannot be loaded."""
+
+
 class BadRequest(ValueError):
     """The request cannot succeed as sent (answered with 400)."""
 
@@ -181,9 +185,32 @@ def serve(
     threads: int = 0,
     max_context: int = 0,
 ) -> None:
-    """Load `model` and serve it until killed."""
-    service = CausalLMService(model, dtype=dtype, threads=threads or None, max_context=max_context)
-    server = ThreadingHTTPServer((host, port), make_handler(service))
+    """Load `model` and serve it until killed.
+
+    The port is taken before the model loads, so a port in use fails at once; either failure is a ServeError
+    naming the port or the model (one line, no traceback, in `mathmix rewrite serve`).
+    """
+    # Bound now, listening once the model is loaded: until then a readiness check is refused at once (not left
+    # waiting in a backlog), and the handler can be bound to the loaded model.
+    server = ThreadingHTTPServer((host, port), BaseHTTPRequestHandler, bind_and_activate=False)
+    try:
+        try:
+            server.server_bind()
+        except OSError as err:
+            raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from err
+        try:
+            service = CausalLMService(model, dtype=dtype, threads=threads or None, max_context=max_context)
+        except (OSError, ValueError) as err:
+            message = " ".join(str(err).split())  # transformers' messages run over several lines
+            raise ServeError(f"cannot load the model {model}: {message}") from err
+        server.RequestHandlerClass = make_handler(service)
+        try:
+            server.server_activate()
+        except OSError as err:
+            raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from err
+    except BaseException:
+        server.server_close()
+        raise
     print(f"Uvicorn running on http://{host}:{port} (mathmix cpu_server, model {model})", flush=True)
     print(READY_MESSAGE, flush=True)
     try:

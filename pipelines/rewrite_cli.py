@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -87,11 +88,18 @@ def run_rewrite(
         fail(format_validation_errors(err))
     try:
         summary = run_task([str(p) for p in inputs], output, task, settings, ExecutorConfig(tasks=1))
-    except (ValueError, FileNotFoundError) as err:  # bad settings or inputs, or OUT holds another job
+    except (ValueError, FileNotFoundError) as err:  # bad settings, inputs, endpoint; OUT holds another job
+        if os.environ.get("MATHMIX_DEBUG"):
+            raise
         fail(str(err))
         return
     except Exception as err:  # the server died or never started: say so; a rerun resumes from checkpoints
-        fail(f"rewrite failed: {type(err).__name__}: {err} (rerun the same command to resume)")
+        if os.environ.get("MATHMIX_DEBUG"):
+            raise
+        fail(
+            f"rewrite failed: {type(err).__name__}: {err} (rerun the same command to resume; "
+            "MATHMIX_DEBUG=1 shows the traceback)"
+        )
         return
     print_summary(summary, title=f"rewrite {task}")
 
@@ -107,9 +115,19 @@ def serve(
 
     Reads the model folder; writes nothing. Use with `--server endpoint --endpoint http://HOST:PORT/`.
     """
+    from curate.cpu_server import ServeError
     from curate.cpu_server import serve as serve_model
+    from mathmix.hub import check_model_source
 
-    serve_model(model, port, host=host, threads=threads)
+    if not 0 <= port <= 65535:
+        fail(f"--port must be 0-65535, got {port}")
+    try:
+        check_model_source(model)  # before the port is taken and torch is imported
+        serve_model(model, port, host=host, threads=threads)
+    except (ValueError, ServeError) as err:  # no such model, a port in use
+        if os.environ.get("MATHMIX_DEBUG"):
+            raise
+        fail(str(err))
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ Generation and validation are separate so that validation can change (and rerun)
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import time
 from pathlib import Path
@@ -157,6 +158,65 @@ def inference_config(settings: RewriteSettings, model: str, log_dir: Path):
     return InferenceConfig(server_type=settings.server, **common)
 
 
+def check_endpoint_url(url: str | None) -> None:
+    """ValueError (one line naming URL) unless URL is an http(s) URL with a host that datatrove can use.
+
+    datatrove talks to a local `http://` endpoint (localhost, 127.0.0.1, ::1) itself and to any other through
+    the OpenAI client, which is not installed with mathmix: that case needs `pip install openai`.
+    """
+    from urllib.parse import urlparse
+
+    if not url:
+        raise ValueError("server 'endpoint' needs an endpoint URL (--endpoint / endpoint:)")
+    try:
+        parsed = urlparse(url)
+        host, _ = parsed.hostname, parsed.port  # .port raises on a port that is not a number
+    except ValueError as err:
+        raise ValueError(f"endpoint {url!r}: not a valid URL ({err})") from None
+    if parsed.scheme not in ("http", "https") or not host:
+        raise ValueError(
+            f"endpoint {url!r}: not an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000)"
+        )
+    local = parsed.scheme == "http" and host in ("localhost", "127.0.0.1", "::1")
+    if not local and importlib.util.find_spec("openai") is None:
+        raise ValueError(
+            f"endpoint {url}: a non-local endpoint is reached through the OpenAI client, which is not "
+            "installed: pip install openai"
+        )
+
+
+def wait_for_endpoint(url: str, timeout_s: float) -> None:
+    """Wait up to `timeout_s` for URL to answer datatrove's readiness check (GET URL/v1/models with 200), else
+    ValueError naming URL. Run before anything is written, so a wrong or dead endpoint costs one line."""
+    import httpx
+
+    probe = url.rstrip("/") + "/v1/models"
+    deadline = time.monotonic() + timeout_s
+    last = "no answer"
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            response = httpx.get(probe, timeout=max(0.5, min(5.0, left)))
+            if response.status_code == 200:
+                return
+            last = f"HTTP {response.status_code}"
+        except httpx.HTTPError as err:
+            last = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(0.5, left))
+    raise ValueError(
+        f"endpoint {url} did not answer GET {probe} with 200 within {timeout_s:g}s ({last}); is the server "
+        "up at that URL? (--server-timeout / server_ready_timeout_s to wait longer)"
+    )
+
+
+def _finished(logging_dir: Path, tasks: int) -> bool:
+    """Whether every datatrove task of the job logging to `logging_dir` has its completion marker."""
+    return all((logging_dir / "completions" / f"{rank:05d}").is_file() for rank in range(tasks))
+
+
 def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: RewriteSettings, model: str):
     """readers -> InferenceRunner writing OUT/raw with checkpoints in OUT/checkpoints."""
     from functools import partial
@@ -248,10 +308,14 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         check_model_source(settings.model)
     if settings.decont_benchmarks:  # a bad benchmark path is found now, not after hours of generation
         validate_benchmarks(settings.decont_benchmarks, ngram=settings.decont_ngram)
-    identity = job_identity(inputs, what, run_dir or out_dir.parent, task=task, decont_benchmarks=benchmarks)
-    check_job(out_dir, identity, f"rewrite ({task})")
-    model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
+    if settings.server == "endpoint":  # a bad URL or a dead endpoint is named before anything is written
+        check_endpoint_url(settings.endpoint)
+        if not _finished(gen_logs, settings.inference_tasks):  # nothing left to ask it otherwise
+            wait_for_endpoint(str(settings.endpoint), settings.server_ready_timeout_s)
+    identity = job_identity(inputs, what, run_dir or out_dir.parent, task=task, decont_benchmarks=benchmarks)
+    check_job(out_dir, identity, "rewrite")  # the message names the task each job is for
+    model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     steps = generation_pipeline(inputs, out_dir, task, settings, model)
     _run_all(executor, steps, gen_logs, f"rewrite-{task}-gen", settings.inference_tasks)
     gen_seconds = time.time() - start
@@ -274,8 +338,10 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     if missing:
         summary["unaccounted"] = missing
     gpus = settings.tp * settings.dp * settings.inference_tasks
-    report = throughput_report(inference_stats(str(gen_logs)), gen_seconds, summary["docs_in"], settings.server,
-                               gpus, settings.corpus_docs, settings.gpu_output_tokens_per_s)  # fmt: skip
+    # The documents that reached the model (in this run or before it): the corpus the estimate defaults to.
+    usable = generated["docs_in"] - sum(generated["dropped"].values())
+    report = throughput_report(inference_stats(str(gen_logs)), gen_seconds, usable, settings.server, gpus,
+                               settings.corpus_docs, settings.gpu_output_tokens_per_s)  # fmt: skip
     write_json(out_dir / "throughput.json", report)
     summary.update(
         seconds=round(time.time() - start, 2), task=task, model=model, server=settings.server,

@@ -13,6 +13,7 @@ timeout around the whole callback would also count a slow server start (minutes 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from typing import Any
 
@@ -22,6 +23,10 @@ from loguru import logger
 
 from curate.rewrite.tasks import build_messages, source_text
 
+# The document whose rollout is running: set by the request cache lookup, read when a request goes to the server.
+# Each rollout runs in its own asyncio task, so each sees its own document.
+_DOC_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("rewrite_doc_id", default=None)
+
 
 class TimedInferenceRunner(InferenceRunner):
     """datatrove's InferenceRunner with a per-request timeout for every server kind.
@@ -29,12 +34,30 @@ class TimedInferenceRunner(InferenceRunner):
     datatrove applies `request_timeout` only to remote endpoints; its local-server client waits forever, so a hung
     server would hang the run. A timed-out request becomes an InferenceError (retried by the rollout), not a
     TimeoutError, which datatrove would take for a dead connection and retry for minutes.
+
+    It also counts `documents_requested`: the documents this run sent a request for. On a resumed run the
+    documents of finished chunks, and answers found in the request cache, cost nothing here: the throughput
+    report divides this run's requests, tokens and seconds by these documents, not by every input document.
     """
 
     def __init__(self, *args: Any, request_timeout_s: float = 600.0, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.request_timeout_s = request_timeout_s
         self._span: list[float] = []  # first request sent, last answer received (server start excluded)
+        self._docs_requested: set[str] = set()
+
+    async def _cached_request(self, payload: dict, *args: Any, **kwargs: Any):
+        # datatrove 0.10 passes it by keyword (functools.partial); positionally it follows semaphore and server
+        doc_id = kwargs["doc_id"] if "doc_id" in kwargs else args[2] if len(args) > 2 else None
+        _DOC_ID.set(None if doc_id is None else str(doc_id))
+        return await super()._cached_request(payload, *args, **kwargs)
+
+    async def _send_request(self, server: Any, payload: dict, semaphore: asyncio.Semaphore):
+        doc_id = _DOC_ID.get()  # not in the request cache: this document costs a request in this run
+        if doc_id is not None and doc_id not in self._docs_requested:
+            self._docs_requested.add(doc_id)
+            self.stat_update("documents_requested", value=1, unit="document")
+        return await super()._send_request(server, payload, semaphore)
 
     def _init_server(self, rank: int):
         server = super()._init_server(rank)

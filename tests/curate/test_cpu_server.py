@@ -178,3 +178,37 @@ def test_killed_run_resumes_every_output_exactly_once(tmp_path, tiny_model):
     assert summary["docs_in"] == 10 and is_balanced(summary) and "unaccounted" not in summary
     resumed_requests = inference_stats(str(out / "logs" / "generate")).get("successful_requests", 0)
     assert 0 < resumed_requests <= 8  # the finished chunk (2 documents at least) was not asked again
+    # The cost report divides this run's requests and tokens by this run's documents, and scales to all 10.
+    report = json.loads((out / "throughput.json").read_text())
+    assert report["requests"] == resumed_requests and report["docs_generated"] == resumed_requests
+    assert report["corpus_docs"] == 10
+    assert report["corpus_tokens_in"] == pytest.approx(report["tokens_in"] / resumed_requests * 10, abs=1)
+
+
+def test_serve_errors_are_one_line(tmp_path, tiny_model):
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    def serve(*args: str) -> str:
+        result = CliRunner().invoke(app, ["rewrite", "serve", *args])
+        assert result.exit_code == 2, result.output
+        assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output, (
+            result.output
+        )
+        return result.output
+
+    assert "model not found: /nonexistent" in serve("--model", "/nonexistent")
+    assert "no config.json" in serve("--model", str(tmp_path))
+    with socket.socket() as taken:  # a port in use is named before the model is loaded
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        start = time.time()
+        output = serve("--model", str(tiny_model), "--port", str(port))
+        assert f"cannot listen on 127.0.0.1:{port}" in output and "in use" in output
+        assert time.time() - start < 5
+    broken = tmp_path / "broken"  # a folder that looks like a model and is not one
+    broken.mkdir()
+    (broken / "config.json").write_text("{}")
+    assert f"cannot load the model {broken}" in serve("--model", str(broken), "--port", str(free_port()))

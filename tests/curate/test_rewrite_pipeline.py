@@ -216,10 +216,131 @@ def test_endpoint_down_fails_loudly_without_a_summary(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     inputs = [str(write_stage_input(tmp_path / "decont", n=2))]
-    with pytest.raises(Exception, match="(?i)server|ready"):
-        run_task(inputs, tmp_path / "qa", "qa", settings(f"http://127.0.0.1:{port}"), ExecutorConfig(tasks=1))
-    assert not (tmp_path / "qa" / "summary.json").exists()
-    assert not list((tmp_path / "qa").glob("data/*.parquet"))
+    url = f"http://127.0.0.1:{port}"
+    start = time.time()
+    with pytest.raises(ValueError, match=f"endpoint {url} did not answer .* within 3s"):
+        run_task(inputs, tmp_path / "qa", "qa", settings(url), ExecutorConfig(tasks=1))
+    assert time.time() - start < 10
+    assert not (tmp_path / "qa").exists()  # named before anything was written (no job.json, no logs)
+
+
+def test_bad_or_dead_endpoint_is_one_line_before_anything_is_written(tmp_path, monkeypatch):
+    import importlib.util
+
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    inputs = str(write_stage_input(tmp_path / "decont", n=2) / "data")
+    out = tmp_path / "qa"
+
+    def rewrite(url: str, *extra: str):
+        args = ["rewrite", inputs, "-o", str(out), "--task", "qa", "--model", "m", "--server", "endpoint",
+                "--endpoint", url, *extra]  # fmt: skip
+        result = CliRunner().invoke(app, args)
+        return result, "".join(result.output.split("\n"))  # rich wraps long lines
+
+    for url in ("notaurl", "ftp://x/y", "http:///v1", "http://127.0.0.1:port"):
+        result, output = rewrite(url)
+        assert result.exit_code == 2 and f"endpoint '{url}'" in output, output
+        assert "Traceback" not in output and "rerun" not in output and not out.exists()
+    # A non-local endpoint goes through the OpenAI client, an optional package: named up front when missing.
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openai" else find_spec(name, *a)
+    )
+    result, output = rewrite("https://api.example.com/v1")
+    assert result.exit_code == 2 and "https://api.example.com/v1" in output and "pip install openai" in output
+    assert not out.exists()
+    monkeypatch.undo()
+    result, output = rewrite("http://127.0.0.1:9", "--server-timeout", "1")  # nothing listens on port 9
+    assert result.exit_code == 2 and "endpoint http://127.0.0.1:9 did not answer" in output, output
+    assert len(result.output.strip().splitlines()) <= 3 and "Traceback" not in output and not out.exists()
+
+
+def test_a_different_task_into_the_same_folder_names_both_tasks(tmp_path, endpoint):
+    url, set_script = endpoint
+    set_script(Script("score"))
+    inputs = [str(write_stage_input(tmp_path / "decont", n=2))]
+    run_task(inputs, tmp_path / "rw", "score", settings(url), ExecutorConfig(tasks=1))
+    with pytest.raises(ValueError, match="different rewrite \\(task: 'score' -> 'qa'\\)"):
+        run_task(inputs, tmp_path / "rw", "qa", settings(url), ExecutorConfig(tasks=1))
+
+
+class HoldingScript(Script):
+    """Answers documents below `upto` at once and holds the others until `release` is set (a run to kill)."""
+
+    def __init__(self, task: str, upto: int):
+        super().__init__(task)
+        self.upto, self.release = upto, threading.Event()
+
+    def respond(self, prompt: str) -> tuple[int, bytes, float]:
+        if int(prompt.split("DOC-")[1].split()[0].strip(".,")) >= self.upto:
+            self.release.wait(60)
+        return super().respond(prompt)
+
+
+RESUME_SCRIPT = """
+import sys
+from pathlib import Path
+from curate.rewrite.job import RewriteSettings, run_task
+from pipelines.executors import ExecutorConfig
+run_task([sys.argv[1]], Path(sys.argv[2]), "score", RewriteSettings.model_validate_json(sys.argv[3]),
+         ExecutorConfig(tasks=1))
+"""
+
+
+def test_resumed_run_reports_throughput_of_the_documents_it_generated(tmp_path, endpoint):
+    """Killed after 6 of 10 documents, the rerun asks for 4: its per-document figures are over those 4, and the
+    corpus (all 10 documents) is estimated from them, not from 4 documents' cost spread over 10."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    url, set_script = endpoint
+    first = HoldingScript("score", upto=6)
+    set_script(first)
+    inputs = [str(write_stage_input(tmp_path / "decont", n=10))]
+    out = tmp_path / "score"
+    # One document at a time, checkpoint chunks of 2: documents 0-5 fill chunks 0-2, document 6 hangs.
+    run = settings(url, records_per_chunk=2, max_concurrent=1, request_timeout_s=60)
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RESUME_SCRIPT, inputs[0], str(out), run.model_dump_json()], cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    marker = out / "checkpoints" / "last_chunk" / "00000.txt"
+    deadline = time.time() + 120
+    while proc.poll() is None and time.time() < deadline:
+        if marker.exists() and marker.read_text().strip() == "2":
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    first.release.set()
+    assert marker.read_text().strip() == "2" and not (out / "summary.json").exists()
+
+    set_script(Script("score"))
+    summary = run_task(
+        inputs, out, "score", run.model_copy(update={"request_timeout_s": 5.0}), ExecutorConfig()
+    )
+    assert summary["docs_in"] == 10 and summary["docs_out"] == 10 and is_balanced(summary)
+    report = json.loads((out / "throughput.json").read_text())
+    # The scripted endpoint: 100 prompt and 20 completion tokens per request, one request per document.
+    assert report["requests"] == 4 and report["docs_generated"] == 4 and report["tokens_in"] == 400
+    assert report["tokens_in_per_request"] == 100 and report["corpus_docs"] == 10
+    assert report["corpus_tokens_in"] == 1000 and report["corpus_tokens_out"] == 200
+    hours = 10 / 4 * report["generation_seconds"] / 3600
+    assert report["corpus_hours_this_setup"] == pytest.approx(hours, abs=1e-3)
+    assert "resumed" in report["note"] and summary["gpu_hours_estimate"] == report["gpu_hours_estimate"]
+    # --corpus-docs scales the same per-document measurements.
+    from curate.rewrite.report import inference_stats, throughput_report
+
+    stats = inference_stats(str(out / "logs" / "generate"))
+    scaled = throughput_report(stats, 1.0, 10, "endpoint", 1, 1000, 2500.0)
+    assert scaled["corpus_tokens_in"] == 100_000 and scaled["corpus_tokens_out"] == 20_000
 
 
 class VotingScript(Script):
