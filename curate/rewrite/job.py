@@ -162,7 +162,7 @@ def check_endpoint_url(url: str | None) -> None:
     """ValueError (one line naming URL) unless URL is an http(s) URL with a host that datatrove can use.
 
     datatrove talks to a local `http://` endpoint (localhost, 127.0.0.1, ::1) itself and to any other through
-    the OpenAI client, which is not installed with mathmix: that case needs `pip install openai`.
+    the OpenAI client, which is not installed with mathmix: that case needs the `endpoint` extra (openai).
     """
     from urllib.parse import urlparse
 
@@ -181,7 +181,7 @@ def check_endpoint_url(url: str | None) -> None:
     if not local and importlib.util.find_spec("openai") is None:
         raise ValueError(
             f"endpoint {url}: a non-local endpoint is reached through the OpenAI client, which is not "
-            "installed: pip install openai"
+            "installed: pip install 'mathmix[endpoint]' (or openai)"
         )
 
 

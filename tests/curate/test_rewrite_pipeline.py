@@ -250,7 +250,7 @@ def test_bad_or_dead_endpoint_is_one_line_before_anything_is_written(tmp_path, m
         importlib.util, "find_spec", lambda name, *a: None if name == "openai" else find_spec(name, *a)
     )
     result, output = rewrite("https://api.example.com/v1")
-    assert result.exit_code == 2 and "https://api.example.com/v1" in output and "pip install openai" in output
+    assert result.exit_code == 2 and "https://api.example.com/v1" in output and "mathmix[endpoint]" in output
     assert not out.exists()
     monkeypatch.undo()
     result, output = rewrite("http://127.0.0.1:9", "--server-timeout", "1")  # nothing listens on port 9
