@@ -87,7 +87,9 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     fitted parameters (any values are fitted exactly). A hyperparameter with one value in
     every run is reported under `fixed` and left out of the fit: its log column is a multiple of the intercept's,
     so lstsq would split the intercept between the two and report a slope that means nothing. One that only some
-    runs carry is left out too, and listed under `ignored` with the runs that lack it.
+    runs carry is left out too, and listed under `ignored` with the runs that lack it. Where LR and batch size
+    move together in every run (a sweep that scales one with the other), their slopes cannot be told apart: the
+    fit is on LR alone and `confounded` says so.
     """
     present = [k for k in ("lr", "batch_size") if records and all(k in r for r in records)]
     ignored = {
@@ -106,10 +108,17 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     if len(records) < len(keys) + 1:
         raise ValueError(f"a sweep fit over {' and '.join(keys)} needs {len(keys) + 1} runs or more")
     design = np.column_stack([np.ones(len(records))] + [np.log([r[k] for r in records]) for k in keys])
+    confounded = {}
+    if len(keys) == 2 and np.linalg.matrix_rank(design) < 3:  # lr and batch size moved together in every run
+        confounded = {"batch_size": "moves with lr in every run (log batch_size is linear in log lr): their "
+                                    "effects cannot be told apart, so the fit is on lr alone"}  # fmt: skip
+        keys = ["lr"]
+        design = design[:, :2]
     # Runs beyond the fitted parameters: with none (2 runs for intercept + 1 slope, 3 for intercept + 2 slopes)
     # any values are fitted exactly, and an R^2 of 1 says nothing.
     spare = len(records) - int(np.linalg.matrix_rank(design))
     out: dict[str, Any] = {"hyperparameters": keys, "fixed": fixed, "runs": len(records), "ignored": ignored}
+    out["confounded"] = confounded
     for target, values in (
         ("A", [r["A"] for r in records]),
         ("log_Cmid", np.log([r["Cmid"] for r in records])),

@@ -63,6 +63,8 @@ def add_sweep_commands(app: typer.Typer) -> None:
             fit = fit_sweep(records)
         except ValueError as err:
             fail(str(err))
+        for key, why in fit["confounded"].items():
+            console.print(f"[yellow]warning: {key} {why}[/]")
         for key, runs in fit["ignored"].items():
             shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
             console.print(

@@ -389,3 +389,19 @@ def test_a_non_utf8_csv_fails_alone_and_is_skipped_in_a_folder(tmp_path):
     assert result.exit_code == 0, result.output
     saved = json.loads((out / "forecast.json").read_text())
     assert [r["file"] for r in saved] == [r["file"] for r in records] and "R0" in saved[0]
+
+
+def test_sweep_fit_says_when_lr_and_batch_size_moved_together():
+    records = [
+        {
+            "run": f"r{i}",
+            "A": 0.4 + 0.02 * i,
+            "Cmid": 80.0 * (1 + i),
+            "lr": 1e-6 * 2**i,
+            "batch_size": 64 * 2**i,
+        }
+        for i in range(4)
+    ]  # the LR scaled with the batch: one direction in the data, not two
+    fit = fit_sweep(records)
+    assert fit["hyperparameters"] == ["lr"] and "batch_size" in fit["confounded"]
+    assert set(fit["A"]) >= {"intercept", "slope_log_lr"} and "slope_log_batch_size" not in fit["A"]
