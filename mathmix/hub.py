@@ -3,9 +3,9 @@
 Why: with no network, transformers spends ~50 s on retries before it reports that a hub name cannot be fetched,
 even when the name is in the local cache. Clusters and CI here are often offline, so a name is looked up in the
 cache first, and only a name missing there goes to the hub (with a line on stderr saying so). Before it does, a
-name that cannot be fetched is refused at once: one with no `org/` part (a mistyped folder such as `nope`: hub
-names are `org/name`; an old bare name like `gpt2` still loads from the cache), any name under HF_HUB_OFFLINE,
-and any name when the hub (HF_ENDPOINT, default https://huggingface.co) does not answer within a few seconds.
+name that cannot be fetched is refused at once: any name under HF_HUB_OFFLINE, and any name when the hub
+(HF_ENDPOINT, default https://huggingface.co) does not answer within a few seconds. Bare names (`gpt2`) are hub
+names too, so a mistyped folder such as `nope` costs that check, not ~50 s of retries.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,11 @@ from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 MODEL_KEYS = {"path", "config", "tokenizer"}
 TRAINER_KEYS = {"seq_len", "global_batch_tokens", "intra_document", "lr", "min_lr_ratio", "weight_decay",
                 "betas", "eps", "grad_clip", "seed"}  # fmt: skip
+
+
+# The shard identity's keys (`shards.NAME.*`, `start.shards.NAME.*` for a decay stage's start); a mixture source
+# that is itself named `shards` (`mixture.sources.shards.*`) is not one of them.
+SHARD_KEY = re.compile(r"^(start\.)*shards\.")
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -138,7 +144,7 @@ def check_stage_job(recipe: TrainRecipe, stage: StageConfig, record: bool) -> No
     # A record written before shard identities were kept cannot tell the shards apart: its stage is compared
     # on its settings alone (not refused for lacking them); one without progress is simply recorded anew.
     legacy = (
-        recorded is not None and not any(".shards." in f".{k}" for k in recorded) and has_progress(stage_dir)
+        recorded is not None and not any(SHARD_KEY.match(k) for k in recorded) and has_progress(stage_dir)
     )
     identity = stage_identity(recipe, stage, recorded, shards=not legacy)
     try:

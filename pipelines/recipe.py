@@ -58,22 +58,34 @@ class Recipe(BaseModel):
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML that refuses a key given twice in one mapping (plain YAML keeps the last, dropping a whole stage)."""
+    """YAML that refuses a key given twice in one mapping (plain YAML keeps the last, dropping a whole stage).
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: set = set()
-        for key_node, _ in node.value:
-            if (
-                key_node.tag == "tag:yaml.org,2002:merge"
-            ):  # `<<: *anchor`: merged by the base class, may repeat
-                continue
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"{key!r} is given twice in one mapping", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+    The check walks the composed node tree before anything is constructed: construction merges `<<: *anchor`
+    into the anchored node in place, after which a key overridden next to a merge would look repeated.
+    """
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        _refuse_repeated_keys(node, set())
+        return super().construct_document(node)
+
+
+def _refuse_repeated_keys(node: yaml.Node, seen_nodes: set[int]) -> None:
+    if id(node) in seen_nodes:  # an alias: the same node, checked once
+        return
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        keys: set[Any] = set()
+        for key_node, value_node in node.value:
+            if key_node.tag != "tag:yaml.org,2002:merge" and isinstance(key_node, yaml.ScalarNode):
+                if key_node.value in keys:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"{key_node.value!r} is given twice in one mapping", key_node.start_mark
+                    )
+                keys.add(key_node.value)
+            _refuse_repeated_keys(value_node, seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _refuse_repeated_keys(item, seen_nodes)
 
 
 def load_recipe(path: str | Path) -> Recipe:

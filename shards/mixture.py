@@ -86,10 +86,11 @@ class MixtureConfig(BaseModel):
             raise ValueError(f"not valid YAML: {' '.join(str(err).split())}") from None
         if not isinstance(raw, dict):
             raise ValueError("a mixture is a mapping with keys name, total_tokens, sources")
+        config = cls.model_validate(raw)  # first: the substitution below relies on its shape
         if run_dir is not None:
-            for source in raw.get("sources", []):
-                source["paths"] = [p.replace("{run_dir}", str(run_dir)) for p in source.get("paths", [])]
-        return cls.model_validate(raw)
+            for source in config.sources:
+                source.paths = [p.replace("{run_dir}", str(run_dir)) for p in source.paths]
+        return config
 
 
 def plan_tokens(config: MixtureConfig, available: dict[str, int], total_tokens: int | None) -> dict[str, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from mathmix.cli import app
@@ -93,13 +94,16 @@ def test_a_recipe_copy_on_other_shards_does_not_resume(tmp_path, mt):
     assert result.exit_code == 0, result.output
 
 
-def test_a_record_from_before_shard_identities_still_resumes(tiny_shards, tmp_path, mt):
+@pytest.mark.parametrize("source", ["a", "shards"])  # a source named `shards` is not a shard identity
+def test_a_record_from_before_shard_identities_still_resumes(tiny_shards, tmp_path, mt, source):
     recipe = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=2 * 256, checkpoint_every=1)
+    recipe["stages"][0]["mixture"]["sources"][0]["name"] = source
     assert _train(mt.write_recipe(tmp_path / "r.yaml", recipe))[0].exit_code == 0
     stage = tmp_path / "out" / "stable"
     (stage / "done.json").unlink()
     job = json.loads((stage / "job.json").read_text())
     job["settings"] = {k: v for k, v in job["settings"].items() if not k.startswith("shards.")}
+    assert any(k.startswith("mixture.sources.") for k in job["settings"])
     (stage / "job.json").write_text(json.dumps(job))
     result, _ = _train(tmp_path / "r.yaml")
     assert result.exit_code == 0, result.output

@@ -87,6 +87,19 @@ def test_a_key_given_twice_is_refused_and_home_is_expanded(tmp_path):
         load_recipe(_write(tmp_path, merged))
     ok = "name: x\nstages:\n  dedup: &common {tasks: 1}\n  decont:\n    <<: *common\n    ngram: 8\n"
     assert load_recipe(_write(tmp_path, ok)).stages["decont"].tasks == 1
+    # chained: an anchored mapping that merges another and overrides one of its keys, merged in turn
+    chained = (
+        "name: x\nstages:\n  dedup: &base {tasks: 1, bands: 11}\n"
+        "  web: &web {inputs: [a.warc.gz]}\n"
+        "  decont:\n    <<: *web\n    ngram: 8\n"
+    )
+    assert load_recipe(_write(tmp_path, chained)).stages["decont"].ngram == 8
+    import yaml
+
+    from pipelines.recipe import _UniqueKeyLoader
+
+    text = "base: &b {a: 1, b: 2}\nx: &x\n  <<: *b\n  b: 3\nw:\n  <<: *x\n  c: 4\n"
+    assert yaml.load(text, Loader=_UniqueKeyLoader) == yaml.safe_load(text)
 
 
 def test_plan_chains_stage_outputs(tmp_path):
