@@ -224,7 +224,11 @@ def forecast_cmd(
     path: Path = typer.Argument(
         ..., help="Curve CSV (Step + one column per run), a probe folder, or a folder of CSVs."
     ),
-    fit_fraction: float = typer.Option(1.0, help="Fit on the first F of each curve's points (back-test)."),
+    fit_fraction: float = typer.Option(
+        1.0,
+        help="Fit on the first ceil(F x n) of each curve's points (back-test); a curve left with fewer than 3 is "
+        "skipped, with a line saying so.",
+    ),
     target: float = typer.Option(None, help="Compute to forecast at (default: each curve's last compute)."),
     skip_fraction: float = typer.Option(0.0, help="Early fraction of the fitted points left out of the fit."),
     n_boot: int = typer.Option(40, help="Bootstrap resamples for the A, B, Cmid intervals (0: none)."),

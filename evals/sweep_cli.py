@@ -52,7 +52,10 @@ def add_sweep_commands(app: typer.Typer) -> None:
         column: str = typer.Option("heldout", help="Curve to forecast in each run."),
         out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
     ) -> None:
-        """Fit forecast A and log Cmid against log LR and log batch size. Reads PATHS; prints (and writes) the fit."""
+        """Fit forecast A and log Cmid against log LR and log batch size. Reads PATHS; prints (and writes) the fit.
+        A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
+        one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
+        null, with an `r2_note`, where it means nothing."""
         from evals.forecast_report import fit_sweep
 
         missing = [str(p) for p in paths if not p.exists()]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mathmix.cli_util import format_validation_errors
+from mathmix.yaml_files import load_yaml
 from midtrain.schedule import DecayShape
 
 
@@ -227,9 +227,9 @@ def load_train_recipe(path: str | Path, overrides: dict[str, Any] | None = None)
         raise TrainRecipeError(f"{path}: train recipe not found")
     text = path.read_text().replace("{recipe_dir}", str(path.resolve().parent))
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise TrainRecipeError(f"{path}: not valid YAML: {err}") from None
+        raw = load_yaml(text, path)
+    except ValueError as err:
+        raise TrainRecipeError(str(err)) from None
     if not isinstance(raw, dict):
         raise TrainRecipeError(f"{path}: a train recipe is a mapping with keys name, model, trainer, stages")
     raw.update(overrides or {})

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mathmix.cli_util import format_validation_errors
+from mathmix.yaml_files import load_yaml
 from pipelines.executors import ExecutorConfig
 from pipelines.stages import STAGES, parse_stage_config
 
@@ -57,46 +57,15 @@ class Recipe(BaseModel):
         return value.expanduser()  # `~/runs/x` is the user's home, not a folder named `~`
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML that refuses a key given twice in one mapping (plain YAML keeps the last, dropping a whole stage).
-
-    The check walks the composed node tree before anything is constructed: construction merges `<<: *anchor`
-    into the anchored node in place, after which a key overridden next to a merge would look repeated.
-    """
-
-    def construct_document(self, node: yaml.Node) -> Any:
-        _refuse_repeated_keys(node, set())
-        return super().construct_document(node)
-
-
-def _refuse_repeated_keys(node: yaml.Node, seen_nodes: set[int]) -> None:
-    if id(node) in seen_nodes:  # an alias: the same node, checked once
-        return
-    seen_nodes.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        keys: set[Any] = set()
-        for key_node, value_node in node.value:
-            if key_node.tag != "tag:yaml.org,2002:merge" and isinstance(key_node, yaml.ScalarNode):
-                if key_node.value in keys:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"{key_node.value!r} is given twice in one mapping", key_node.start_mark
-                    )
-                keys.add(key_node.value)
-            _refuse_repeated_keys(value_node, seen_nodes)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            _refuse_repeated_keys(item, seen_nodes)
-
-
 def load_recipe(path: str | Path) -> Recipe:
     """Read and validate a recipe YAML file; raise RecipeError naming the file and the bad key."""
     path = Path(path)
     if not path.is_file():
         raise RecipeError(f"{path}: recipe file not found")
     try:
-        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
-    except yaml.YAMLError as err:
-        raise RecipeError(f"{path}: not valid YAML: {err}") from None
+        raw = load_yaml(path.read_text(), path)
+    except ValueError as err:
+        raise RecipeError(str(err)) from None
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}: a recipe is a mapping with keys name, output_dir, executor, stages")
     try:

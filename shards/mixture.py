@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shards.indexed import IndexedDataset
@@ -80,10 +79,9 @@ class MixtureConfig(BaseModel):
         Raises:
             ValueError: not YAML, or not a mapping (a pydantic ValidationError for bad keys and values).
         """
-        try:
-            raw = yaml.safe_load(Path(path).read_text())
-        except yaml.YAMLError as err:
-            raise ValueError(f"not valid YAML: {' '.join(str(err).split())}") from None
+        from mathmix.yaml_files import load_yaml
+
+        raw = load_yaml(Path(path).read_text(), path)
         if not isinstance(raw, dict):
             raise ValueError("a mixture is a mapping with keys name, total_tokens, sources")
         config = cls.model_validate(raw)  # first: the substitution below relies on its shape

@@ -38,3 +38,18 @@ def test_one_object_per_json_file_where_asked(tmp_path):
     ]
     with pytest.raises(ValueError, match="must hold a list of records"):
         list(read_records(tmp_path / "1.json"))
+
+
+def test_every_user_yaml_refuses_a_key_given_twice_in_one_line(tmp_path):
+    from midtrain.config import TrainRecipeError, load_train_recipe
+    from shards.mixture import MixtureConfig
+
+    train = tmp_path / "train.yaml"
+    train.write_text("name: t\ntrainer:\n  lr: 1.0\n  lr: 0.002\n")
+    with pytest.raises(TrainRecipeError, match=r"train.yaml: not valid YAML: 'lr' is given twice") as err:
+        load_train_recipe(train)
+    assert "\n" not in str(err.value) and "<unicode string>" not in str(err.value)
+    mix = tmp_path / "mix.yaml"
+    mix.write_text("name: m\nname: n\nsources: []\n")
+    with pytest.raises(ValueError, match=r"mix.yaml: not valid YAML: 'name' is given twice"):
+        MixtureConfig.from_yaml(mix)

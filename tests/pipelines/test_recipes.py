@@ -96,10 +96,10 @@ def test_a_key_given_twice_is_refused_and_home_is_expanded(tmp_path):
     assert load_recipe(_write(tmp_path, chained)).stages["decont"].ngram == 8
     import yaml
 
-    from pipelines.recipe import _UniqueKeyLoader
+    from mathmix.yaml_files import UniqueKeyLoader
 
     text = "base: &b {a: 1, b: 2}\nx: &x\n  <<: *b\n  b: 3\nw:\n  <<: *x\n  c: 4\n"
-    assert yaml.load(text, Loader=_UniqueKeyLoader) == yaml.safe_load(text)
+    assert yaml.load(text, Loader=UniqueKeyLoader) == yaml.safe_load(text)
 
 
 def test_plan_chains_stage_outputs(tmp_path):
