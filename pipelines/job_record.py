@@ -62,8 +62,8 @@ def input_size(path: str | Path) -> int | list[int] | None:
 
     try:
         path = stage_data(path)
-    except StageFoldersInside:
-        path = Path(path)
+    except StageFoldersInside:  # refused by the reader that follows: not worth walking a whole run folder
+        return None
     if path.is_file():
         return path.stat().st_size
     if path.is_dir():
