@@ -113,7 +113,7 @@ def check_model_source(name_or_path: str | Path) -> None:
     """Fail early (ValueError naming it) when a model can be neither a local folder nor a hub name to fetch.
 
     A path (`./m`, `/m`, `~/m`, or an existing folder) must hold config.json; a hub name must be in the local
-    cache, or be an `org/name` that can be fetched now (`fetch_problem`: not offline, the hub answering).
+    cache, or be a name that can be fetched now (`fetch_problem`: not offline, the hub answering).
     """
     name = str(name_or_path)
     path = Path(name).expanduser()

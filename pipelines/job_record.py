@@ -30,9 +30,8 @@ def job_identity(
     )
     identity = json.loads(json.dumps({"inputs": [str(Path(p).resolve()) for p in inputs], "settings": settings,
                                       **extra}, default=str))  # fmt: skip
-    if (
-        inputs
-    ):  # the same paths with other contents (a stage redone elsewhere, a file replaced) are other inputs
+    # The same paths with other contents (a stage redone elsewhere, a file replaced) are other inputs.
+    if inputs:
         identity["input_sizes"] = [input_size(p) for p in inputs]
     if run_dir is None:
         return identity

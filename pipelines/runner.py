@@ -89,23 +89,21 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             previous[name] = out_dir
             continue
         summary_path = out_dir / "summary.json"
-        try:  # the files the stage reads (globs and ~ expanded): their sizes are part of what it was built from
-            inputs = expand_inputs(step["inputs"])
-        except FileNotFoundError as err:
-            raise StageFailed(name, err) from None
-        identity = job_identity(inputs, step["config"], run_dir=recipe.output_dir)
         later = [Path(s["output"]).name for s in steps[i + 1 :]]  # folders to delete with this one
         try:
+            inputs = expand_inputs(
+                step["inputs"]
+            )  # globs and ~ expanded: the sizes of what the stage reads count
             upstream = _upstream(steps[:i], name)
             _check_upstream(out_dir, name, upstream, later)
-        except ValueError as err:
+            # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before
+            # the stage runs); folders written before upstream.json existed adopt it.
+            identity = job_identity(inputs, step["config"], run_dir=recipe.output_dir)
+            check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
+            _record_upstream(out_dir, upstream)
+        except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
         if summary_path.exists():
-            try:  # a finished stage is kept only if the recipe still asks for the same thing
-                check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
-            except ValueError as err:
-                raise StageFailed(name, err) from None
-            _record_upstream(out_dir, upstream)  # folders written before upstream.json existed adopt it
             console.print(f"[dim]{name}: already complete ({summary_path}), skipped[/]")
             summaries[name] = json.loads(summary_path.read_text())
             previous[name] = out_dir
@@ -113,9 +111,6 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         console.rule(f"[bold]{name}")
         start = time.time()
         try:
-            # recorded before the stage runs: a killed stage is then resumed only by the same recipe block
-            check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
-            _record_upstream(out_dir, upstream)
             ctx = StageContext(
                 run_dir=recipe.output_dir,
                 out_dir=out_dir,
