@@ -57,7 +57,8 @@ def recipe(shards: Path, out: Path, args, steps: int, intra_document: bool):
     return TrainRecipe.model_validate({
         "name": "bench", "output_dir": str(out),
         "model": {"config": {**MODELS[args.model_size], "max_position_embeddings": args.seq_len, "eos_token_id": 0},
-                  "activation_checkpointing": args.activation_checkpointing, "compile": args.compile},
+                  "activation_checkpointing": args.activation_checkpointing, "compile": args.compile,
+                  "attn_implementation": getattr(args, "attn", "auto")},
         "trainer": {"seq_len": args.seq_len, "global_batch_tokens": args.seq_len * args.micro_batch * args.accum,
                     "micro_batch_size": args.micro_batch, "lr": 1e-3, "device": args.device,
                     "intra_document": intra_document, "checkpoint_every": 10**9},
@@ -123,6 +124,52 @@ def run_hf_trainer(shards: Path, out: Path, args) -> dict:
     }
 
 
+def matmul_tflops(n: int = 8192, repeat: int = 10) -> float:
+    """Measured bf16 matmul rate of this GPU (random data, after warm-up): the practical ceiling next to MFU."""
+    a, b = (torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    for _ in range(3):
+        a @ b
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeat):
+        a @ b
+    end.record()
+    torch.cuda.synchronize()
+    return 2 * n**3 * repeat / (start.elapsed_time(end) / 1e3) / 1e12
+
+
+def run_gpu(shards: Path, tmp: Path, args) -> None:
+    """MFU of the 1B Llama in bf16 (FSDP2 mixed precision, one process per GPU), causal and intra-document."""
+    import shutil
+
+    from midtrain.model import GPU_PEAK_TFLOPS, resolve_attn_implementation
+
+    name = torch.cuda.get_device_name()
+    peak = next((v for k, v in GPU_PEAK_TFLOPS.items() if k in name), None)
+    measured = matmul_tflops()
+    print(f"{name}: datasheet dense bf16 {peak} TFLOP/s, measured 8192^3 bf16 matmul {measured:.0f} TFLOP/s")  # fmt: skip
+    print(
+        f"{'run':34s}{'tokens/s':>12s}{'step s':>9s}{'MFU':>8s}{'MFU vs matmul':>15s}{'peak GiB':>10s}{'data %':>8s}"
+    )
+    for run in args.gpu_runs.split(
+        ","
+    ):  # causal (flash sdpa), intra (packed documents: varlen, masked or flex)
+        kind, _, args.attn = run.partition(":")
+        args.attn = args.attn or "auto"
+        intra = kind == "intra"
+        torch.cuda.reset_peak_memory_stats()
+        res = run_mathmix(shards, tmp / run, args, intra_document=intra)
+        shutil.rmtree(tmp / run, ignore_errors=True)  # the 1B checkpoint: ~15 GB
+        mfu = res["mfu"] or 0.0
+        step = args.seq_len * args.micro_batch * args.accum / res["tokens_per_s"]
+        vs_matmul = mfu * (peak or 0) / measured
+        attn = resolve_attn_implementation(args.attn, torch.device("cuda"), intra)
+        label = f"{'intra-document' if intra else 'causal'} {attn} mb{args.micro_batch}x{args.accum}"
+        print(f"{label:34s}{res['tokens_per_s']:12,.0f}{step:9.3f}{100 * mfu:7.1f}%{100 * vs_matmul:14.1f}%"
+              f"{torch.cuda.max_memory_allocated() / 2**30:10.1f}{100 * res['data_fraction']:7.2f}%")  # fmt: skip
+    print("target: MFU >= 45% (of the datasheet peak) for a 1B+ Llama in bf16")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -133,6 +180,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds (CPU), median taken")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--gpu-runs", default="causal,intra", help="GPU: runs, each causal|intra[:ATTENTION]")
     parser.add_argument(
         "--no-compile", dest="compile", action="store_false", help="mathmix without torch.compile"
     )
@@ -152,18 +200,7 @@ def main() -> None:
     print(f"model {args.model_size}, seq {args.seq_len}, batch {args.micro_batch}x{args.accum} sequences, "
           f"{args.steps} steps, device {args.device}, threads {torch.get_num_threads()}")  # fmt: skip
     if gpu:
-        from midtrain.model import resolve_attn_implementation
-
-        print(
-            f"attention: {resolve_attn_implementation('auto', torch.device('cuda'))}, {torch.cuda.get_device_name()}"
-        )
-        for intra in (
-            False,
-            True,
-        ):  # plain causal (flash/sdpa causal) and packed documents (varlen or masked)
-            res = run_mathmix(shards, tmp / f"gpu{int(intra)}", args, intra_document=intra)
-            print(f"mathmix GPU, intra_document={intra}: {res['tokens_per_s']:,.0f} tokens/s, MFU {res['mfu']}, "
-                  f"data loading {100 * res['data_fraction']:.2f}% of step time")  # fmt: skip
+        run_gpu(shards, tmp, args)
         return
     runs: dict[str, list[dict]] = {"hf": [], "ours": [], "intra": []}
     for r in range(args.rounds):  # alternate, so a load change on a shared machine hits both alike

@@ -30,7 +30,8 @@ class ModelConfig(BaseModel):
     path: str | None = None  # local folder of a pretrained model (nothing is downloaded)
     config: dict[str, Any] | None = None  # kwargs of AutoConfig.for_model, `model_type` defaults to llama
     tokenizer: str | None = None  # tokenizer.json or a HF folder; copied into exports (default: `path`)
-    attn_implementation: str = "auto"  # auto: flash_attention_2 on GPU when installed, else sdpa
+    # auto: flash_attention_2 on GPU when installed, else flex_attention (packed documents) or sdpa (causal)
+    attn_implementation: str = "auto"
     activation_checkpointing: bool = False
     compile: bool = False
 

@@ -14,17 +14,30 @@ from torch import nn
 
 from midtrain.config import ModelConfig
 
+FLEX_MIN_HEAD_DIM = 16  # flex_attention's compiled kernels refuse narrower heads (NYI in torch 2.11)
 # Dense bf16 peak TFLOP/s per device (no sparsity), for the MFU estimate.
 GPU_PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "H800": 989.0, "A100": 312.0, "A800": 312.0, "L40S": 362.0}
 
 
-def resolve_attn_implementation(requested: str, device: torch.device) -> str:
-    """flash_attention_2 (varlen over packed documents) on GPU when installed, sdpa (masked) otherwise."""
+def resolve_attn_implementation(
+    requested: str, device: torch.device, intra_document: bool = False, head_dim: int | None = None
+) -> str:
+    """`auto`: flash_attention_2 (varlen over packed documents) on GPU when installed; else on GPU flex_attention
+    for packed documents (it skips the blocks across documents: 49% MFU for a 1B Llama on an H200, where sdpa's
+    dense document mask gave 37.5%) and sdpa for plain causal (its flash kernel: 48%); sdpa on CPU, where flex
+    has no backward, and for heads narrower than flex's kernels take (16)."""
     if requested != "auto":
         return requested
-    if device.type == "cuda" and importlib.util.find_spec("flash_attn") is not None:
-        return "flash_attention_2"
+    if device.type == "cuda":
+        if importlib.util.find_spec("flash_attn") is not None:
+            return "flash_attention_2"
+        if intra_document and (head_dim is None or head_dim >= FLEX_MIN_HEAD_DIM):
+            return "flex_attention"
     return "sdpa"
+
+
+def attention_head_dim(hf_config) -> int:
+    return getattr(hf_config, "head_dim", None) or hf_config.hidden_size // hf_config.num_attention_heads
 
 
 def decoder_layers(model: nn.Module) -> list[nn.Module]:
@@ -36,12 +49,17 @@ def decoder_layers(model: nn.Module) -> list[nn.Module]:
     return list(layers)
 
 
-def build_model(config: ModelConfig, device: torch.device, world_size: int, seed: int) -> nn.Module:
+def build_model(
+    config: ModelConfig, device: torch.device, world_size: int, seed: int, intra_document: bool = False
+) -> nn.Module:
     """Build, then activation checkpointing, then FSDP2 when world_size > 1 or on GPU (each decoder layer
     compiled first when `compile`: FSDP's hooks sit between layers). One CPU process stays a plain module, and
     `causal_lm_loss` compiles forward + loss as one graph instead."""
     torch.manual_seed(seed)  # same random init on every rank
-    model = config.build(resolve_attn_implementation(config.attn_implementation, device))
+    width = attention_head_dim(config.build_hf_config())
+    model = config.build(
+        resolve_attn_implementation(config.attn_implementation, device, intra_document, width)
+    )
     model.config.use_cache = False
     model.train()  # from_pretrained returns eval mode, where activation checkpointing is off
     if config.activation_checkpointing:

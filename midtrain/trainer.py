@@ -49,11 +49,12 @@ def setup_ranks(device_pref: str) -> Ranks:
     device = torch.device(f"cuda:{local_rank}") if use_cuda else torch.device("cpu")
     if use_cuda:
         torch.cuda.set_device(device)
+    bound = {"device_id": device} if use_cuda else {}  # NCCL told its GPU: no guessing from the rank
     if world_size > 1 and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if use_cuda else "gloo")
+        dist.init_process_group(backend="nccl" if use_cuda else "gloo", **bound)
     elif use_cuda and not dist.is_initialized():
         # one GPU still goes through FSDP2 (bf16 mixed precision), which needs a process group: a local one
-        dist.init_process_group(backend="nccl", store=dist.HashStore(), rank=0, world_size=1)
+        dist.init_process_group(backend="nccl", store=dist.HashStore(), rank=0, world_size=1, **bound)
     rank = dist.get_rank() if dist.is_initialized() else 0
     return Ranks(rank, world_size, device)
 
@@ -118,7 +119,7 @@ def train_stage(
     total_steps = max(1, stage.tokens // t.global_batch_tokens)
     peak_lr = stage.lr or t.lr
 
-    model = build_model(recipe.model, ranks.device, ranks.world_size, t.seed)
+    model = build_model(recipe.model, ranks.device, ranks.world_size, t.seed, t.intra_document)
     loss_fn = loss_function(model, recipe.model.compile)
     hf_config = model.config
     optimizer = build_optimizer(model, recipe)
@@ -164,7 +165,7 @@ def train_stage(
             logger.log({
                 "stage": stage.name, "step": step, "tokens": state["tokens"], "run_tokens": state["run_tokens"],
                 "loss": loss_val, "lr": lr, "grad_norm": norm_val, "tokens_per_s": round(tps, 1),
-                "mfu": round(fpt * tps / (peak * ranks.world_size), 4) if peak else None,
+                "mfu": float(f"{fpt * tps / (peak * ranks.world_size):.4g}") if peak else None,
                 "step_s": round(dt, 4), "cpu_s": round(time.process_time() - c0, 4),
             })  # fmt: skip
         bar.update(1)
@@ -229,12 +230,15 @@ def _train_step(model, loss_fn, optimizer, packer, t, rank: int, world_size: int
     """One optimizer step: micro-batches of [B, T] per rank with gradient accumulation (grads sync on the last
     one only), clip, step. Returns (mean loss over ranks, grad norm, seconds spent building batches)."""
     device = next(model.parameters()).device
+    # pinned host memory makes the copy to the GPU asynchronous: from pageable memory it waits for the GPU to
+    # finish the previous micro-batch, and the GPU then idles while the next one is launched (7% of a 1B step)
+    pin = device.type == "cuda"
     accum = t.accumulation_steps(world_size)
     loss_sum, data_seconds = torch.zeros((), device=device), 0.0
     for micro in range(accum):
         d0 = time.perf_counter()
         inputs, targets, positions = (
-            torch.from_numpy(a).to(device, non_blocking=True)
+            (torch.from_numpy(a).pin_memory() if pin else torch.from_numpy(a)).to(device, non_blocking=True)
             for a in packer.rank_batch(t.micro_batch_size, rank, world_size)
         )
         data_seconds += time.perf_counter() - d0

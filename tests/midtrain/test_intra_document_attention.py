@@ -40,3 +40,24 @@ def test_no_token_attends_across_a_boundary(attn):
     # without the option, B attends to A: the check above can fail
     plain = logits_for(model, docs, False), logits_for(model, changed, False)
     assert (plain[0][6:] - plain[1][6:]).abs().max() > 1e-4
+
+
+def test_auto_attention_follows_device_packing_and_flash_attn(monkeypatch):
+    import importlib.util
+
+    from midtrain.model import resolve_attn_implementation
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)  # a device object needs no GPU
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)  # no flash-attn installed
+    assert resolve_attn_implementation("auto", cpu, intra_document=True) == "sdpa"  # flex has no CPU backward
+    assert resolve_attn_implementation("auto", gpu, intra_document=False) == "sdpa"
+    assert resolve_attn_implementation("auto", gpu, intra_document=True, head_dim=64) == "flex_attention"
+    assert (
+        resolve_attn_implementation("auto", gpu, intra_document=True, head_dim=8) == "sdpa"
+    )  # too narrow for flex
+    assert resolve_attn_implementation("eager", gpu, intra_document=True) == "eager"
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: object() if name == "flash_attn" else None
+    )
+    assert resolve_attn_implementation("auto", gpu, intra_document=True) == "flash_attention_2"
+    assert resolve_attn_implementation("auto", cpu, intra_document=True) == "sdpa"
