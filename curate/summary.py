@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -83,32 +84,39 @@ def summarize_logs(logging_dir: Path | str, seconds: float | None = None) -> dic
 
 
 def write_summary(out_dir: Path | str, summary: dict[str, Any]) -> Path:
-    """Write OUT/summary.json atomically; its presence marks the stage complete for `mathmix run`.
+    """Write OUT/summary.json atomically, stamped `finished_at` (UTC, also added to SUMMARY); its presence marks the
+    stage complete for `mathmix run`.
 
     A rerun that found every task done (the same numbers, only its own few seconds) leaves the file as it was:
-    it keeps the stage's real timing, and the later stages, which record a hash of it, still match.
+    it keeps the stage's real timing, and the later stages, which record a hash of it, still match. A stage redone
+    from scratch gets a new stamp, so those hashes tell the redone stage apart even where its numbers and rounded
+    timings came out the same (they did, once, in a test).
     """
     path = Path(out_dir) / "summary.json"
     if path.is_file():
         try:
-            if _untimed(json.loads(path.read_text())) == _untimed(
-                json.loads(json.dumps(summary, default=str))
-            ):
+            kept = json.loads(path.read_text())
+            if _untimed(kept) == _untimed(json.loads(json.dumps(summary, default=str))):
+                summary.update(kept)  # the caller sees what the file says, as a later rerun would
                 return path
         except ValueError:
             pass
+    summary["finished_at"] = datetime.now(UTC).isoformat(timespec="microseconds")  # the caller's copy too
     write_json(path, summary)
     return path
 
 
 def _untimed(value: Any) -> Any:
-    """VALUE without its timing fields (`seconds`, `*_seconds`, `*_per_s`), at any depth."""
+    """VALUE without its timing fields (`seconds`, `*_seconds`, `*_per_s`, `finished_at`), at any depth."""
     if isinstance(value, dict):
         return {
             k: _untimed(v)
             for k, v in value.items()
             if not (
-                k == "seconds" or k.endswith("_seconds") or k.endswith("_per_s") or k.endswith("_per_second")
+                k in ("seconds", "finished_at")
+                or k.endswith("_seconds")
+                or k.endswith("_per_s")
+                or k.endswith("_per_second")
             )
         }
     if isinstance(value, list):
