@@ -13,6 +13,9 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 console = Console(stderr=True)
+# Output folders this command created (outermost first): `fail` removes those still empty, so a refused or failed
+# run leaves no empty folder behind (one holding a job record or partial work stays, for the rerun).
+_created_outputs: list[Path] = []
 
 
 class DefaultCommandGroup(TyperGroup):
@@ -48,6 +51,11 @@ def fail(message: str, code: int = 2) -> None:
     """Print a one-line error and exit non-zero (no traceback for user errors)."""
     # soft_wrap: one line whatever the terminal width; escape: paths and "mathmix[gpu]" are text, not markup
     console.print(f"[bold red]error:[/] {escape(str(message))}", soft_wrap=True)
+    while _created_outputs:
+        try:
+            _created_outputs.pop().rmdir()  # only ever removes an empty folder
+        except OSError:
+            pass
     raise typer.Exit(code)
 
 
@@ -55,10 +63,12 @@ def check_output(output: Path) -> None:
     """Fail (one line) when OUT cannot be the stage folder."""
     if output.exists() and not output.is_dir():
         fail(f"{output}: exists and is not a folder; -o names the output folder")
+    new = [p for p in (output, *output.parents) if not p.exists()][::-1]
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         fail(f"{output}: cannot create the output folder ({err.strerror or err})")
+    _created_outputs.extend(new)
 
 
 def print_summary(summary: dict[str, Any], title: str = "summary") -> None:

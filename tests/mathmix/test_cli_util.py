@@ -1,0 +1,34 @@
+"""A command refused after making its output folder leaves no empty folder behind (one it did not make stays)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from mathmix.cli import app
+
+
+def _docs(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "a", "text": "x + 1 = 2"}) + "\n")
+    return docs
+
+
+def test_a_refused_run_removes_the_output_folders_it_made(tmp_path):
+    out = tmp_path / "new" / "nested" / "out"
+    result = CliRunner().invoke(
+        app, ["decont", str(_docs(tmp_path)), "-o", str(out), "--benchmarks", str(tmp_path / "missing")]
+    )
+    assert result.exit_code == 2 and "not found" in result.output
+    assert not (tmp_path / "new").exists()  # every level it made is gone
+
+
+def test_a_refused_run_keeps_a_folder_that_was_there(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    result = CliRunner().invoke(
+        app, ["shards", "build", str(_docs(tmp_path)), "-o", str(out), "--tokenizer", str(tmp_path / "none")]
+    )
+    assert result.exit_code == 2 and "tokenizer not found" in result.output
+    assert out.is_dir()
