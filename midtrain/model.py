@@ -20,24 +20,44 @@ GPU_PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "H800": 989.0, "A100": 312.0, "
 
 
 def resolve_attn_implementation(
-    requested: str, device: torch.device, intra_document: bool = False, head_dim: int | None = None
+    requested: str, device: torch.device, intra_document: bool = False, hf_config=None
 ) -> str:
     """`auto`: flash_attention_2 (varlen over packed documents) on GPU when installed; else on GPU flex_attention
     for packed documents (it skips the blocks across documents: 49% MFU for a 1B Llama on an H200, where sdpa's
     dense document mask gave 37.5%) and sdpa for plain causal (its flash kernel: 48%); sdpa on CPU, where flex
-    has no backward, and for heads narrower than flex's kernels take (16)."""
+    has no backward. With HF_CONFIG, each is picked only where the model class supports it (and flex only for
+    heads of 16 or more without attention dropout, which its kernels refuse)."""
     if requested != "auto":
         return requested
     if device.type == "cuda":
-        if importlib.util.find_spec("flash_attn") is not None:
+        if importlib.util.find_spec("flash_attn") is not None and _supports(
+            hf_config, "_supports_flash_attn"
+        ):
             return "flash_attention_2"
-        if intra_document and (head_dim is None or head_dim >= FLEX_MIN_HEAD_DIM):
+        if intra_document and _supports(hf_config, "_supports_flex_attn") and _flex_fits(hf_config):
             return "flex_attention"
     return "sdpa"
 
 
-def attention_head_dim(hf_config) -> int:
-    return getattr(hf_config, "head_dim", None) or hf_config.hidden_size // hf_config.num_attention_heads
+def _supports(hf_config, flag: str) -> bool:
+    """Whether the causal-LM class of HF_CONFIG sets FLAG (True where there is no config to ask)."""
+    if hf_config is None:
+        return True
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    try:
+        model_class = MODEL_FOR_CAUSAL_LM_MAPPING[type(hf_config)]
+    except KeyError:
+        return False
+    return bool(getattr(model_class, flag, False))
+
+
+def _flex_fits(hf_config) -> bool:
+    if hf_config is None:
+        return True
+    heads = getattr(hf_config, "num_attention_heads", None)
+    width = getattr(hf_config, "head_dim", None) or (hf_config.hidden_size // heads if heads else 0)
+    return width >= FLEX_MIN_HEAD_DIM and not getattr(hf_config, "attention_dropout", 0)
 
 
 def decoder_layers(model: nn.Module) -> list[nn.Module]:
@@ -56,9 +76,10 @@ def build_model(
     compiled first when `compile`: FSDP's hooks sit between layers). One CPU process stays a plain module, and
     `causal_lm_loss` compiles forward + loss as one graph instead."""
     torch.manual_seed(seed)  # same random init on every rank
-    width = attention_head_dim(config.build_hf_config())
+    asks = config.attn_implementation == "auto" and device.type == "cuda"  # only then does the config matter
+    hf_config = config.build_hf_config() if asks else None
     model = config.build(
-        resolve_attn_implementation(config.attn_implementation, device, intra_document, width)
+        resolve_attn_implementation(config.attn_implementation, device, intra_document, hf_config)
     )
     model.config.use_cache = False
     model.train()  # from_pretrained returns eval mode, where activation checkpointing is off

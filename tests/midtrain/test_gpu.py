@@ -78,13 +78,15 @@ def test_resume_from_a_checkpoint_matches_the_uninterrupted_run(tiny_shards, tmp
 
 def test_packed_documents_train_with_the_auto_attention(tiny_shards, tmp_path, mt):
     """intra_document on GPU: auto picks flash_attention_2 or flex_attention (heads of 16), and the model learns."""
+    from midtrain.config import ModelConfig
     from midtrain.model import resolve_attn_implementation
 
-    attn = resolve_attn_implementation("auto", torch.device("cuda"), intra_document=True, head_dim=16)
-    assert attn in {"flash_attention_2", "flex_attention"}
     recipe = mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=32 * 256, checkpoint_every=32,
                        intra_document=True, device="cuda")  # fmt: skip
     recipe["model"]["config"].update(hidden_size=64, intermediate_size=128)  # 4 heads of 16
+    hf_config = ModelConfig.model_validate(recipe["model"]).build_hf_config()
+    attn = resolve_attn_implementation("auto", torch.device("cuda"), True, hf_config)
+    assert attn in {"flash_attention_2", "flex_attention"}
     loss = np.array([r["loss"] for r in mt.train(recipe)["stable"]])
     assert np.isfinite(loss).all() and loss[-8:].mean() < loss[:4].mean() - 0.5, loss
 

@@ -42,22 +42,41 @@ def test_no_token_attends_across_a_boundary(attn):
     assert (plain[0][6:] - plain[1][6:]).abs().max() > 1e-4
 
 
-def test_auto_attention_follows_device_packing_and_flash_attn(monkeypatch):
+def test_auto_attention_follows_device_packing_model_and_flash_attn(monkeypatch):
     import importlib.util
 
-    from midtrain.model import resolve_attn_implementation
+    from transformers import GPT2Config, LlamaConfig, MambaConfig
+
+    from midtrain.model import resolve_attn_implementation as resolve
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)  # a device object needs no GPU
+    llama = LlamaConfig(hidden_size=256, num_attention_heads=4)  # heads of 64
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)  # no flash-attn installed
-    assert resolve_attn_implementation("auto", cpu, intra_document=True) == "sdpa"  # flex has no CPU backward
-    assert resolve_attn_implementation("auto", gpu, intra_document=False) == "sdpa"
-    assert resolve_attn_implementation("auto", gpu, intra_document=True, head_dim=64) == "flex_attention"
+    assert resolve("auto", cpu, True, llama) == "sdpa"  # flex has no backward on CPU
+    assert resolve("auto", gpu, False, llama) == "sdpa"  # plain causal: sdpa's flash kernel
+    assert resolve("auto", gpu, True, llama) == "flex_attention"
+    assert resolve("auto", gpu, True) == "flex_attention"  # no config to ask
     assert (
-        resolve_attn_implementation("auto", gpu, intra_document=True, head_dim=8) == "sdpa"
-    )  # too narrow for flex
-    assert resolve_attn_implementation("eager", gpu, intra_document=True) == "eager"
+        resolve("auto", gpu, True, LlamaConfig(hidden_size=32, num_attention_heads=4)) == "sdpa"
+    )  # heads of 8
+    assert resolve(
+        "auto", gpu, True, LlamaConfig(hidden_size=256, num_attention_heads=4, attention_dropout=0.1)
+    ) == ("sdpa")  # flex refuses dropout
+    assert resolve("auto", gpu, True, GPT2Config()) == "sdpa"  # a class without flex support
+    assert resolve("eager", gpu, True, llama) == "eager"
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: object() if name == "flash_attn" else None
     )
-    assert resolve_attn_implementation("auto", gpu, intra_document=True) == "flash_attention_2"
-    assert resolve_attn_implementation("auto", cpu, intra_document=True) == "sdpa"
+    assert resolve("auto", gpu, True, llama) == "flash_attention_2"
+    assert resolve("auto", gpu, True, MambaConfig()) == "sdpa"  # no flash support: not asked for it
+    assert resolve("auto", cpu, True, llama) == "sdpa"
+
+
+def test_a_model_without_attention_heads_still_builds():
+    from midtrain.config import ModelConfig
+    from midtrain.model import build_model
+
+    config = ModelConfig(config={"model_type": "mamba", "vocab_size": 50, "hidden_size": 16, "num_hidden_layers": 1,
+                                 "state_size": 4}, attn_implementation="eager")  # fmt: skip
+    model = build_model(config, torch.device("cpu"), 1, seed=0)
+    assert type(model).__name__ == "MambaForCausalLM"
