@@ -33,6 +33,13 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _each_command() -> None:
+    from mathmix.cli_util import forget_created_outputs
+
+    forget_created_outputs()  # a command refused later removes only the empty folders it made itself
+
+
 def _register_all() -> None:
     for name in COMMAND_MODULES:
         try:

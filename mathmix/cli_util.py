@@ -47,6 +47,11 @@ class DefaultCommandGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
+def forget_created_outputs() -> None:
+    """Start a command's record of the output folders it made (in-process callers run several commands)."""
+    _created_outputs.clear()
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print a one-line error and exit non-zero (no traceback for user errors)."""
     # soft_wrap: one line whatever the terminal width; escape: paths and "mathmix[gpu]" are text, not markup
@@ -63,12 +68,12 @@ def check_output(output: Path) -> None:
     """Fail (one line) when OUT cannot be the stage folder."""
     if output.exists() and not output.is_dir():
         fail(f"{output}: exists and is not a folder; -o names the output folder")
-    new = [p for p in (output, *output.parents) if not p.exists()][::-1]
+    # recorded first: a mkdir that fails half-way leaves no parents behind either
+    _created_outputs.extend(p for p in [output, *output.parents][::-1] if not p.exists())
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         fail(f"{output}: cannot create the output folder ({err.strerror or err})")
-    _created_outputs.extend(new)
 
 
 def print_summary(summary: dict[str, Any], title: str = "summary") -> None:

@@ -32,3 +32,15 @@ def test_a_refused_run_keeps_a_folder_that_was_there(tmp_path):
     )
     assert result.exit_code == 2 and "tokenizer not found" in result.output
     assert out.is_dir()
+
+
+def test_a_refusal_leaves_the_empty_folders_of_an_earlier_command_in_the_same_process(tmp_path):
+    from mathmix.cli_util import check_output
+
+    check_output(tmp_path / "earlier")  # a command that made its folder and ended without fail()
+    result = CliRunner().invoke(
+        app,
+        ["decont", str(_docs(tmp_path)), "-o", str(tmp_path / "later"), "--benchmarks", str(tmp_path / "no")],
+    )
+    assert result.exit_code == 2
+    assert (tmp_path / "earlier").is_dir() and not (tmp_path / "later").exists()
