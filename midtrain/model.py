@@ -30,9 +30,10 @@ def resolve_attn_implementation(
     if requested != "auto":
         return requested
     if device.type == "cuda":
-        if importlib.util.find_spec("flash_attn") is not None and _supports(
-            hf_config, "_supports_flash_attn"
-        ):
+        flash = _supports(hf_config, "_supports_flash_attn") or _supports(hf_config, "_supports_flash_attn_2")
+        if (
+            importlib.util.find_spec("flash_attn") is not None and flash
+        ):  # (the second name: transformers 4.x)
             return "flash_attention_2"
         if intra_document and _supports(hf_config, "_supports_flex_attn") and _flex_fits(hf_config):
             return "flex_attention"
