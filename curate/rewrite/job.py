@@ -296,6 +296,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     from curate.rewrite.report import inference_stats, throughput_report
     from mathmix.cli_util import write_json
     from mathmix.hub import check_model_source
+    from mathmix.paths import stage_data
     from pipelines.job_record import check_job, job_identity
 
     start = time.time()
@@ -313,6 +314,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         check_endpoint_url(settings.endpoint)
         if not _finished(gen_logs, settings.inference_tasks):  # nothing left to ask it otherwise
             wait_for_endpoint(str(settings.endpoint), settings.server_ready_timeout_s)
+    for path in inputs:  # a run folder given as input is refused before job.json is written
+        stage_data(path)
     identity = job_identity(inputs, what, run_dir or out_dir.parent, task=task, decont_benchmarks=benchmarks)
     check_job(out_dir, identity, "rewrite")  # the message names the task each job is for
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")

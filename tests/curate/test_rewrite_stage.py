@@ -133,3 +133,17 @@ def test_a_bad_decont_benchmark_is_named_before_generation(tmp_path):
     output = "".join(result.output.split("\n"))
     assert result.exit_code == 2 and str(tmp_path / "nope") in output and "rerun" not in output, output
     assert not (tmp_path / "o" / "raw").exists() and time.time() - start < 10
+
+
+def test_a_run_folder_as_input_is_refused_before_anything_is_written(tmp_path):
+    from mathmix.cli import app
+
+    for stage in ("web", "dedup"):  # a run folder: stage folders with their data and summary
+        (tmp_path / "run" / stage / "data").mkdir(parents=True)
+        (tmp_path / "run" / stage / "data" / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
+        (tmp_path / "run" / stage / "summary.json").write_text("{}")
+    result = CliRunner().invoke(app, ["rewrite", str(tmp_path / "run"), "-o", str(tmp_path / "o"), "--task", "qa",
+                                      "--model", "auto"])  # fmt: skip
+    output = "".join(result.output.split("\n"))
+    assert result.exit_code == 2 and "holds stage folders (dedup, web)" in output, output
+    assert not (tmp_path / "o" / "job.json").exists()
