@@ -91,8 +91,8 @@ def check_job(
                 previous = None  # an older record of the same job: rewritten below with the new fields
         if previous is not None and previous != identity and has_progress(Path(out_dir)):
             raise ValueError(
-                f"{out_dir} holds the output of a different {what} ({describe_difference(previous, identity)}); "
-                "write to a new folder, or delete this one to start over"
+                f"{out_dir} holds the output of another job than this {what} "
+                f"({describe_difference(previous, identity)}); write to a new folder, or delete this one to start over"
             )
         if previous == identity:
             return
@@ -134,9 +134,10 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
                 if a.get(k) != b.get(k)
             ]
         elif key == "inputs":
-            parts.append("inputs differ")
+            parts.append("other input paths")
         elif key == "input_sizes":
-            parts.append("the input files changed (other sizes at the same paths)")
+            if old.get("inputs") == new.get("inputs"):  # with other paths the sizes differ too: said above
+                parts.append("the input files changed (other sizes at the same paths)")
         else:
             parts.append(f"{key}: {a!r} -> {b!r}")
     return "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")

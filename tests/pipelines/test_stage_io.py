@@ -71,7 +71,7 @@ def test_a_rerun_with_other_inputs_or_settings_is_refused(tmp_path):
     first = run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
     again = run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))  # resumes
     assert again["docs_out"] == first["docs_out"]
-    with pytest.raises(ValueError, match="different dedup run.*inputs differ"):
+    with pytest.raises(ValueError, match="another job than this dedup run.*other input paths"):
         run_dedup(DedupConfig(minhash=False), [str(other)], out, ExecutorConfig(tasks=1))
     with pytest.raises(ValueError, match=r"settings.minhash: False -> \(default\)"):
         run_dedup(DedupConfig(minhash=True), [str(stage)], out, ExecutorConfig(tasks=1))
@@ -149,7 +149,7 @@ def test_decont_rerun_against_other_benchmarks_is_refused(tmp_path):
     out = tmp_path / "decont"
     first = run_decont(DecontConfig(), [str(stage)], out, ExecutorConfig(tasks=1), [str(bench / "a.jsonl")])
     assert first["docs_in"] == 3
-    with pytest.raises(ValueError, match="different decont run.*benchmarks"):
+    with pytest.raises(ValueError, match="another job than this decont run.*benchmarks"):
         run_decont(DecontConfig(), [str(stage)], out, ExecutorConfig(tasks=1), [str(bench / "b.jsonl")])
 
 
@@ -328,7 +328,7 @@ def test_other_contents_at_the_same_input_paths_are_another_job(tmp_path):
     pq.write_table(
         pa.table({"id": ["q"], "text": [MATH.replace("{i}", "7")]}), stage / "data" / "00000.parquet"
     )
-    with pytest.raises(ValueError, match=r"different dedup run \(the input files changed"):
+    with pytest.raises(ValueError, match=r"another job than this dedup run \(the input files changed"):
         run_dedup(DedupConfig(minhash=False), [str(stage)], out, ExecutorConfig(tasks=1))
     # a record written before sizes were recorded is the same job (and gets them)
     record = json.loads((out / "job.json").read_text())
@@ -381,3 +381,37 @@ def test_a_finished_stage_over_a_glob_notices_replaced_files(tmp_path):
     (tmp_path / "in" / "a.jsonl").write_text(json.dumps(rows[0]) + "\n")  # the same name, other contents
     with pytest.raises(StageFailed, match="the input files changed"):
         run_recipe(load_recipe(recipe))
+
+
+def test_a_stage_is_refused_over_an_earlier_stage_built_from_older_output(tmp_path):
+    """--only audit after dedup was redone: decont (finished) was built from the old dedup, so audit would read
+    stale documents; the refusal names decont and what follows it."""
+    from pipelines.runner import _upstream
+
+    steps = [{"stage": s, "output": str(tmp_path / s)} for s in ("web", "dedup", "decont", "audit")]
+    for s in ("web", "dedup", "decont"):
+        (tmp_path / s).mkdir()
+        (tmp_path / s / "summary.json").write_text(json.dumps({"stage": s, "finished_at": "t0"}))
+    (tmp_path / "decont" / "upstream.json").write_text(json.dumps(_upstream(steps, 2)))
+    assert set(_upstream(steps, 3)) == {"web", "dedup", "decont"}  # all consistent
+    (tmp_path / "dedup" / "summary.json").write_text(
+        json.dumps({"stage": "dedup", "finished_at": "t1"})
+    )  # redone
+    with pytest.raises(ValueError, match=r"decont, which comes before audit, .*dedup was redone since decont ran\. "
+                                         r"Delete .*decont and the stages after it \(audit\)"):  # fmt: skip
+        _upstream(steps, 3)
+    assert set(_upstream(steps, 2)) == {"web", "dedup"}  # decont itself is judged by its own check
+
+
+def test_a_copied_runs_shards_manifest_points_into_the_copy(tmp_path):
+    from pipelines.train import rebase_manifest
+
+    old, new = tmp_path / "a" / "shards", tmp_path / "b" / "shards"
+    manifest = {"tokenizer": str(old / "tokenizer"), "vocab_size": 9, "sources": {
+        "corpus": {"path": str(old / "corpus"), "tokens": 5}, "qa": {"path": str(old / "qa"), "tokens": 0}}}  # fmt: skip
+    moved = rebase_manifest(manifest, new)
+    assert moved["tokenizer"] == str(new / "tokenizer") and moved["vocab_size"] == 9
+    assert [s["path"] for s in moved["sources"].values()] == [str(new / "corpus"), str(new / "qa")]
+    assert rebase_manifest(manifest, old) == manifest  # where it was written: unchanged
+    external = dict(manifest, tokenizer="/models/llama/tokenizer")  # a tokenizer from outside the run stays
+    assert rebase_manifest(external, new)["tokenizer"] == "/models/llama/tokenizer"
