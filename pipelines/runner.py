@@ -94,7 +94,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             inputs = expand_inputs(
                 step["inputs"]
             )  # globs and ~ expanded: the sizes of what the stage reads count
-            upstream = _upstream(steps[:i], name)
+            upstream = _upstream(steps, i)
             _check_upstream(out_dir, name, upstream, later)
             # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before
             # the stage runs); folders written before upstream.json existed adopt it.
@@ -131,15 +131,31 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
     return summaries
 
 
-def _upstream(earlier: list[dict[str, Any]], name: str) -> dict[str, str]:
-    """{earlier stage: sha256 of its summary.json}; ValueError naming an earlier stage that has not finished."""
-    hashes = {}
-    for step in earlier:
-        summary = Path(step["output"]) / "summary.json"
+def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:
+    """{stage before step I: sha256 of its summary.json}; ValueError naming an earlier stage that has not finished,
+    or one that was built from an older version of a stage before it (`--only` would otherwise run on it)."""
+    name, hashes = steps[i]["stage"], {}
+    for j, step in enumerate(steps[:i]):
+        out = Path(step["output"])
+        summary = out / "summary.json"
         if not summary.is_file():
             raise ValueError(
                 f"{step['stage']}, which comes before {name} in this recipe, has not finished (no {summary}); "
                 f"run it first (without --only, or with --only {step['stage']})"
+            )
+        try:
+            recorded = json.loads((out / UPSTREAM_FILE).read_text())
+        except (OSError, ValueError):
+            recorded = {}  # a folder from before upstream.json: nothing to compare
+        stale = [
+            s for s in hashes if isinstance(recorded, dict) and s in recorded and recorded[s] != hashes[s]
+        ]
+        if stale:
+            later = ", ".join(str(Path(t["output"]).name) for t in steps[j + 1 :])
+            raise ValueError(
+                f"{step['stage']}, which comes before {name}, was built from earlier output: {', '.join(stale)} "
+                f"was redone since {step['stage']} ran. Delete {out} and the stages after it ({later}) to redo "
+                "them from the new input"
             )
         hashes[step["stage"]] = hashlib.sha256(summary.read_bytes()).hexdigest()[:16]
     return hashes
