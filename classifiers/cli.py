@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from mathmix.cli_util import console, fail
+from mathmix.cli_util import console, fail, make_folder
 
 group = typer.Typer(
     help="fastText math classifier: train on positives/negatives, evaluate on unseen pages, iterate recall "
@@ -91,7 +91,7 @@ def check_output_file(path: Path) -> None:
     if path.is_dir():
         fail(f"{path}: is a folder; give a file name (e.g. {path}/model.bin)")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent)  # removed again if the command then fails while it is empty
     except OSError as err:
         fail(f"{path}: cannot create its folder {path.parent} ({err.strerror or err})")
     if not os.access(path.parent, os.W_OK):

@@ -68,12 +68,23 @@ def check_output(output: Path) -> None:
     """Fail (one line) when OUT cannot be the stage folder."""
     if output.exists() and not output.is_dir():
         fail(f"{output}: exists and is not a folder; -o names the output folder")
-    # recorded first: a mkdir that fails half-way leaves no parents behind either
-    _created_outputs.extend(p for p in [output, *output.parents][::-1] if not p.exists())
+    if (output / "recipe-stage.json").is_file() and not (output / "job.json").is_file():
+        # a recipe's shards/eval/audit/classifier folder: no job record for this command to compare against
+        fail(
+            f"{output}: a stage folder of a `mathmix run` recipe (recipe-stage.json), not written by this "
+            "command; rerun the stage through its recipe, or write to a new folder"
+        )
     try:
-        output.mkdir(parents=True, exist_ok=True)
+        make_folder(output)
     except OSError as err:
         fail(f"{output}: cannot create the output folder ({err.strerror or err})")
+
+
+def make_folder(folder: Path) -> None:
+    """mkdir -p FOLDER, noting the levels it makes: `fail` removes them again while they are empty."""
+    # noted first: a mkdir that fails half-way leaves no parents behind either
+    _created_outputs.extend(p for p in [folder, *folder.parents][::-1] if not p.exists())
+    folder.mkdir(parents=True, exist_ok=True)
 
 
 def print_summary(summary: dict[str, Any], title: str = "summary") -> None:

@@ -44,3 +44,31 @@ def test_a_refusal_leaves_the_empty_folders_of_an_earlier_command_in_the_same_pr
     )
     assert result.exit_code == 2
     assert (tmp_path / "earlier").is_dir() and not (tmp_path / "later").exists()
+
+
+def test_a_recipe_stage_folder_without_a_job_record_is_not_overwritten(tmp_path):
+    stage = tmp_path / "run" / "shards"  # as `mathmix run` leaves its shards, eval, audit or classifier stage
+    stage.mkdir(parents=True)
+    (stage / "recipe-stage.json").write_text("{}")
+    (stage / "summary.json").write_text('{"docs_in": 1}')
+    result = CliRunner().invoke(app, ["dedup", str(_docs(tmp_path)), "-o", str(stage)])
+    assert result.exit_code == 2 and "a stage folder of a `mathmix run` recipe" in result.output
+    assert (stage / "summary.json").read_text() == '{"docs_in": 1}'
+
+
+def test_a_refused_classifier_train_removes_the_model_folders_it_made(tmp_path):
+    model = tmp_path / "models" / "math" / "model.bin"
+    result = CliRunner().invoke(
+        app,
+        [
+            "classifier",
+            "train",
+            "-p",
+            str(tmp_path / "no-pos"),
+            "-n",
+            str(tmp_path / "no-neg"),
+            "-o",
+            str(model),
+        ],
+    )
+    assert result.exit_code == 2 and not (tmp_path / "models").exists()
