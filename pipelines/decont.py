@@ -122,7 +122,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
             "benchmark_records_unmatchable": dict(sorted(index.too_short.items())),
             # files that held no checkable record (an error when no file holds one)
             "benchmark_files_unused": [str(p) for p in index.unused_files],
-            "report": str(out_dir / "contamination.jsonl"),
+            "report": "contamination.jsonl",  # in the stage folder (as audit's report.html): spelled the same always
         }
     )
     write_summary(out_dir, summary)

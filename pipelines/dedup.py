@@ -198,7 +198,7 @@ def _report(report_dir: Path, out_path: Path) -> dict:
         "exact_groups": len(exact),
         "minhash_clusters": len(near),
         "largest_cluster": max((g["size"] for g in near), default=0),
-        "report": str(out_path),
+        "report": out_path.name,  # in the stage folder: a copy of the folder, or -o spelled otherwise, says the same
     }
 
 

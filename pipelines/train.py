@@ -45,6 +45,25 @@ def _recipe_path(name: str) -> Path:
     return path if path.is_absolute() or path.is_file() else REPO / path
 
 
+def rebase_manifest(manifest: dict[str, Any], shards_dir: Path) -> dict[str, Any]:
+    """MANIFEST with the paths it holds under the folder it was written in moved to SHARDS_DIR, where that
+    folder was copied or moved (the manifest records absolute paths: a copied run trained on, or failed to find,
+    the original's shards)."""
+    sources = [Path(s["path"]) for s in manifest.get("sources", {}).values()]
+    written_in = {p.parent for p in sources}
+    if len(written_in) != 1 or (old := written_in.pop()).resolve() == shards_dir.resolve():
+        return manifest
+
+    def moved(value: str) -> str:
+        path = Path(value)
+        return str(shards_dir / path.relative_to(old)) if path.is_relative_to(old) else value
+
+    out = dict(manifest, sources={k: dict(v, path=moved(v["path"])) for k, v in manifest["sources"].items()})
+    if isinstance(manifest.get("tokenizer"), str):
+        out["tokenizer"] = moved(manifest["tokenizer"])
+    return out
+
+
 def prepare_recipe(config: Config, ctx: StageContext):
     """The train recipe bound to this run: output under RUN/train, vocab/EOS/tokenizer from the shards."""
     import json
@@ -56,7 +75,7 @@ def prepare_recipe(config: Config, ctx: StageContext):
         raise FileNotFoundError(
             f"{shards_dir}/manifest.json: no shards to train on (run the shards stage first)"
         )
-    manifest = json.loads((shards_dir / "manifest.json").read_text())
+    manifest = rebase_manifest(json.loads((shards_dir / "manifest.json").read_text()), shards_dir)
     recipe = load_train_recipe(_recipe_path(config.recipe))
     raw = recipe.model_dump(mode="json")
     raw.update(output_dir=str(ctx.out_dir), run_dir=str(ctx.run_dir))
