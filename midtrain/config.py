@@ -8,6 +8,7 @@ decay branches of one stable run are independent runs that share a starting poin
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,7 +53,29 @@ class ModelConfig(BaseModel):
                 raise FileNotFoundError(f"model.path {self.path}: no local model folder (config.json) there")
             return AutoConfig.from_pretrained(self.path)
         kwargs = dict(self.config or {})
-        return AutoConfig.for_model(kwargs.pop("model_type", "llama"), **kwargs)
+        model_type = kwargs.pop("model_type", "llama")
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+        if (
+            model_type not in CONFIG_MAPPING
+        ):  # transformers' own message lists every model type (12k characters)
+            near = difflib.get_close_matches(str(model_type), list(CONFIG_MAPPING.keys()), n=3)
+            raise ValueError(
+                f"model.config.model_type {model_type!r}: not a transformers model type"
+                + (f" (did you mean {' or '.join(near)}?)" if near else "")
+            )
+        # transformers keeps any key it does not know as a plain attribute: a typo (hidden_sizee) would leave
+        # the real setting at its default, silently (a 1.6B model instead of a tiny one)
+        # (a key its __init__ consumes, such as a legacy rope_theta, is not kept as an attribute: not flagged)
+        config = AutoConfig.for_model(model_type, **kwargs)
+        defaults = vars(CONFIG_MAPPING[model_type]())
+        unknown = [k for k in kwargs if k in vars(config) and k not in defaults]
+        if unknown:
+            known = [*defaults, *getattr(config, "attribute_map", {})]
+            hints = [f"{k} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, known, n=1)) else k
+                     for k in unknown]  # fmt: skip
+            raise ValueError(f"model.config: not a setting of a {model_type} model: {', '.join(hints)}")
+        return config
 
     def build(self, attn_implementation: str):
         """The model in fp32 on CPU (random init from the config with the current torch seed)."""

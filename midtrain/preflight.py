@@ -56,7 +56,65 @@ def check_run(
     if trains:
         check_batch(recipe.trainer, world_size)
         check_vocabulary(recipe, manifests)
+        check_model(recipe, manifests)
+        note_budgets(recipe, [s for s in stages if not (recipe.stage_dir(s.name) / DONE_FILE).exists()])
     return stages
+
+
+def check_model(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]]) -> None:
+    """The attention implementation exists and can train here; windows fit the model's positions; a model built
+    from a config ends documents with the shards' EOS (its export would not stop generating otherwise)."""
+    import importlib.util
+
+    import torch
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    attn = recipe.model.attn_implementation
+    known = ["auto", "eager", *ALL_ATTENTION_FUNCTIONS.keys()]
+    if attn not in known:
+        raise TrainRecipeError(f"model.attn_implementation {attn!r}: not one of {', '.join(known)}")
+    if attn == "flash_attention_2" and importlib.util.find_spec("flash_attn") is None:
+        raise TrainRecipeError(
+            "model.attn_implementation flash_attention_2: the flash-attn package is not installed (use auto)"
+        )
+    device = recipe.trainer.device
+    on_gpu = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    if attn.startswith("flex_attention") and not on_gpu:
+        raise TrainRecipeError(
+            "model.attn_implementation flex_attention: it has no backward on CPU (use auto, sdpa or eager)"
+        )
+    hf = recipe.model.build_hf_config()  # it built in check_vocabulary: no error left to name here
+    positions = getattr(hf, "max_position_embeddings", None)
+    if positions and recipe.trainer.seq_len > positions:
+        raise TrainRecipeError(
+            f"trainer.seq_len {recipe.trainer.seq_len} is longer than the model's {positions} positions "
+            "(max_position_embeddings): shorten seq_len or raise the model's limit"
+        )
+    eos_ids = {m.get("eos_id") for m in manifests.values()} - {None}
+    model_eos = hf.eos_token_id if isinstance(hf.eos_token_id, list) else [hf.eos_token_id]
+    if recipe.model.config is not None and eos_ids and not eos_ids & set(model_eos):
+        raise TrainRecipeError(
+            f"model.config.eos_token_id {hf.eos_token_id}, but the shards end documents with token "
+            f"{sorted(eos_ids)[0]} (their manifest's eos_id): set eos_token_id to it"
+        )
+
+
+def note_budgets(recipe: TrainRecipe, stages: list[StageConfig]) -> None:
+    """Say where a stage's token budget is not a whole number of global batches (it trains floor(tokens / batch)
+    steps, at least one): silent rounding made a 100-token stage train 512."""
+    import sys
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    batch = recipe.trainer.global_batch_tokens
+    for stage in stages:
+        if stage.tokens % batch:
+            steps = max(1, stage.tokens // batch)
+            print(
+                f"note: stage {stage.name}: {stage.tokens:,} tokens is not a whole number of {batch:,}-token "
+                f"batches; it trains {steps} step{'s' * (steps > 1)} ({steps * batch:,} tokens)",
+                file=sys.stderr,
+            )
 
 
 def check_batch(trainer: TrainerConfig, world_size: int) -> None:
@@ -156,7 +214,9 @@ def _model_vocab_size(recipe: TrainRecipe) -> int:
     try:
         return int(recipe.model.build_hf_config().vocab_size)
     except (OSError, ValueError, TypeError) as err:
-        raise TrainRecipeError(f"model: {str(err).splitlines()[0]}") from None
+        message = str(err).splitlines()[0]
+        message = message if message.startswith("model") else f"model: {message}"
+        raise TrainRecipeError(message[:400] + ("..." if len(message) > 400 else "")) from None
 
 
 def _check_tokenizer(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from mathmix.cli import app
@@ -178,4 +179,49 @@ def test_a_start_checkpoint_trained_with_another_tokenizer_is_refused(tiny_shard
     assert (
         f"start_from {start} was trained with another tokenizer" in message
         and not (tmp_path / "out").exists()
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"config": {"hidden_sizee": 64}},
+            "not a setting of a llama model: hidden_sizee (did you mean hidden_size?)",
+        ),
+        (
+            {"config": {"model_type": "lamma"}},
+            "model_type 'lamma': not a transformers model type (did you mean llama",
+        ),
+        ({"attn_implementation": "bogus"}, "model.attn_implementation 'bogus': not one of auto, eager"),
+        ({"attn_implementation": "flex_attention"}, "flex_attention: it has no backward on CPU"),
+        (
+            {"config": {"max_position_embeddings": 16}},
+            "trainer.seq_len 32 is longer than the model's 16 positions",
+        ),
+        (
+            {"config": {"eos_token_id": 5}},
+            "model.config.eos_token_id 5, but the shards end documents with token 0",
+        ),
+    ],
+)
+def test_model_settings_that_cannot_train_are_one_line_before_anything_is_written(
+    tiny_shards, tmp_path, mt, change, expected
+):
+    _manifest(tiny_shards / "a", tokenizer="tok", vocab_size=64, eos_id=0)
+    recipe = mt.recipe(tiny_shards, tmp_path / "out")
+    recipe["model"]["config"].update(change.pop("config", {}))
+    recipe["model"].update(change)
+    message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
+    assert expected in message and len(message) < 600, message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_budget_that_is_not_whole_batches_is_noted(tiny_shards, tmp_path, mt):
+    recipe = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=100)  # batches of 256 tokens
+    result = _train(mt.write_recipe(tmp_path / "r.yaml", recipe))
+    assert result.exit_code == 0, result.output
+    assert (
+        "stage stable: 100 tokens is not a whole number of 256-token batches; it trains 1 step (256 tokens)"
+        in (" ".join(result.output.split()))
     )
