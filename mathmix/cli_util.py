@@ -128,7 +128,9 @@ def format_validation_errors(err: Any, prefix: str = "") -> str:
         loc = ".".join(str(p) for p in (prefix, *e["loc"]) if str(p))
         msg = e["msg"].removeprefix("Value error, ")
         shown = repr(e["input"])
-        got = f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})" if e["type"] != "missing" else ""
+        # no value for a missing key, nor for a whole mapping (a model-level check: the whole recipe, cut)
+        plain = e["type"] != "missing" and not isinstance(e["input"], dict)
+        got = f" (got {shown if len(shown) <= 80 else shown[:77] + '...'})" if plain else ""
         if msg.startswith(f"{loc}.") or msg.startswith(f"{loc}:"):
             parts.append(msg)  # a nested error, already named and with its own value
         else:

@@ -72,3 +72,30 @@ def test_a_refused_classifier_train_removes_the_model_folders_it_made(tmp_path):
         ],
     )
     assert result.exit_code == 2 and not (tmp_path / "models").exists()
+
+
+def test_a_recipe_wide_error_does_not_quote_the_whole_recipe():
+    from pydantic import BaseModel, ValidationError, model_validator
+
+    from mathmix.cli_util import format_validation_errors
+
+    class Recipe(BaseModel):
+        stages: list[str]
+        lr: float = 1.0
+
+        @model_validator(mode="after")
+        def _unique(self):
+            if len(set(self.stages)) != len(self.stages):
+                raise ValueError(f"stage names must be unique, got {self.stages}")
+            return self
+
+    try:
+        Recipe.model_validate({"stages": ["s", "s"], "lr": 1.0})
+    except ValidationError as err:
+        assert format_validation_errors(err) == "stage names must be unique, got ['s', 's']"
+    try:
+        Recipe.model_validate({"stages": ["s"], "lr": "abc"})
+    except ValidationError as err:
+        assert format_validation_errors(err).startswith("lr: ") and "(got 'abc')" in format_validation_errors(
+            err
+        )
