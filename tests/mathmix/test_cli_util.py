@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from mathmix.cli import app
@@ -89,13 +90,11 @@ def test_a_recipe_wide_error_does_not_quote_the_whole_recipe():
                 raise ValueError(f"stage names must be unique, got {self.stages}")
             return self
 
-    try:
+    with pytest.raises(ValidationError) as dup:
         Recipe.model_validate({"stages": ["s", "s"], "lr": 1.0})
-    except ValidationError as err:
-        assert format_validation_errors(err) == "stage names must be unique, got ['s', 's']"
-    try:
+    assert format_validation_errors(dup.value) == "stage names must be unique, got ['s', 's']"
+    with pytest.raises(ValidationError) as bad:
         Recipe.model_validate({"stages": ["s"], "lr": "abc"})
-    except ValidationError as err:
-        assert format_validation_errors(err).startswith("lr: ") and "(got 'abc')" in format_validation_errors(
-            err
-        )
+    assert format_validation_errors(bad.value).startswith(
+        "lr: "
+    ) and "(got 'abc')" in format_validation_errors(bad.value)
