@@ -1,4 +1,4 @@
-"""A command refused after making its output folder leaves no empty folder behind (one it did not make stays)."""
+"""cli_util: refused commands leave no empty folders behind (one they did not make stays); one-line validation errors."""
 
 from __future__ import annotations
 
