@@ -58,7 +58,7 @@ def run_cmd(
         try:
             select_stages(config, stage or None)
             typer.echo(emit_megatron(config, stage or None, nproc=nproc or 8))
-        except (FileNotFoundError, TrainRecipeError) as err:
+        except (FileNotFoundError, ValueError) as err:  # TrainRecipeError, or an unknown model_type
             fail(str(err))
         return
     from midtrain.preflight import check_run

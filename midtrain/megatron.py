@@ -1,20 +1,26 @@
 """`--emit megatron`: the Megatron-LM `pretrain_gpt.py` command equivalent to each stage of a train recipe.
 
-Megatron counts in samples (sequences), so token budgets become samples of seq_len. A decay branch loads the
-stable stage's checkpoint and runs Megatron's WSD schedule whose whole decay window is the branch: cumulative
-train samples = stable + branch, `--lr-wsd-decay-samples` = the branch, with the scheduler overridden.
+Megatron counts in samples: a stage trains the trainer's steps (max(1, tokens // global batch)) x the batch. A
+decay branch loads the stable checkpoint and runs Megatron's WSD schedule whose decay window is the branch.
+Only Llama-family models are emitted; intra-document attention uses Megatron's local attention, the one path
+that applies the dense mask `--reset-attention-mask` builds (MASK_NOTE).
 """
 
 from __future__ import annotations
 
 import shlex
 
-from midtrain.config import StageConfig, TrainRecipe
+from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 
 WSD_STYLE = {"cosine": "cosine", "linear": "linear", "1-sqrt": "minus_sqrt"}
+# Megatron's llama3 RoPE scaling hard-codes these (RotaryEmbedding._apply_scaling); only the factor is a flag
+LLAMA3_ROPE = {"low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
 MASK_NOTE = (
-    "# note: Megatron's flash / Transformer Engine attention ignores the dense mask of --reset-attention-mask\n"
-    "# (NVIDIA/Megatron-LM#2357): check that your version keeps attention inside documents as mathmix does."
+    "# note: intra-document attention runs on --transformer-impl local --no-masked-softmax-fusion, not\n"
+    "# --attention-backend flash: Transformer Engine attention (flash, fused, unfused) and the fused causal\n"
+    "# softmax ignore the dense mask of --reset-attention-mask (NVIDIA/Megatron-LM#2357): documents would\n"
+    "# see each other. The local path applies the mask but materializes seq x seq scores (slower, more\n"
+    "# memory); with trainer.intra_document: false the commands use --attention-backend flash."
 )
 
 
@@ -42,7 +48,37 @@ def data_path_args(recipe: TrainRecipe, stage: StageConfig) -> list[str]:
 
 
 def model_args(hf_config) -> list[str]:
+    """The Megatron GPT flags of a Llama-family HF config.
+
+    Raises:
+        TrainRecipeError: an architecture (model_type, biases, activation, RoPE) the flags cannot express.
+    """
     c = hf_config
+    kind = getattr(c, "model_type", None)
+
+    def refuse(why: str) -> None:
+        raise TrainRecipeError(f"--emit megatron: model_type {kind!r}: {why}")
+
+    if kind not in ("llama", "mistral"):
+        refuse(
+            "only the Llama architecture (llama; mistral without sliding window) maps to Megatron GPT flags"
+        )
+    if getattr(c, "sliding_window", None):
+        refuse(f"sliding_window {c.sliding_window} has no faithful Megatron flag; set it to null")
+    if c.hidden_act != "silu":
+        refuse(f"hidden_act {c.hidden_act!r}: Megatron's --swiglu is SiLU-gated")
+    qkv_bias, mlp_bias = bool(getattr(c, "attention_bias", False)), bool(getattr(c, "mlp_bias", False))
+    if qkv_bias != mlp_bias:  # Megatron's add_bias_linear covers the attention output projection and the MLP
+        refuse(
+            f"attention_bias {qkv_bias} with mlp_bias {mlp_bias}: Megatron biases o_proj and the MLP together"
+        )
+    rope = getattr(c, "rope_parameters", None) or getattr(c, "rope_scaling", None) or {}
+    rope_type = rope.get("rope_type", rope.get("type")) or "default"
+    if rope_type not in ("default", "llama3"):
+        refuse(f"rope_type {rope_type!r}: Megatron's flags know plain RoPE and llama3 scaling only")
+    if rope_type == "llama3" and any(float(rope.get(k, v)) != v for k, v in LLAMA3_ROPE.items()):
+        refuse(f"llama3 RoPE scaling other than Megatron's fixed {LLAMA3_ROPE}")
+    theta = getattr(c, "rope_theta", None) or rope.get("rope_theta", 10000)
     args = [
         f"--num-layers {c.num_hidden_layers}",
         f"--hidden-size {c.hidden_size}",
@@ -50,32 +86,55 @@ def model_args(hf_config) -> list[str]:
         f"--num-attention-heads {c.num_attention_heads}",
         f"--max-position-embeddings {c.max_position_embeddings}",
         "--position-embedding-type rope",
-        f"--rotary-base {int(getattr(c, 'rope_theta', None) or (c.rope_parameters or {}).get('rope_theta', 10000))}",
+        f"--rotary-base {int(theta)}",
         "--normalization RMSNorm",
         f"--norm-epsilon {c.rms_norm_eps}",
         "--swiglu",
-        "--disable-bias-linear",
+        # with biases, Megatron's default add_bias_linear gives o_proj and the MLP theirs
+        "--add-qkv-bias" if qkv_bias else "--disable-bias-linear",
         # Megatron's defaults are 0.1 each; the HF model trains with its own (0 for Llama: no hidden dropout)
         f"--attention-dropout {getattr(c, 'attention_dropout', 0.0) or 0.0}",
         f"--hidden-dropout {getattr(c, 'hidden_dropout', 0.0) or 0.0}",
     ]
+    head_dim = getattr(c, "head_dim", None)
+    if head_dim and head_dim != c.hidden_size // c.num_attention_heads:
+        args.append(f"--kv-channels {head_dim}")
     kv = getattr(c, "num_key_value_heads", None)
     if kv and kv != c.num_attention_heads:
         args.append(f"--group-query-attention --num-query-groups {kv}")
-    rope = getattr(c, "rope_scaling", None) or getattr(c, "rope_parameters", None) or {}
-    if rope.get("rope_type") == "llama3":
-        args.append("--use-rope-scaling")
+    if rope_type == "llama3":
+        args.append(f"--use-rope-scaling --rope-scaling-factor {rope.get('factor', 8.0)}")
     if not getattr(c, "tie_word_embeddings", False):
         args.append("--untie-embeddings-and-output-weights")
     return args
 
 
-def stage_command(recipe: TrainRecipe, stage: StageConfig, nproc: int = 8) -> str:
-    """One `torchrun ... pretrain_gpt.py` command line for `stage`."""
+def train_samples(recipe: TrainRecipe, stage: StageConfig) -> int:
+    """The samples the trainer trains in `stage`: its steps (midtrain/trainer.py) x the global batch."""
     t = recipe.trainer
-    samples = stage.tokens // t.seq_len
-    lines = [f"torchrun --nproc_per_node {nproc} pretrain_gpt.py"]
-    lines += model_args(recipe.model.build_hf_config())
+    return max(1, stage.tokens // t.global_batch_tokens) * t.sequences_per_step()
+
+
+def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], nproc: int = 8) -> str:
+    """One `torchrun ... pretrain_gpt.py` command line for `stage`, with `model` = model_args(...).
+
+    Raises:
+        TrainRecipeError: a warmup Megatron's scheduler cannot run as the trainer does (one that does not end
+            before the stage's last sample, or one in a decay branch).
+    """
+    t = recipe.trainer
+    samples, warmup = train_samples(recipe, stage), stage.warmup_tokens // t.seq_len
+    where = f"--emit megatron: stage {stage.name}: warmup_tokens {stage.warmup_tokens:,}"
+    if stage.kind == "decay" and warmup:
+        raise TrainRecipeError(
+            f"{where}: Megatron counts a warmup from the run's first sample, not the branch's"
+        )
+    if warmup >= samples:  # Megatron asserts warmup < decay samples (= train samples for a stable stage)
+        raise TrainRecipeError(
+            f"{where} do not end before the stage's last step ({samples // t.sequences_per_step()} steps of "
+            f"{t.global_batch_tokens:,} tokens): Megatron needs --lr-warmup-samples below --train-samples"
+        )
+    lines = [f"torchrun --nproc_per_node {nproc} pretrain_gpt.py", *model]
     lines += [
         f"--seq-length {t.seq_len}",
         f"--micro-batch-size {t.micro_batch_size}",
@@ -87,7 +146,7 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, nproc: int = 8) -> st
         f"--clip-grad {t.grad_clip}",
         "--bf16",
         f"--seed {t.seed}",
-        f"--lr-warmup-samples {stage.warmup_tokens // t.seq_len}",
+        f"--lr-warmup-samples {warmup}",
     ]
     save = recipe.stage_dir(stage.name) / "megatron"
     if stage.kind == "stable":
@@ -95,14 +154,16 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, nproc: int = 8) -> st
         if recipe.model.path:  # the pretrained base, converted to Megatron format beforehand (see `emit`)
             lines += [f"--load {recipe.model.path}-mcore", "--finetune"]
     else:
-        base = recipe.stage(stage.start_from).tokens // t.seq_len if stage.start_from in _names(recipe) else 0
-        start = recipe.stage_dir(stage.start_from) / "megatron" if base else stage.start_from
+        source = str(stage.start_from)  # a decay stage has one (StageConfig checks)
+        base = train_samples(recipe, recipe.stage(source)) if source in [s.name for s in recipe.stages] else 0
+        start = recipe.stage_dir(source) / "megatron" if base else source
+        decay = max(1, stage.tokens // t.seq_len)  # the trainer decays over the stage's tokens
         lines += [
             f"--train-samples {base + samples}",
-            f"--lr-decay-samples {base + samples}",
+            f"--lr-decay-samples {base + decay}",
             "--lr-decay-style WSD",
             f"--lr-wsd-decay-style {WSD_STYLE[stage.decay_shape]}",
-            f"--lr-wsd-decay-samples {samples}",
+            f"--lr-wsd-decay-samples {decay}",
             f"--load {start}",
             "--override-opt_param-scheduler",
         ]
@@ -116,13 +177,12 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, nproc: int = 8) -> st
         "--split 100,0,0",
         f"--save {save}",
         f"--save-interval {t.checkpoint_every}",
-        "--attention-backend flash",
+        # the dense document mask needs Megatron's own attention and the unfused softmax (MASK_NOTE)
+        "--transformer-impl local --no-masked-softmax-fusion"
+        if t.intra_document
+        else "--attention-backend flash",
     ]
     return " \\\n    ".join(lines)
-
-
-def _names(recipe: TrainRecipe) -> list[str]:
-    return [s.name for s in recipe.stages]
 
 
 def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -> str:
@@ -130,29 +190,32 @@ def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -
 
     Raises:
         TrainRecipeError: the global batch does not split into micro-batches over `nproc` data-parallel ranks
-            (Megatron would stop at start-up).
+            (Megatron would stop at start-up), or the model or a stage's schedule has no faithful flags.
     """
-    from midtrain.config import TrainRecipeError
-
     t = recipe.trainer
     if t.sequences_per_step() % (t.micro_batch_size * nproc):
         raise TrainRecipeError(
             f"--emit megatron: {t.sequences_per_step()} sequences per step do not split into "
             f"trainer.micro_batch_size {t.micro_batch_size} x {nproc} GPUs (--nproc)"
         )
+    hf_config = recipe.model.build_hf_config()
+    model = model_args(hf_config)
     blocks = []
     if recipe.model.path:
+        size = "mistral" if hf_config.model_type == "mistral" else "llama3"
+        impl = "local" if t.intra_document else "transformer_engine"
         blocks.append(
-            f"# first convert the HF base: python tools/checkpoint/convert.py --model-type GPT --loader llama_mistral "
-            f"--saver core --checkpoint-type hf --model-size llama3 --load-dir {recipe.model.path} "
-            f"--save-dir {recipe.model.path}-mcore --tokenizer-model {recipe.model.path}"
+            "# first convert the HF base: python tools/checkpoint/convert.py --model-type GPT "
+            f"--loader llama_mistral --saver core --saver-transformer-impl {impl} --checkpoint-type hf "
+            f"--model-size {size} "
+            f"--load-dir {recipe.model.path} --save-dir {recipe.model.path}-mcore "
+            f"--tokenizer-model {recipe.model.path}"
         )
     for stage in recipe.stages:
         if stages and stage.name not in stages:
             continue
-        blocks.append(
-            f"# stage {stage.name} ({stage.kind}, {stage.tokens:,} tokens)\n{stage_command(recipe, stage, nproc)}"
-        )
-    if recipe.trainer.intra_document:
+        command = stage_command(recipe, stage, model, nproc)
+        blocks.append(f"# stage {stage.name} ({stage.kind}, {stage.tokens:,} tokens)\n{command}")
+    if t.intra_document:
         blocks.append(MASK_NOTE)
     return "\n\n".join(blocks) + "\n"
