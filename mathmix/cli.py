@@ -56,4 +56,10 @@ _register_all()
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:
+        from mathmix.cli_util import console
+
+        console.print("interrupted: finished work is kept; rerun the same command to resume")
+        raise SystemExit(130) from None

@@ -68,6 +68,14 @@ def check_output(output: Path) -> None:
     """Fail (one line) when OUT cannot be the stage folder."""
     if output.exists() and not output.is_dir():
         fail(f"{output}: exists and is not a folder; -o names the output folder")
+    if output.is_dir() and not (output / "data").is_dir():
+        from mathmix.paths import stage_folders_in
+
+        if stages := stage_folders_in(output):  # a run folder: this stage's files would land among its stages
+            fail(
+                f"{output}: holds stage folders ({', '.join(stages[:8])}); -o names this stage's own folder, "
+                f"e.g. {output / 'NAME'}"
+            )
     if (output / "recipe-stage.json").is_file() and not (output / "job.json").is_file():
         # a recipe's shards/eval/audit/classifier folder: no job record for this command to compare against
         fail(

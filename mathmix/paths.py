@@ -25,6 +25,11 @@ def _written_by_a_stage(folder: Path) -> bool:
     return (folder / "data").is_dir() and any((folder / mark).exists() for mark in STAGE_MARKS)
 
 
+def stage_folders_in(folder: Path) -> list[str]:
+    """The names of the stage folders directly inside FOLDER, sorted."""
+    return sorted(child.name for child in folder.iterdir() if _written_by_a_stage(child))
+
+
 class StageFoldersInside(ValueError):
     """A folder of stage folders was given where documents are read."""
 
@@ -40,7 +45,7 @@ def stage_data(path: str | Path) -> Path:
         return path
     if (path / "data").is_dir():
         return path / "data"
-    stages = sorted(child.name for child in path.iterdir() if _written_by_a_stage(child))
+    stages = stage_folders_in(path)
     if stages:
         shown = ", ".join(stages[:8]) + (", ..." if len(stages) > 8 else "")
         raise StageFoldersInside(

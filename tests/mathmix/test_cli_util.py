@@ -98,3 +98,25 @@ def test_a_recipe_wide_error_does_not_quote_the_whole_recipe():
     assert format_validation_errors(bad.value).startswith(
         "lr: "
     ) and "(got 'abc')" in format_validation_errors(bad.value)
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
+    import mathmix.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "app", interrupted)
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    assert done.value.code == 130 and "interrupted: finished work is kept" in capsys.readouterr().err
+
+
+def test_a_run_folder_is_not_an_output_folder(tmp_path):
+    run = tmp_path / "run"
+    for stage in ("web", "dedup"):
+        (run / stage / "data").mkdir(parents=True)
+        (run / stage / "summary.json").write_text("{}")
+    result = CliRunner().invoke(app, ["dedup", str(_docs(tmp_path)), "-o", str(run)])
+    assert result.exit_code == 2 and "holds stage folders (dedup, web)" in " ".join(result.output.split())
+    assert sorted(p.name for p in run.iterdir()) == ["dedup", "web"]
