@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -74,7 +75,7 @@ def run_cmd(
         args += ["-m", "midtrain", "train", str(recipe)] + sum((["--stage", s] for s in stage or []), [])
         args += ["-o", str(output_dir)] if output_dir else []
         args += ["--no-progress"] if no_progress else []
-        raise typer.Exit(subprocess.call(args))
+        raise typer.Exit(_launch(args))
 
     try:
         summaries = train_recipe(config, stage or None, progress=not no_progress)
@@ -84,6 +85,35 @@ def run_cmd(
         for name, summary in summaries.items():
             print_summary(summary, title=f"train {name}")
     _shutdown()
+
+
+def _launch(args: list[str]) -> int:
+    """Run torchrun and return its exit code; it dies with this process, and Ctrl-C reaches it.
+
+    Killed with SIGKILL, this process cannot stop its child: on Linux the kernel sends torchrun SIGTERM when its
+    parent dies (PR_SET_PDEATHSIG), and torchrun forwards it to its workers, so no run outlives its launcher.
+    """
+    preexec = None
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        # resolved before the fork: the child only calls it
+        prctl, parent, sigterm = ctypes.CDLL(None, use_errno=True).prctl, os.getpid(), int(signal.SIGTERM)
+
+        def die_with_parent() -> None:
+            prctl(1, sigterm)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the launcher died before prctl: nobody would signal us
+                os.kill(os.getpid(), sigterm)
+
+        preexec = die_with_parent
+    proc = subprocess.Popen(args, preexec_fn=preexec)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:  # a terminal's Ctrl-C reached torchrun too; kill -INT reached only this process
+        proc.send_signal(signal.SIGINT)
+        proc.wait()  # torchrun stops its workers; a second Ctrl-C leaves, and PDEATHSIG ends it
+        return 128 + signal.SIGINT
+    return code if code >= 0 else 128 - code
 
 
 def _shutdown() -> None:
