@@ -128,11 +128,11 @@ def test_octothinker_megatron_command(tmp_path):
     blocks = {b.split(" ")[0]: b for b in text.split("# stage ")[1:]}
     assert set(blocks) == {"stable", "decay-short", "decay-long", "decay-hybrid"}
     stable = blocks["stable"]
-    assert "--lr-decay-style constant" in stable and "--train-samples 24414062 " in stable  # 200e9 / 8192
+    assert "--lr-decay-style constant" in stable and "--train-samples 24413696 " in stable  # 47683 steps
     assert "--global-batch-size 512 " in stable and "--seq-length 8192 " in stable and "--lr 3e-05 " in stable
     assert "--num-layers 28 " in stable and "--group-query-attention --num-query-groups 8" in stable
     short = blocks["decay-short"]
-    assert "--lr-wsd-decay-samples 2441406 " in short and "--train-samples 26855468 " in short
+    assert "--lr-wsd-decay-samples 2441406 " in short and "--train-samples 26854912 " in short
     assert "--min-lr 3e-06 " in short and "--lr-wsd-decay-style cosine" in short and "--load " in short
     assert "--override-opt_param-scheduler" in short
 
