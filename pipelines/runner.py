@@ -134,7 +134,8 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
 def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:
     """{stage before step I: sha256 of its summary.json}; ValueError naming an earlier stage that has not finished,
     or one that was built from an older version of a stage before it (`--only` would otherwise run on it)."""
-    name, hashes = steps[i]["stage"], {}
+    name = steps[i]["stage"]
+    hashes: dict[str, str] = {}
     for j, step in enumerate(steps[:i]):
         out = Path(step["output"])
         summary = out / "summary.json"
