@@ -68,7 +68,7 @@ def run_cmd(
     nproc = nproc or 1
     if nproc > 1 and "WORLD_SIZE" not in os.environ:
         try:  # here once, rather than as one error per process under torchrun
-            check_run(config, stage or None, world_size=nproc)
+            check_run(config, stage or None, world_size=nproc, notes=False)  # rank 0 prints the notes
         except TrainRecipeError as err:
             fail(str(err))
         args = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]

@@ -65,16 +65,24 @@ class ModelConfig(BaseModel):
                 + (f" (did you mean {' or '.join(near)}?)" if near else "")
             )
         # transformers keeps any key it does not know as a plain attribute: a typo (hidden_sizee) would leave
-        # the real setting at its default, silently (a 1.6B model instead of a tiny one)
-        # (a key its __init__ consumes, such as a legacy rope_theta, is not kept as an attribute: not flagged)
+        # the real setting at its default, silently (a 1.6B model instead of a tiny one). Refused: unknown keys
+        # that look like a misspelt setting (close to one not given). Others pass: official config.json files
+        # carry keys transformers reads in setup (partial_rotary_factor) or ignores (use_mrope).
         config = AutoConfig.for_model(model_type, **kwargs)
-        defaults = vars(CONFIG_MAPPING[model_type]())
-        unknown = [k for k in kwargs if k in vars(config) and k not in defaults]
-        if unknown:
-            known = [*defaults, *getattr(config, "attribute_map", {})]
-            hints = [f"{k} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, known, n=1)) else k
-                     for k in unknown]  # fmt: skip
-            raise ValueError(f"model.config: not a setting of a {model_type} model: {', '.join(hints)}")
+        defaults = [k for k in vars(CONFIG_MAPPING[model_type]()) if not k.startswith("_")]
+        typos = {
+            key: near[0]
+            for key in kwargs
+            if key not in defaults
+            and (
+                near := difflib.get_close_matches(
+                    key, [d for d in defaults if d not in kwargs], n=1, cutoff=0.85
+                )
+            )
+        }
+        if typos:
+            hints = ", ".join(f"{k} (did you mean {m}?)" for k, m in typos.items())
+            raise ValueError(f"model.config: not a setting of a {model_type} model: {hints}")
         return config
 
     def build(self, attn_implementation: str):

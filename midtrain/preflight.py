@@ -31,11 +31,12 @@ def select_stages(recipe: TrainRecipe, names: list[str] | None) -> list[StageCon
 
 
 def check_run(
-    recipe: TrainRecipe, names: list[str] | None = None, world_size: int | None = None
+    recipe: TrainRecipe, names: list[str] | None = None, world_size: int | None = None, notes: bool = True
 ) -> list[StageConfig]:
     """Check everything the selected stages need, writing nothing; returns the stages to run, in order.
 
-    `world_size`: the processes that will train (default: WORLD_SIZE, as torchrun sets it, else 1)."""
+    `world_size`: the processes that will train (default: WORLD_SIZE, as torchrun sets it, else 1). `notes`: print
+    the notes on settings that train but may not be meant (the torchrun launcher leaves them to rank 0)."""
     from midtrain import checkpoint as ckpt
 
     if world_size is None:
@@ -56,14 +57,16 @@ def check_run(
     if trains:
         check_batch(recipe.trainer, world_size)
         check_vocabulary(recipe, manifests)
-        check_model(recipe, manifests)
-        note_budgets(recipe, [s for s in stages if not (recipe.stage_dir(s.name) / DONE_FILE).exists()])
+        check_model(recipe, manifests, notes)
+        if notes:
+            note_budgets(recipe, [s for s in stages if not (recipe.stage_dir(s.name) / DONE_FILE).exists()])
     return stages
 
 
-def check_model(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]]) -> None:
-    """The attention implementation exists and can train here; windows fit the model's positions; a model built
-    from a config ends documents with the shards' EOS (its export would not stop generating otherwise)."""
+def check_model(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]], notes: bool = True) -> None:
+    """The attention implementation exists and can train here; windows fit a model with learned positions (a
+    RoPE model past its max_position_embeddings gets a note: context extension is a mid-training job); a model
+    built from a config ends documents with the shards' EOS (its export would not stop generating otherwise)."""
     import importlib.util
 
     import torch
@@ -83,12 +86,23 @@ def check_model(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]]) -> N
         raise TrainRecipeError(
             "model.attn_implementation flex_attention: it has no backward on CPU (use auto, sdpa or eager)"
         )
-    hf = recipe.model.build_hf_config()  # it built in check_vocabulary: no error left to name here
-    positions = getattr(hf, "max_position_embeddings", None)
-    if positions and recipe.trainer.seq_len > positions:
+    hf = recipe.model.build_hf_config()  # it built in _model_vocab_size: no error left to name here
+    positions, seq_len = getattr(hf, "max_position_embeddings", None), recipe.trainer.seq_len
+    rope = any(getattr(hf, k, None) for k in ("rope_parameters", "rope_theta", "rope_scaling"))
+    if (
+        positions and seq_len > positions and not rope
+    ):  # a learned position table (GPT-2): an index error later
         raise TrainRecipeError(
-            f"trainer.seq_len {recipe.trainer.seq_len} is longer than the model's {positions} positions "
+            f"trainer.seq_len {seq_len} is longer than the model's {positions} learned positions "
             "(max_position_embeddings): shorten seq_len or raise the model's limit"
+        )
+    if positions and seq_len > positions and notes and int(os.environ.get("RANK", "0")) == 0:
+        import sys
+
+        print(
+            f"note: trainer.seq_len {seq_len} is past the model's max_position_embeddings {positions}: its RoPE "
+            "positions extrapolate (raise max_position_embeddings or set rope scaling if that is not meant)",
+            file=sys.stderr,
         )
     eos_ids = {m.get("eos_id") for m in manifests.values()} - {None}
     model_eos = hf.eos_token_id if isinstance(hf.eos_token_id, list) else [hf.eos_token_id]
@@ -213,7 +227,8 @@ def check_vocabulary(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]])
 def _model_vocab_size(recipe: TrainRecipe) -> int:
     try:
         return int(recipe.model.build_hf_config().vocab_size)
-    except (OSError, ValueError, TypeError) as err:
+    except Exception as err:  # transformers' own config checks raise their own classes too
+        # (StrictDataclassClassValidationError for a layer_types of the wrong length): all one line here
         message = str(err).splitlines()[0]
         message = message if message.startswith("model") else f"model: {message}"
         raise TrainRecipeError(message[:400] + ("..." if len(message) > 400 else "")) from None

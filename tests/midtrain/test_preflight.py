@@ -196,9 +196,10 @@ def test_a_start_checkpoint_trained_with_another_tokenizer_is_refused(tiny_shard
         ({"attn_implementation": "bogus"}, "model.attn_implementation 'bogus': not one of auto, eager"),
         ({"attn_implementation": "flex_attention"}, "flex_attention: it has no backward on CPU"),
         (
-            {"config": {"max_position_embeddings": 16}},
-            "trainer.seq_len 32 is longer than the model's 16 positions",
+            {"config": {"model_type": "gpt2", "n_positions": 16, "n_head": 4, "n_layer": 2}},
+            "trainer.seq_len 32 is longer than the model's 16 learned positions",
         ),
+        ({"config": {"intermediate_sise": 64}}, "intermediate_sise (did you mean intermediate_size?)"),
         (
             {"config": {"eos_token_id": 5}},
             "model.config.eos_token_id 5, but the shards end documents with token 0",
@@ -210,7 +211,15 @@ def test_model_settings_that_cannot_train_are_one_line_before_anything_is_writte
 ):
     _manifest(tiny_shards / "a", tokenizer="tok", vocab_size=64, eos_id=0)
     recipe = mt.recipe(tiny_shards, tmp_path / "out")
-    recipe["model"]["config"].update(change.pop("config", {}))
+    change = dict(change)  # the parameters are shared between runs: not popped in place
+    config = change.pop("config", {})
+    if config.get("model_type") == "gpt2":  # its own keys, not the tiny Llama's
+        recipe["model"]["config"] = {"vocab_size": 64, "n_embd": 32, "eos_token_id": 0, "bos_token_id": 0}
+    for typo in [
+        k for k in config if k.endswith(("sizee", "sise"))
+    ]:  # the misspelt key instead of the real one
+        recipe["model"]["config"].pop(typo.replace("sizee", "size").replace("sise", "size"))
+    recipe["model"]["config"].update(config)
     recipe["model"].update(change)
     message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
     assert expected in message and len(message) < 600, message
@@ -224,4 +233,19 @@ def test_a_budget_that_is_not_whole_batches_is_noted(tiny_shards, tmp_path, mt):
     assert (
         "stage stable: 100 tokens is not a whole number of 256-token batches; it trains 1 step (256 tokens)"
         in (" ".join(result.output.split()))
+    )
+
+
+def test_keys_of_official_configs_pass_and_rope_past_its_positions_gets_a_note(tiny_shards, tmp_path, mt):
+    from midtrain.config import ModelConfig
+
+    for model_type, key, value in [("phi3", "partial_rotary_factor", 0.75), ("qwen2", "use_mrope", False),
+                                   ("gemma", "hidden_activation", "gelu_pytorch_tanh"), ("llama", "rope_theta", 5e5)]:  # fmt: skip
+        ModelConfig(config={"model_type": model_type, key: value}).build_hf_config()  # no error
+    recipe = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=256)
+    recipe["model"]["config"]["max_position_embeddings"] = 16  # seq_len 32: RoPE extrapolates
+    result = _train(mt.write_recipe(tmp_path / "r.yaml", recipe))
+    assert result.exit_code == 0, result.output
+    assert "note: trainer.seq_len 32 is past the model's max_position_embeddings 16" in " ".join(
+        result.output.split()
     )
