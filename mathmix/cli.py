@@ -58,8 +58,9 @@ _register_all()
 def main() -> None:
     try:
         app()
-    except KeyboardInterrupt:
-        from mathmix.cli_util import console
+    except SystemExit as done:  # typer turns Ctrl-C into exit 130, silently
+        if done.code == 130:
+            from mathmix.cli_util import console
 
-        console.print("interrupted: finished work is kept; rerun the same command to resume")
-        raise SystemExit(130) from None
+            console.print("interrupted: finished work is kept; rerun the same command to resume")
+        raise

@@ -101,12 +101,18 @@ def test_a_recipe_wide_error_does_not_quote_the_whole_recipe():
 
 
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
+    import typer
+
     import mathmix.cli as cli
 
-    def interrupted():
-        raise KeyboardInterrupt
+    stub = typer.Typer()
 
-    monkeypatch.setattr(cli, "app", interrupted)
+    @stub.command()
+    def work() -> None:
+        raise KeyboardInterrupt  # what Ctrl-C raises in a command
+
+    monkeypatch.setattr(cli, "app", stub)
+    monkeypatch.setattr("sys.argv", ["mathmix"])
     with pytest.raises(SystemExit) as done:
         cli.main()
     assert done.value.code == 130 and "interrupted: finished work is kept" in capsys.readouterr().err
