@@ -305,6 +305,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         mode="json", exclude=OPERATIONAL_SETTINGS | {"decont_benchmarks"}, exclude_defaults=True
     )
     benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
+    for path in inputs:  # a run folder given as input is refused before job.json, or a wait on the endpoint
+        stage_data(path)
     if settings.server != "endpoint" and settings.model != "auto":  # before a server starts and fails on it
         check_model_source(settings.model)
     if settings.decont_benchmarks:  # a bad benchmark path is found now, not after hours of generation
@@ -314,8 +316,6 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         check_endpoint_url(settings.endpoint)
         if not _finished(gen_logs, settings.inference_tasks):  # nothing left to ask it otherwise
             wait_for_endpoint(str(settings.endpoint), settings.server_ready_timeout_s)
-    for path in inputs:  # a run folder given as input is refused before job.json is written
-        stage_data(path)
     identity = job_identity(inputs, what, run_dir or out_dir.parent, task=task, decont_benchmarks=benchmarks)
     check_job(out_dir, identity, "rewrite")  # the message names the task each job is for
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
