@@ -49,9 +49,11 @@ def test_quickstart_runs_the_whole_chain(tmp_path):
     assert (run / "audit" / "report.html").stat().st_size > 10_000
 
     start = time.time()
+    record = (run / "quickstart.json").read_bytes()
     again = run_quickstart(run)  # every stage is complete: the rerun skips them all
     assert time.time() - start < 30
     assert again["web"] == summaries["web"]
+    assert (run / "quickstart.json").read_bytes() == record  # the real run's time is kept
 
 
 def test_stage_notes_name_the_main_drops_and_what_was_made():
