@@ -39,9 +39,8 @@ def run(
     except StageFailed as err:
         if os.environ.get("MATHMIX_DEBUG"):
             raise
-        fail(
-            f"{err} (finished stages are kept: fix it and rerun the same command; MATHMIX_DEBUG=1 shows the traceback)"
-        )
+        # the message carries its own advice (delete a folder, run --only X first): the suffix only adds the facts
+        fail(f"{err} (finished stages are kept; MATHMIX_DEBUG=1 shows the traceback)")
     except ValueError as err:
         fail(str(err))
 
