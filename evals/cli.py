@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from evals import probe_options as opt
-from mathmix.cli_util import console, fail, write_json
+from mathmix.cli_util import check_output, console, fail, on_interrupt, write_json
 
 eval_app = typer.Typer(
     help="Few-shot math evals, the GRPO RL-readiness probe and the sigmoid forecast of its final accuracy.",
@@ -18,13 +18,23 @@ eval_app = typer.Typer(
 )
 
 
+def default_bench_out(model: str) -> Path:
+    """./eval-NAME; a run's export folder (RUN/train/export, RUN/train/STAGE/export) is named after its run."""
+    path = Path(model)
+    name = path.name or "model"
+    if path.is_dir() and name == "export":
+        above = [p.name for p in path.resolve().parents if p.name and p.name not in ("train", "branches")]
+        name = f"{above[0]}-export" if above else name
+    return Path(f"eval-{name}")
+
+
 @eval_app.command("bench")
 def bench_cmd(
     model: str = typer.Argument(..., help="HF model folder (e.g. RUN/train/export) or hub name."),
     suite: str = typer.Option(
-        "octothinker",
+        None,
         help="Named suite: octothinker (GSM8K 8, MATH500 4, OlympiadBench 4, "
-        "AMC23 0, AIME24 0, OCW 4 shots) or quick.",
+        "AMC23 0, AIME24 0, OCW 4 shots; the default) or quick.",
     ),
     benchmarks: str = typer.Option(None, help="Instead of a suite: NAME[:SHOTS],... e.g. gsm8k:8,math500:4."),
     data_dir: Path = typer.Option(
@@ -32,7 +42,12 @@ def bench_cmd(
         help="Benchmark folder (gsm8k/, math500/, qwen_eval/, ...); default ../shared/data/bench from the cwd, "
         "else next to the checkout.",
     ),
-    out: Path = typer.Option(None, "--out", "-o", help="Results folder (default ./eval-<model name>)."),
+    out: Path = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Results folder (default ./eval-<model name>; for RUN/train/export, ./eval-<RUN>-export).",
+    ),
     limit: int = typer.Option(None, help="Evaluate only the first N items of each benchmark (N >= 1)."),
     zero_shot: bool = typer.Option(
         False, help="No exemplars, a step-by-step \\boxed{} instruction (RL-tuned models)."
@@ -47,13 +62,17 @@ def bench_cmd(
 ) -> None:
     """Greedy few-shot evals graded by math-verify.
 
-    Reads MODEL and DATA_DIR; writes OUT/{benchmark}.json (accuracy + per-item records) and OUT/results.json.
+    Reads MODEL and DATA_DIR; writes OUT/{benchmark}.json (accuracy + per-item records), OUT/results.json and
+    OUT/job.json (the model, data and settings). A rerun of the same command keeps the benchmarks already
+    finished and evaluates the rest; another model or other settings into the same OUT are refused.
     """
 
     from evals.bench import print_results_table, run_bench
     from evals.bench_dir import find_bench_dir
     from evals.benchmarks import parse_benchmarks
 
+    if suite is not None and benchmarks:
+        fail("--suite and --benchmarks exclude each other (--benchmarks names the benchmarks itself)")
     try:
         plan = parse_benchmarks(suite, benchmarks)
     except ValueError as err:
@@ -73,7 +92,11 @@ def bench_cmd(
         data_dir = find_bench_dir(data_dir)
     except ValueError as err:
         fail(str(err))
-    out = out or Path(f"eval-{Path(model).name or 'model'}")
+    out = out or default_bench_out(model)
+    check_output(out)
+    on_interrupt(
+        f"interrupted: the benchmarks finished are kept in {out}; rerun the same command to evaluate the rest"
+    )
     try:
         summary = run_bench(
             model,
@@ -144,6 +167,11 @@ def rl_probe_cmd(
         vllm=vllm,
     )
     bench_dir = opt.check_inputs(prompts, data_dir, no_eval_sets, config)
+    check_output(out)
+    on_interrupt(
+        f"interrupted: the probe resumes from its last checkpoint in {out}/trainer (saved at each validation) "
+        "when the same command is rerun"
+    )
     try:
         summary = run_probe(model, prompts, out, config, bench_dir)
     except ValueError as err:

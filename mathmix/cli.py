@@ -60,7 +60,7 @@ def main() -> None:
         app()
     except SystemExit as done:  # typer turns Ctrl-C into exit 130, silently
         if done.code == 130:
-            from mathmix.cli_util import console
+            from mathmix.cli_util import console, interrupt_note
 
-            console.print("interrupted: finished work is kept; rerun the same command to resume")
+            console.print(interrupt_note())
         raise

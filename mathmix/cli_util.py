@@ -47,9 +47,23 @@ class DefaultCommandGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
+INTERRUPTED = "interrupted: finished work is kept; rerun the same command to resume"
+_interrupt_note = [INTERRUPTED]
+
+
 def forget_created_outputs() -> None:
     """Start a command's record of the output folders it made (in-process callers run several commands)."""
     _created_outputs.clear()
+    _interrupt_note[:] = [INTERRUPTED]
+
+
+def on_interrupt(note: str) -> None:
+    """What Ctrl-C prints for this command, where a rerun does not simply resume (`mathmix.cli.main`)."""
+    _interrupt_note[:] = [note]
+
+
+def interrupt_note() -> str:
+    return _interrupt_note[0]
 
 
 def fail(message: str, code: int = 2) -> None:
