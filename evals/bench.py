@@ -1,8 +1,10 @@
 """`mathmix eval bench`: few-shot math evals graded by math-verify; one results JSON per benchmark and a table.
 
 Output folder: `{benchmark}.json` ({"benchmark", "model", "shots", "n", "correct", "accuracy", "extraction",
-"items": [{"id", "question", "gold", "output", "extracted", "method", "correct"}]}) and `results.json`
-({"model", "backend", "benchmarks": {name: {"shots", "n", "accuracy"}}, "skipped": {name: reason}, "seconds"}).
+"items": [{"id", "question", "gold", "output", "extracted", "method", "correct"}], "backend", and
+"truncated_prompts" where prompts were cut to fit the model}), `results.json` ({"model", "backend", "benchmarks":
+{name: {"shots", "n", "correct", "accuracy"}}, "skipped": {name: reason}, "seconds"}) and `job.json` (what was
+evaluated: a rerun of the same job keeps the finished benchmarks, another job is refused).
 """
 
 from __future__ import annotations
@@ -49,6 +51,84 @@ def benchmark_result(name: str, model: str, shots: int, records: list[dict[str, 
     }
 
 
+def bench_identity(
+    model: str | Path,
+    benchmarks: list[tuple[str, int]],
+    data_dir: Path,
+    out_dir: Path,
+    settings: dict[str, Any],
+    prompt_file: Path | None,
+) -> dict[str, Any]:
+    """What a results folder was evaluated from: the model (a local folder by path and size, else its hub name),
+    the benchmark folder, the prompt file and the settings that change the outputs (not the batch size)."""
+    from pipelines.job_record import job_identity
+
+    local = Path(model).exists()
+    inputs = [str(model)] if local else []
+    inputs += [str(data_dir)] + ([str(prompt_file)] if prompt_file else [])
+    settings = {"benchmarks": [list(b) for b in benchmarks], **settings}
+    if not local:
+        settings["model"] = str(model)
+    return job_identity(inputs, settings, run_dir=out_dir.parent)
+
+
+def _finished(out_dir: Path) -> bool:
+    """Whether a results folder holds any benchmark's results."""
+    return any(p.is_file() for name in BENCHMARKS for p in [out_dir / f"{name}.json"])
+
+
+def _kept_result(path: Path, shots: int, n: int) -> dict[str, Any] | None:
+    """A benchmark's results file from an earlier run of the same job, if whole and of the same size."""
+    import json
+
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(result, dict) and result.get("shots") == shots and result.get("n") == n:
+        return result
+    return None
+
+
+def plan_bench(
+    benchmarks: list[tuple[str, int]],
+    data_dir: Path,
+    limit: int | None,
+    zero_shot: bool,
+    prompt_file: Path | None,
+    seed: int,
+) -> tuple[list[tuple[str, int, list, list]], dict[str, str]]:
+    """Load every benchmark's items and exemplars before any model is loaded: [(name, shots asked, items,
+    exemplars)] and {skipped name: reason}. A bad prompt file is a ValueError here, not after a benchmark ran.
+
+    Raises:
+        ValueError: DATA_DIR holds none of the benchmarks, or every benchmark is skipped (an empty result would
+            look like a finished eval).
+    """
+    if not any(find_test_file(name, data_dir) for name, _ in benchmarks):
+        looked = ", ".join(BENCHMARKS[name].test[0] for name, _ in benchmarks)
+        raise ValueError(f"no test set under {data_dir} for the benchmarks asked for (looked for {looked})")
+    plan, skipped = [], {}
+    for name, shots in benchmarks:
+        shots = 0 if zero_shot else shots
+        items = load_benchmark(name, data_dir, limit=limit)
+        if not items:
+            skipped[name] = f"no test set under {data_dir}"
+            continue
+        try:
+            exemplars = load_exemplars(name, data_dir, shots, seed=seed, prompt_file=prompt_file)
+        except FileNotFoundError as err:
+            skipped[name] = str(err).removeprefix(f"{name}: ")
+            continue
+        plan.append((name, shots, items, exemplars))
+    if not plan:
+        absent = [name for name, reason in skipped.items() if reason.startswith("no test set")]
+        reasons = [f"no test set for {', '.join(absent)}"] if absent else []
+        reasons += [f"{name}: {reason}" for name, reason in skipped.items() if name not in absent]
+        raise ValueError(f"nothing to evaluate under {data_dir}: {'; '.join(reasons)}")
+    return plan, skipped
+
+
 def run_bench(
     model: str | Path,
     benchmarks: list[tuple[str, int]],
@@ -65,44 +145,70 @@ def run_bench(
 ) -> dict[str, Any]:
     """Evaluate MODEL on each (benchmark, shots); benchmarks absent from DATA_DIR are skipped and reported.
 
+    OUT/job.json records the model, data and settings: a rerun of the same job keeps each benchmark whose results
+    file is whole and evaluates the rest; another job into a folder holding results is refused (ValueError).
+
     Raises:
-        ValueError: DATA_DIR holds none of the benchmarks (an empty result would look like a finished eval).
+        ValueError: nothing to evaluate (see `plan_bench`), or OUT holds another job's results.
     """
     from rich.progress import Progress
 
     from evals.generate import make_generator
+    from mathmix.cli_util import console
+    from pipelines.job_record import check_job
 
     start = time.time()
-    if not any(find_test_file(name, data_dir) for name, _ in benchmarks):
-        looked = ", ".join(BENCHMARKS[name].test[0] for name, _ in benchmarks)
-        raise ValueError(f"no test set under {data_dir} for the benchmarks asked for (looked for {looked})")
-    generator = generator or make_generator(model, backend=backend, batch_size=batch_size)
-    summary: dict[str, Any] = {
-        "model": str(model),
-        "backend": generator.backend,
-        "benchmarks": {},
-        "skipped": {},
-    }
+    plan, skipped = plan_bench(benchmarks, data_dir, limit, zero_shot, prompt_file, seed)
+    settings = {"limit": limit, "zero_shot": zero_shot, "seed": seed, "max_new_tokens": max_new_tokens}
+    identity = bench_identity(
+        model, benchmarks, data_dir, out_dir, {**settings, "backend": backend}, prompt_file
+    )
+    rerun = check_job(out_dir, identity, "eval bench", progress=_finished)
+    kept = {}
+    for name, _, items, exemplars in plan:
+        result = _kept_result(out_dir / f"{name}.json", len(exemplars), len(items)) if rerun else None
+        if result is not None:
+            kept[name] = result
+    summary: dict[str, Any] = {"model": str(model), "backend": None, "benchmarks": {}, "skipped": skipped}
+    if kept:
+        console.print(f"kept from an earlier run of this job: {', '.join(kept)} ({out_dir})", soft_wrap=True)
+    todo = [entry for entry in plan if entry[0] not in kept]
+    if todo:
+        generator = generator or make_generator(model, backend=backend, batch_size=batch_size)
+        summary["backend"] = generator.backend
+    else:
+        summary["backend"] = next(iter(kept.values())).get("backend")
     with Progress(transient=True) as progress:
-        for name, shots in benchmarks:
-            shots = 0 if zero_shot else shots
-            items = load_benchmark(name, data_dir, limit=limit)
-            if not items:
-                summary["skipped"][name] = f"no test set under {data_dir}"
-                continue
-            try:
-                exemplars = load_exemplars(name, data_dir, shots, seed=seed, prompt_file=prompt_file)
-            except FileNotFoundError as err:
-                summary["skipped"][name] = str(err)
-                continue
-            prompts = [build_prompt(item, exemplars, BENCHMARKS[name].style) for item in items]
-            task = progress.add_task(f"{name} ({len(exemplars)}-shot)", total=len(prompts))
-            outputs = generator.generate(
-                prompts, max_new_tokens, STOPS, progress=lambda n, t=task: progress.advance(t, n)
-            )
-            result = benchmark_result(name, str(model), len(exemplars), grade_outputs(items, outputs))
-            write_json(out_dir / f"{name}.json", result)
-            summary["benchmarks"][name] = {k: result[k] for k in ("shots", "n", "correct", "accuracy")}
+        for name, shots, items, exemplars in plan:
+            if name in kept:
+                result = kept[name]
+            else:
+                if len(exemplars) < shots:
+                    console.print(
+                        f"[yellow]warning:[/] {name}: {len(exemplars)} exemplar(s) found for {shots}-shot",
+                        soft_wrap=True,
+                    )
+                prompts = [build_prompt(item, exemplars, BENCHMARKS[name].style) for item in items]
+                task = progress.add_task(f"{name} ({len(exemplars)}-shot)", total=len(prompts))
+                outputs = generator.generate(
+                    prompts, max_new_tokens, STOPS, progress=lambda n, t=task: progress.advance(t, n)
+                )
+                result = benchmark_result(name, str(model), len(exemplars), grade_outputs(items, outputs))
+                result["backend"] = generator.backend
+                cut = getattr(generator, "truncated", 0)
+                if cut:
+                    result["truncated_prompts"] = cut
+                    console.print(
+                        f"[yellow]warning:[/] {name}: {cut} of {len(prompts)} prompts longer than the model's "
+                        f"positions minus --max-new-tokens {max_new_tokens}: cut from the left (oldest "
+                        "exemplars first)",
+                        soft_wrap=True,
+                    )
+                write_json(out_dir / f"{name}.json", result)
+            row = {k: result[k] for k in ("shots", "n", "correct", "accuracy")}
+            if result.get("truncated_prompts"):
+                row["truncated_prompts"] = result["truncated_prompts"]
+            summary["benchmarks"][name] = row
     summary["seconds"] = round(time.time() - start, 2)
     write_json(out_dir / "results.json", summary)
     return summary
@@ -115,7 +221,7 @@ def print_results_table(summary: dict[str, Any]) -> None:
     from mathmix.cli_util import console
 
     table = Table(title=f"{summary['model']} ({summary['backend']})")
-    for column in ("benchmark", "shots", "n", "accuracy"):
+    for column in ("benchmark", "shots", "n", "accuracy (%)"):
         table.add_column(column, justify="left" if column == "benchmark" else "right")
     for name, row in summary["benchmarks"].items():
         table.add_row(name, str(row["shots"]), str(row["n"]), f"{100 * row['accuracy']:.1f}")

@@ -71,6 +71,8 @@ def parse_benchmarks(suite: str | None, benchmarks: str | None) -> list[tuple[st
             name, _, shots = part.strip().partition(":")
             if name not in BENCHMARKS:
                 raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+            if any(name == seen for seen, _ in out):
+                raise ValueError(f"{name} given twice")
             if shots and not shots.strip().isdigit():
                 raise ValueError(f"{part.strip()!r}: shots must be a whole number >= 0 (NAME[:SHOTS],...)")
             out.append((name, int(shots) if shots else BENCHMARKS[name].shots))

@@ -38,6 +38,7 @@ class TransformersGenerator:
         dtype = torch.bfloat16 if self.device == "cuda" else torch.float32
         self.model = load_pretrained(AutoModelForCausalLM, model_path, dtype=dtype).to(self.device).eval()
         self.batch_size = batch_size
+        self.truncated = 0  # prompts of the last `generate` call cut to fit (the caller reports them)
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 4096) or 4096)
 
     def generate(
@@ -47,8 +48,10 @@ class TransformersGenerator:
 
         budget = max(8, self.max_positions - max_new_tokens)
         outputs: list[str] = []
+        self.truncated = 0
         for start in range(0, len(prompts), self.batch_size):
             batch = prompts[start : start + self.batch_size]
+            self.truncated += sum(len(ids) > budget for ids in self.tokenizer(batch)["input_ids"])
             self.tokenizer.truncation_side = "left"  # keep the question, drop the oldest exemplars
             enc = self.tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=budget)
             enc = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}

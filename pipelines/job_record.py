@@ -8,7 +8,7 @@ same job resumes; a different one is refused with the differences named.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +76,17 @@ LATER_FIELDS = ("input_sizes",)
 
 
 def check_job(
-    out_dir: Path | str, identity: dict[str, Any], what: str = "job", filename: str = JOB_FILE
-) -> None:
-    """Record IDENTITY in OUT/job.json, or refuse (ValueError) when OUT holds the work of a different job."""
+    out_dir: Path | str,
+    identity: dict[str, Any],
+    what: str = "job",
+    filename: str = JOB_FILE,
+    progress: Callable[[Path], bool] | None = None,
+) -> bool:
+    """Record IDENTITY in OUT/job.json, or refuse (ValueError) when OUT holds the work of a different job.
+
+    `progress(OUT)` says whether OUT holds finished work (default `has_progress`). Returns True when OUT already
+    held the record of this very job (a rerun: its finished work may be kept), False when it was written now.
+    """
     path = Path(out_dir) / filename
     if path.is_file():
         try:
@@ -89,17 +97,18 @@ def check_job(
             identity_seen = {k: v for k, v in identity.items() if k in previous or k not in LATER_FIELDS}
             if previous == identity_seen and identity_seen != identity:
                 previous = None  # an older record of the same job: rewritten below with the new fields
-        if previous is not None and previous != identity and has_progress(Path(out_dir)):
+        if previous is not None and previous != identity and (progress or has_progress)(Path(out_dir)):
             raise ValueError(
                 f"{out_dir} holds the output of another job than this {what} "
                 f"({describe_difference(previous, identity)}); write to a new folder, or delete this one to start over"
             )
         if previous == identity:
-            return
+            return True
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(identity, indent=1, ensure_ascii=False) + "\n")
     tmp.replace(path)
+    return False
 
 
 def has_progress(out_dir: Path) -> bool:

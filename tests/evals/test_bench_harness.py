@@ -146,6 +146,64 @@ def test_run_bench_grades_hand_written_outputs(bench_dir, tmp_path):
     assert result["extraction"] == {"answer_is": 2, "hashes": 1, "none": 1}
 
 
+class Counting(HandWritten):
+    """HandWritten that records the prompts it was asked to answer."""
+
+    def __init__(self, outputs: list[str]):
+        super().__init__(outputs)
+        self.prompts: list[str] = []
+
+    def generate(self, prompts, max_new_tokens, stops, progress=None):
+        self.prompts += prompts
+        return super().generate(prompts, max_new_tokens, stops, progress)
+
+
+def test_a_rerun_keeps_finished_benchmarks_and_another_job_is_refused(bench_dir, tmp_path):
+    out, plan = tmp_path / "out", [("gsm8k", 0), ("math500", 0)]
+    run_bench("hand", plan, bench_dir, out, generator=Counting(["#### 0"] * 4))
+    gsm8k = (out / "gsm8k.json").read_text()
+    (out / "math500.json").unlink()  # killed while math500 was generating
+    (out / "results.json").unlink()
+    again = Counting(["#### 0"] * 4)
+    summary = run_bench("hand", plan, bench_dir, out, generator=again)
+    assert len(again.prompts) == 3 and all("/2." in p for p in again.prompts)  # math500's 3 items only
+    assert (out / "gsm8k.json").read_text() == gsm8k
+    assert set(summary["benchmarks"]) == {"gsm8k", "math500"}
+    with pytest.raises(ValueError, match="another job than this eval bench .*seed: .*0 -> 1"):
+        run_bench("hand", plan, bench_dir, out, seed=1, generator=Counting([]))
+    with pytest.raises(ValueError, match="another job than this eval bench .*other input paths"):
+        run_bench(str(bench_dir), plan, bench_dir, out, generator=Counting([]))  # another model
+
+
+def test_nothing_to_evaluate_and_a_bad_prompt_file_fail_before_any_generation(bench_dir, tmp_path):
+    (bench_dir / "math/train.jsonl").unlink()
+    generator = Counting(["#### 0"] * 4)
+    with pytest.raises(ValueError, match="nothing to evaluate under .*bench: math500: no training split"):
+        run_bench("hand", [("math500", 2)], bench_dir, tmp_path / "out", generator=generator)
+    shots = tmp_path / "shots.jsonl"
+    _write_jsonl(shots, [{"question": "q?", "solution": "#### 1", "benchmark": "gsm8k"}])
+    with pytest.raises(ValueError, match="no math500 exemplars in"):
+        run_bench("hand", [("gsm8k", 1), ("math500", 1)], bench_dir, tmp_path / "o", prompt_file=shots,
+                  generator=generator)  # fmt: skip
+    assert generator.prompts == [] and not (tmp_path / "o" / "gsm8k.json").exists()
+
+
+def test_prompts_cut_to_fit_the_model_are_counted_and_said(tiny_model_dir, bench_dir, tmp_path, capsys):
+    from evals.generate import TransformersGenerator
+
+    generator = TransformersGenerator(tiny_model_dir, batch_size=4, device="cpu")
+    generator.max_positions = 40  # 8-shot GSM8K prompts are far longer than 40 - 4 tokens
+    summary = run_bench(tiny_model_dir, [("gsm8k", 8)], bench_dir, tmp_path / "out", max_new_tokens=4,
+                        generator=generator)  # fmt: skip
+    assert summary["benchmarks"]["gsm8k"]["truncated_prompts"] == 4
+    assert json.loads((tmp_path / "out/gsm8k.json").read_text())["truncated_prompts"] == 4
+    assert "4 of 4 prompts longer than the model's positions" in capsys.readouterr().err
+    generator.max_positions = 4096
+    summary = run_bench(tiny_model_dir, [("gsm8k", 8)], bench_dir, tmp_path / "fits", max_new_tokens=4,
+                        generator=generator)  # fmt: skip
+    assert "truncated_prompts" not in summary["benchmarks"]["gsm8k"]
+
+
 def test_bench_cli_end_to_end_with_a_tiny_model(tiny_model_dir, bench_dir, tmp_path):
     from mathmix.cli import app
 
@@ -188,7 +246,18 @@ def test_bench_cli_names_a_model_it_cannot_load(tmp_path):
         (tmp_path / "nope", "model not found"),
     ):
         result = CliRunner().invoke(
-            app, ["eval", "bench", str(model), "--data-dir", str(data), "-o", str(tmp_path)]
+            app,
+            [
+                "eval",
+                "bench",
+                str(model),
+                "--benchmarks",
+                "math500:0",
+                "--data-dir",
+                str(data),
+                "-o",
+                str(tmp_path / "out"),
+            ],  # fmt: skip
         )
         assert result.exit_code == 2 and message in result.stderr, result.output
 
@@ -210,6 +279,8 @@ def _bench(args: list[str]):
         ),  # a skip, exit 0
         (["--benchmarks", "gsm8k:x"], "--benchmarks: 'gsm8k:x': shots must be a whole number"),
         (["--suite", "nope"], "--suite: unknown suite 'nope'"),
+        (["--benchmarks", "gsm8k:1,gsm8k:2"], "--benchmarks: gsm8k given twice"),  # ran twice, kept one
+        (["--suite", "quick", "--benchmarks", "gsm8k"], "--suite and --benchmarks exclude each other"),
     ],
 )
 def test_bench_cli_rejects_bad_options_in_one_line(bench_dir, tmp_path, args, message):
