@@ -80,6 +80,11 @@ def check_inputs(prompts: Path, data_dir: Path | None, no_eval_sets: bool, confi
         records = load_prompts(prompts)
     except ValueError as err:
         fail(f"{err}{' (or --no-eval-sets)' if 'benchmark folder' in str(err) else ''}")
+    if config.vllm == "on":  # TRL raised a traceback for this after the overlap check and the model load
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            fail("--vllm on: vLLM is not installed (pip install mathmix[gpu]); --vllm auto uses it where present")
     need = config.heldout + config.prompts_per_step
     if len(records) < need:
         fail(

@@ -5,12 +5,19 @@ rollout step), LR 1e-6 constant, no KL, temperature 1.0, responses up to 4096 to
 math-verify on the last \\boxed{}. A held-out slice of the training prompts (mean@n, sampled at the training
 temperature) and MATH500 (greedy) are scored every K steps into `validation.csv`, the file the forecast reads.
 Before training, prompts overlapping an eval set (13-gram, `curate.decont.find_overlaps`) are dropped or refused.
+
+A probe runs for hours on a GPU, so it resumes: the trainer state is checkpointed at each validation (only the
+last is kept, under OUT/trainer/, and removed when the probe finishes) and OUT/job.json records the model, the
+prompts and the settings. Rerunning the same job resumes from the last checkpoint, keeping the validation rows up
+to it; another job into the same folder is refused.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -54,6 +61,7 @@ class ProbeConfig(BaseModel):
     seed: int = 0
     on_overlap: Literal["drop", "fail", "warn"] = "drop"
     vllm: Literal["auto", "on", "off"] = "auto"
+    checkpoints: bool = True  # save the trainer state at each validation, to resume a killed probe
 
     @model_validator(mode="after")
     def _batches_divide(self) -> ProbeConfig:
@@ -70,9 +78,15 @@ class ProbeConfig(BaseModel):
 class ValidationLog:
     """Appends validation rows and rewrites `validation.csv` (Step first, as the forecast expects)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, keep_upto: int | None = None):
+        """A new log; `keep_upto` keeps the rows of an existing file up to that step (a resumed probe)."""
         self.path = path
         self.rows: list[dict[str, Any]] = []
+        if keep_upto is not None and path.is_file():
+            with path.open(newline="") as handle:
+                for row in csv.DictReader(handle):
+                    if int(row["Step"]) <= keep_upto:
+                        self.rows.append({k: _number(v) for k, v in row.items()})
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
@@ -83,6 +97,15 @@ class ValidationLog:
             writer.writeheader()
             writer.writerows(self.rows)
         tmp.replace(self.path)
+
+
+def _number(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _sample(
@@ -148,7 +171,7 @@ def validate(model, tokenizer, heldout, math500, config: ProbeConfig) -> dict[st
 def _validation_callback(config: ProbeConfig, heldout, math500, log: ValidationLog, tokenizer):
     from transformers import TrainerCallback
 
-    updates_per_step = max(1, config.prompts_per_step // config.mini_batch)
+    per_step = updates_per_step(config)
 
     class ValidationCallback(TrainerCallback):
         """Scores the policy at step 0 and every `eval_every` rollout steps; keeps the last train metrics."""
@@ -162,7 +185,8 @@ def _validation_callback(config: ProbeConfig, heldout, math500, log: ValidationL
             log.add(row)
 
         def on_train_begin(self, args, state, control, model=None, **kwargs):
-            self._run(0, model)
+            if not log.rows:  # a resumed probe already holds its step-0 row
+                self._run(0, model)
 
         def on_log(self, args, state, control, logs=None, model=None, **kwargs):
             # Validation runs here, not in on_step_end, so the row carries this step's train metrics.
@@ -172,13 +196,48 @@ def _validation_callback(config: ProbeConfig, heldout, math500, log: ValidationL
                 "train_reward": logs["reward"],
                 "train_response_length": logs.get("completions/mean_length", 0.0),
             }
-            if state.global_step % updates_per_step:
+            if state.global_step % per_step:
                 return
-            step = state.global_step // updates_per_step
+            step = state.global_step // per_step
             if step % config.eval_every == 0 or step == config.steps:
                 self._run(step, model)
 
     return ValidationCallback()
+
+
+def updates_per_step(config: ProbeConfig) -> int:
+    """Optimizer updates per rollout step (prompts per step / mini-batch)."""
+    return max(1, config.prompts_per_step // config.mini_batch)
+
+
+def _has_work(out_dir: Path) -> bool:
+    """Whether a probe folder holds a probe's output: validation rows, a summary or a checkpoint."""
+    return any((out_dir / f).is_file() for f in ("validation.csv", "summary.json")) or any(
+        (out_dir / "trainer").glob("checkpoint-*")
+    )
+
+
+def last_checkpoint(out_dir: Path) -> Path | None:
+    """The newest whole trainer checkpoint under OUT/trainer (one being written has no trainer_state.json)."""
+    found = [
+        (int(p.name.removeprefix("checkpoint-")), p)
+        for p in (out_dir / "trainer").glob("checkpoint-*")
+        if p.name.removeprefix("checkpoint-").isdigit() and (p / "trainer_state.json").is_file()
+    ]
+    return max(found)[1] if found else None
+
+
+def probe_identity(
+    model: str | Path, prompts_path: Path, data_dir: Path | None, out_dir: Path, config
+) -> dict:
+    """What a probe folder was produced from: the model (a local folder by path and size, else its hub name), the
+    prompt file, the benchmark folder and the settings."""
+    from pipelines.job_record import job_identity
+
+    local = Path(model).exists()
+    inputs = [str(p) for p in (model if local else None, prompts_path, data_dir) if p is not None]
+    extra = {} if local else {"model": str(model)}
+    return job_identity(inputs, config.model_dump(mode="json"), run_dir=out_dir.parent, **extra)
 
 
 def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
@@ -201,13 +260,16 @@ def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
         warmup_steps=0,
         beta=config.kl_coef,
         temperature=config.temperature,
-        max_steps=config.steps * max(1, config.prompts_per_step // config.mini_batch),
+        max_steps=config.steps * updates_per_step(config),
         use_vllm=use_vllm,
         vllm_mode="colocate",
         use_cpu=not on_gpu,
         bf16=on_gpu,
         logging_steps=1,
-        save_strategy="no",
+        # at each validation, after it (a log comes before a save in a step): a resume keeps the rows up to it
+        save_strategy="steps" if config.checkpoints else "no",
+        save_steps=config.eval_every * updates_per_step(config),
+        save_total_limit=1,
         report_to="none",
         seed=config.seed,
         disable_tqdm=False,
@@ -217,9 +279,11 @@ def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
 def run_probe(
     model: str | Path, prompts_path: Path, out_dir: Path, config: ProbeConfig, data_dir: Path | None
 ) -> dict:
-    """Run the probe; writes validation.csv, overlap.json and summary.json under OUT_DIR; returns the summary.
+    """Run the probe; writes validation.csv, overlap.json, job.json and summary.json under OUT_DIR; returns the
+    summary. A rerun of the same job resumes from its last checkpoint (or returns the finished summary).
 
     The model is checked first: a missing one is a ValueError before OUT_DIR is made or written to.
+    Raises ValueError for OUT_DIR holding another job's probe.
     """
     check_model_source(model)
     import torch
@@ -228,12 +292,27 @@ def run_probe(
     from trl import GRPOTrainer
 
     from evals.generate import vllm_available
+    from pipelines.job_record import check_job
 
     start = time.time()
     out_dir.mkdir(parents=True, exist_ok=True)
+    rerun = check_job(out_dir, probe_identity(model, prompts_path, data_dir, out_dir, config), "rl-probe",
+                      progress=_has_work)  # fmt: skip
+    if rerun and (out_dir / "summary.json").is_file():
+        console.print(f"{out_dir}: this probe already finished; its summary.json is kept", soft_wrap=True)
+        return json.loads((out_dir / "summary.json").read_text())
+    (out_dir / "summary.json").unlink(missing_ok=True)  # a folder without a record: its summary is not ours
+    resume = last_checkpoint(out_dir) if rerun else None
+    if resume is None:
+        shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # checkpoints of an unrecorded job
     prompts = load_prompts(prompts_path)
     prompts, overlap = check_overlap(prompts, eval_set_files(data_dir), config.on_overlap)
     write_json(out_dir / "overlap.json", overlap)
+    if overlap.get("dropped"):
+        console.print(
+            f"dropped {overlap['dropped']} prompt(s) overlapping the eval sets (listed in {out_dir}/overlap.json)",
+            soft_wrap=True,
+        )
     random.Random(config.seed).shuffle(prompts)
     heldout, train = prompts[: config.heldout], prompts[config.heldout :]
     if len(train) < config.prompts_per_step:
@@ -257,7 +336,10 @@ def run_probe(
 
     on_gpu = torch.cuda.is_available()
     use_vllm = config.vllm == "on" or (config.vllm == "auto" and vllm_available())
-    log = ValidationLog(out_dir / "validation.csv")
+    done_steps = int(resume.name.removeprefix("checkpoint-")) // updates_per_step(config) if resume else None
+    log = ValidationLog(out_dir / "validation.csv", keep_upto=done_steps)
+    if resume is not None:
+        console.print(f"resuming from {resume} (rollout step {done_steps})", soft_wrap=True)
     trainer = GRPOTrainer(
         model=str(model),
         reward_funcs=reward,
@@ -266,7 +348,8 @@ def run_probe(
         processing_class=tokenizer,
         callbacks=[_validation_callback(config, heldout, math500 or [], log, tokenizer)],
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # the checkpoints were for resuming only
     summary = {
         "model": str(model),
         "prompts": str(prompts_path),

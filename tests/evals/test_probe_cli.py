@@ -170,3 +170,20 @@ def test_a_missing_model_is_refused_before_anything_is_written(inputs, tmp_path,
     )
     assert result.exit_code == 2 and "model not found" in result.stderr, result.output
     assert not out.exists()
+
+
+def test_vllm_on_without_vllm_is_one_line_before_anything_runs(inputs, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a)
+    )
+    prompts, bench = inputs
+    out = tmp_path / "p"
+    result = _eval("rl-probe", "m", "--prompts", str(prompts), "--data-dir", str(bench), "-o", str(out), *TINY,
+                   "--mini-batch", "2", "--vllm", "on")  # fmt: skip
+    assert result.exit_code == 2 and "--vllm on: vLLM is not installed" in result.stderr, result.output
+    assert (
+        "Traceback" not in result.output and not out.exists()
+    )  # TRL's ImportError came after the overlap check

@@ -100,3 +100,47 @@ def test_eval_stage_runs_on_the_run_folder(tiny_model_dir, tmp_path):
     assert "accuracy_gsm8k" in summary and "accuracy_math500" in summary
     assert json.loads((run_dir / "eval/summary.json").read_text()) == json.loads(json.dumps(summary))
     assert (run_dir / "eval/gsm8k.json").exists() and (run_dir / "eval/results.json").exists()
+
+
+def test_a_killed_probe_resumes_from_its_last_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
+    import evals.rl_probe as probe
+
+    prompts, bench = probe_inputs(tmp_path)
+    config = ProbeConfig(prompts_per_step=2, rollouts=2, mini_batch=2, micro_batch=4, max_response=8, steps=3,
+                         eval_every=1, heldout=2, heldout_samples=2, math500_limit=2)  # fmt: skip
+    out = tmp_path / "probe"
+    real, calls = probe.validate, []
+
+    def killed_at_step_2(*args):
+        calls.append(1)
+        if len(calls) == 3:  # steps 0 and 1 validated and checkpointed, then the machine dies
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(probe, "validate", killed_at_step_2)
+    try:
+        run_probe(tiny_model_dir, prompts, out, config, bench)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the probe was not interrupted")
+    kept = (out / "validation.csv").read_text().splitlines()
+    assert len(kept) == 3 and (out / "trainer" / "checkpoint-1").is_dir()
+
+    calls.clear()
+    monkeypatch.setattr(probe, "validate", lambda *args: calls.append(1) or real(*args))
+    summary = run_probe(tiny_model_dir, prompts, out, config, bench)
+    assert len(calls) == 2  # steps 2 and 3 only: steps 0 and 1 came from the first run, not redone
+    rows = (out / "validation.csv").read_text().splitlines()
+    assert rows[:3] == kept and [int(r.split(",")[0]) for r in rows[1:]] == [0, 1, 2, 3]
+    assert summary["validation_rows"] == 4 and not (out / "trainer").exists()  # checkpoints gone when done
+
+    calls.clear()
+    assert run_probe(tiny_model_dir, prompts, out, config, bench) == summary and calls == []  # finished: kept
+    other = config.model_copy(update={"learning_rate": 1e-5})
+    try:
+        run_probe(tiny_model_dir, prompts, out, other, bench)
+    except ValueError as err:
+        assert "another job than this rl-probe" in str(err) and "learning_rate" in str(err)
+    else:
+        raise AssertionError("another probe's settings were run into a finished probe's folder")
