@@ -61,6 +61,9 @@ class TransformersGenerator:
                     max_new_tokens=max_new_tokens,
                     do_sample=False,
                     pad_token_id=self.tokenizer.pad_token_id,
+                    # a batch stops once every answer reached a stop (it ran to max_new_tokens every time)
+                    stop_strings=[stop for stop in stops if stop.strip()] or None,
+                    tokenizer=self.tokenizer,
                 )
             new = out[:, enc["input_ids"].shape[1] :]
             texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)

@@ -319,6 +319,12 @@ def run_probe(
         raise ValueError(
             f"{len(train)} training prompts left after the held-out slice; need >= {config.prompts_per_step}"
         )
+    if (needed := config.steps * config.prompts_per_step) > len(train):
+        console.print(
+            f"note: {config.steps} steps x {config.prompts_per_step} prompts = {needed:,} prompts drawn from "
+            f"{len(train):,} training prompts: each is seen ~{needed / len(train):.1f} times",
+            soft_wrap=True,
+        )
     math500 = load_benchmark("math500", data_dir, limit=config.math500_limit) if data_dir else None
     if data_dir is not None and not math500:
         console.print(
