@@ -13,12 +13,13 @@ no value past any curve's fit fraction, its own or a sibling's, can reach a fore
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from evals.curves import Curve
-from evals.forecast import SigmoidFit, fit_experiment
+from evals.forecast import Priors, SigmoidFit, fit_experiment, fit_sigmoid, pooled_gain_sd
 
 TAIL_FRACTION = 0.1
 PERSISTENCE_POINTS = 3
@@ -55,7 +56,7 @@ def seen_part(curve: Curve, fit_fraction: float) -> Curve:
             f"{curve.name}: {k} of its {len(curve.x)} points to fit at fit fraction {fit_fraction:g}; "
             f"a fit needs {MIN_FIT_POINTS} or more"
         )
-    return Curve(curve.name, curve.x[:k].copy(), curve.y[:k].copy(), curve.source)
+    return Curve(curve.name, curve.x[:k].copy(), curve.y[:k].copy(), curve.source, curve.unit)
 
 
 def forecast_curves(
@@ -65,6 +66,7 @@ def forecast_curves(
     skip_fraction: float = 0.0,
     n_boot: int = 0,
     pool: bool = True,
+    pool_only: Sequence[Curve] = (),
 ) -> list[tuple[dict[str, Any], SigmoidFit]]:
     """Fit the first `fit_fraction` of each curve and forecast its final accuracy; one (record, fit) per curve.
 
@@ -74,17 +76,52 @@ def forecast_curves(
     can reach a forecast. The record holds {"run", "predicted_final", "actual_final", "persistence", "target",
     params, intervals}; `actual_final` is the mean of the last 10% of the points up to the target, or None where
     the curve does not reach the target. `pool=False` fits every curve on its own (the ablation in the bench).
+    `pool_only`: more runs of the same files that are pooled with CURVES but not forecast themselves (the CLI's
+    `--column` picks the runs to show; the others of their file still count in its pooled prior).
+    A curve with a `unit` is fitted on that range (the fitter otherwise takes it from the seen values alone).
     """
+    every = [*curves, *pool_only]
     groups: dict[Any, list[int]] = {}
-    for i, curve in enumerate(curves):
+    for i, curve in enumerate(every):
         groups.setdefault(curve.source if pool else i, []).append(i)
     fits: list[SigmoidFit | None] = [None] * len(curves)
-    seen = [seen_part(curve, fit_fraction) for curve in curves]
+    seen = [seen_part(curve, fit_fraction) for curve in every]
     for members in groups.values():
-        group_fits = fit_experiment([(seen[i].x, seen[i].y) for i in members], skip_fraction, n_boot)
-        for i, fit in zip(members, group_fits, strict=True):
-            fits[i] = fit
-    return [_record(curve, part, fit, target) for curve, part, fit in zip(curves, seen, fits, strict=True)]
+        runs = [(seen[i].x, _in_unit(seen[i])) for i in members]
+        wanted = [k for k, i in enumerate(members) if i < len(curves)]
+        if len(wanted) == len(members):
+            group_fits = fit_experiment(runs, skip_fraction, n_boot)
+        else:  # what fit_experiment does, for the wanted runs only
+            priors = Priors()
+            gain_sd = pooled_gain_sd(runs, skip_fraction, priors)
+            group_fits = [
+                fit_sigmoid(*runs[k], skip_fraction, n_boot, priors=priors, gain_sd=gain_sd) for k in wanted
+            ]
+        for k, fit in zip(wanted, group_fits, strict=True):
+            fits[members[k]] = _from_unit(fit, seen[members[k]].unit)
+    return [
+        _record(curve, part, fit, target)
+        for curve, part, fit in zip(curves, seen[: len(curves)], fits, strict=True)
+    ]
+
+
+def _in_unit(curve: Curve) -> np.ndarray:
+    """A curve's values on [0, 1] of its unit (as they are where it has none: the fitter maps them itself)."""
+    if curve.unit is None:
+        return curve.y
+    lo, hi = curve.unit
+    return (curve.y - lo) / (hi - lo)  # (y - 0.0) / 1.0 is y itself: fractions fit exactly as before
+
+
+def _from_unit(fit: SigmoidFit, unit: tuple[float, float] | None) -> SigmoidFit:
+    """A fit made on [0, 1] of a unit, reported in the unit (as if the fitter had taken that range itself)."""
+    if unit is None:
+        return fit
+    lo, hi = unit
+    fit.scale = (lo + (hi - lo) * fit.scale[0], lo + (hi - lo) * fit.scale[1])
+    if "A" in fit.intervals:
+        fit.intervals["A"] = tuple(lo + (hi - lo) * v for v in fit.intervals["A"])
+    return fit
 
 
 def forecast_curve(

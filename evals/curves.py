@@ -8,6 +8,7 @@ Two layouts are read the same way: Weights & Biases exports like `../shared/data
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +17,13 @@ import numpy as np
 
 # Columns that are never a curve of their own: W&B's min/max bands and bookkeeping.
 _SKIP_SUFFIXES = ("__MIN", "__MAX", "__step")
-# Columns that are not accuracies (the forecast fits accuracies; lengths are tracked, not forecast).
+
+# Words that say a column is not an accuracy (the forecast fits accuracies; lengths are tracked, not forecast).
+# Matched as whole words of the metric's name (`_`, `/`, spaces and other non-alphanumerics separate words): a
+# run called `base_40Btokens` or `longtime_run` is an accuracy; `mean_response_length` and `Wall Time` are not.
 _NOT_ACCURACY = (
     "length",
+    "lengths",
     "compute",
     "tokens",
     "rollouts",
@@ -27,29 +32,100 @@ _NOT_ACCURACY = (
     "seconds",
     "loss",
     "epoch",
-    "time",  # W&B's Wall Time / Relative Time / _runtime / _timestamp
+    "time",  # W&B's Wall Time / Relative Time
+    "runtime",  # W&B's _runtime
+    "timestamp",  # W&B's _timestamp
     "global_step",
     "learning_rate",
     "grad_norm",
     "entropy",
 )
+_NOT_ACCURACY_RE = re.compile(r"(?<![a-z0-9])(" + "|".join(_NOT_ACCURACY) + r")(?![a-z0-9])")
+# `--scale`: the range a curve's metric lives in; "auto" takes it from the whole column as read (`column_unit`).
+SCALES = {"fraction": (0.0, 1.0), "percent": (0.0, 100.0), "reward": (-1.0, 1.0)}
 
 
 @dataclass
 class Curve:
-    """One run's validation metric against compute (steps unless a compute column is chosen)."""
+    """One run's validation metric against compute (steps unless a compute column is chosen).
+
+    `unit`: the range the metric lives in ((0, 1) fractions, (0, 100) percentages, (-1, 1) rewards), set from
+    the whole column as read from its file (`column_unit`); None leaves it to the fitted points (`value_range`).
+    """
 
     name: str
     x: np.ndarray
     y: np.ndarray
     source: str = ""
+    unit: tuple[float, float] | None = None
+
+
+def metric_part(name: str) -> str:
+    """The metric of a W&B column "RUN - metric"; the whole name where there is no " - "."""
+    return name.rsplit(" - ", 1)[-1]
+
+
+def non_accuracy_word(name: str) -> str | None:
+    """The word of a column's metric that says it holds no accuracy (`length`, `reward`, `time`, ...), or None."""
+    # W&B names a column "RUN - metric": only the metric says what it holds (a run may be called *_long_time).
+    match = _NOT_ACCURACY_RE.search(metric_part(name).lower())
+    return match.group(1) if match else None
 
 
 def is_accuracy_column(name: str) -> bool:
     """True for a column that holds an accuracy/score curve (not a length, loss or compute column)."""
-    # W&B names a column "RUN - metric": only the metric says what it holds (a run may be called *_long_time).
-    low = name.rsplit(" - ", 1)[-1].lower()
-    return not any(word in low for word in _NOT_ACCURACY)
+    return non_accuracy_word(name) is None
+
+
+def run_folder(curve: Curve) -> str | None:
+    """The probe run folder a curve was read from (its `validation.csv`'s folder); None for other CSVs.
+
+    A probe's columns are named after the metric (`heldout_mean@4`), not the run: its folder is the run.
+    """
+    source = Path(curve.source)
+    return str(source.parent) if source.name == "validation.csv" else None
+
+
+def curve_key(curve: Curve) -> tuple:
+    """What makes two curves one run: a W&B run exported to several files has the same name and values in each;
+    probe runs are told apart by their folder (two probes may log the same column name and values)."""
+    return (curve.name, tuple(np.round(curve.y, 9)), run_folder(curve))
+
+
+def first_of_each(curves: list[Curve]) -> list[int]:
+    """Indices of the first curve of each `curve_key`, in order (a run exported twice counts once)."""
+    seen: set[tuple] = set()
+    kept = []
+    for i, curve in enumerate(curves):
+        key = curve_key(curve)
+        if key not in seen:
+            seen.add(key)
+            kept.append(i)
+    return kept
+
+
+def column_unit(y: np.ndarray, scale: str = "auto") -> tuple[float, float] | None:
+    """The range a column's metric lives in, from the whole column as read (not only the part a forecast fits).
+
+    "auto": [0, 1] (fractions), [0, 100] (percentages) or [-1, 1] (rewards), the narrowest that holds every value
+    of the column, as `evals.forecast.value_range` picks them; a column beyond those ranges gets None (the fit
+    takes the range of its fitted points, as before: such a column's maximum is a value, not a unit).
+    "fraction", "percent", "reward" force one; a value outside it is a ValueError.
+    """
+    from evals.forecast import value_range
+
+    y = np.asarray(y, dtype=float)
+    if scale == "auto":
+        lo, hi = value_range(y)
+        return (lo, hi) if lo in (0.0, -1.0) and hi in (1.0, 100.0) else None
+    if scale not in SCALES:
+        raise ValueError(f"--scale must be auto, {', '.join(SCALES)} (got {scale!r})")
+    lo, hi = SCALES[scale]
+    if len(y) and (float(y.min()) < lo or float(y.max()) > hi):
+        raise ValueError(
+            f"values from {y.min():g} to {y.max():g}, outside [{lo:g}, {hi:g}] (--scale {scale})"
+        )
+    return lo, hi
 
 
 def _float(value: str) -> float | None:
@@ -61,14 +137,20 @@ def _float(value: str) -> float | None:
 
 
 def read_curves_csv(
-    path: Path | str, compute_column: str | None = None, accuracy_only: bool = True
+    path: Path | str,
+    compute_column: str | None = None,
+    accuracy_only: bool = True,
+    report: Callable[[str], None] | None = None,
 ) -> list[Curve]:
     """Read every run column of a curve CSV; empty cells (runs of different lengths) are skipped.
 
     Args:
-        path: CSV with a `Step` column (any case; else the first column) and one column per run.
+        path: CSV with a `Step` column (any case) and one column per run; a file without one is a ValueError
+            unless `compute_column` names the column to use.
         compute_column: column to use as compute instead of the step (e.g. `compute`, `tokens`).
         accuracy_only: keep only columns that look like accuracies (see `is_accuracy_column`).
+        report: called with a line for each column that holds no number, and for each run given two values at
+            one step (they are averaged: the run is a function of compute).
     """
     path = Path(path)
     try:
@@ -81,11 +163,19 @@ def read_curves_csv(
     if not rows:
         return []
     header = rows[0]
+    for sep, word in ((";", "semicolons"), ("\t", "tabs")):
+        if len(header) == 1 and sep in header[0]:
+            raise ValueError(f"{path}: separated by {word}, not commas (export it as a comma-separated CSV)")
     lower = [h.strip().lower() for h in header]
     wanted = (compute_column or "step").lower()
-    if compute_column and wanted not in lower:  # the first column is a fallback for a missing Step only
-        raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {', '.join(header[:8])})")
-    x_index = lower.index(wanted) if wanted in lower else 0
+    if wanted not in lower:
+        found = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
+        if compute_column:
+            raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {found})")
+        raise ValueError(
+            f"{path}: no Step column (columns: {found}); --compute-column NAME uses one of them as compute"
+        )
+    x_index = lower.index(wanted)
     curves = []
     for j, name in enumerate(header):
         if j == x_index or name.endswith(_SKIP_SUFFIXES) or lower[j] in ("step", "compute"):
@@ -98,10 +188,24 @@ def read_curves_csv(
                 cx, cy = _float(row[x_index]), _float(row[j])
                 if cx is not None and cy is not None:
                     points.append((cx, cy))
-        if points:
-            points.sort()
-            x, y = (np.array(v, dtype=float) for v in zip(*points, strict=True))
-            curves.append(Curve(name=name, x=x, y=y, source=str(path)))
+        if not points:
+            if report is not None and len(rows) > 1:
+                report(f"skipped column {name!r} ({path}): no number at any {header[x_index]}")
+            continue
+        points.sort()
+        x, y = (np.array(v, dtype=float) for v in zip(*points, strict=True))
+        steps, index, counts = np.unique(x, return_inverse=True, return_counts=True)
+        if len(steps) < len(x):  # two rows at one step: one value per step, their mean
+            y = np.bincount(index, weights=y) / counts
+            if report is not None:
+                twice = steps[counts > 1]
+                shown = ", ".join(f"{s:g}" for s in twice[:5]) + (", ..." if len(twice) > 5 else "")
+                report(
+                    f"run {name!r} ({path}): {len(twice)} {header[x_index]} value(s) given more than once "
+                    f"({shown}); their values are averaged"
+                )
+            x = steps
+        curves.append(Curve(name=name, x=x, y=y, source=str(path)))
     return curves
 
 
@@ -121,30 +225,37 @@ def load_curves(
     compute_column: str | None = None,
     dedupe: bool = True,
     on_error: Callable[[Path, str], None] | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> list[Curve]:
-    """All accuracy curves under PATH; identical (name, values) pairs exported twice are read once.
+    """All accuracy curves under PATH; with `dedupe`, a run exported twice (same `curve_key`) is read once.
 
     Where PATH holds no accuracy-looking column at all (e.g. only lengths), every column is read instead.
     A file that cannot be read raises ValueError, or, with `on_error`, is reported to it and skipped (one bad
-    export in a folder of CSVs should not stop the forecast of the others).
+    export in a folder of CSVs should not stop the forecast of the others). `report` gets a `skipped column`
+    line for each column left out (not an accuracy, or no number), and the notes of `read_curves_csv`.
+    The CLI reads with `dedupe=False`: each file's runs are forecast together as read, and a run exported twice
+    is dropped from the output only (`first_of_each`).
     """
     every: list[Curve] = []
     for file in find_curve_files(path):
         try:
-            every += read_curves_csv(file, compute_column=compute_column, accuracy_only=False)
+            every += read_curves_csv(file, compute_column=compute_column, accuracy_only=False, report=report)
         except ValueError as err:
             if on_error is None:
                 raise
             on_error(file, str(err))
-    for curves in ([c for c in every if is_accuracy_column(c.name)], every):
-        kept: list[Curve] = []
-        seen: set[tuple] = set()
-        for curve in curves:
-            key = (curve.name, tuple(np.round(curve.y, 9)))
-            if dedupe and key in seen:
-                continue
-            seen.add(key)
-            kept.append(curve)
-        if kept:
-            return kept
-    return []
+    accurate = [c for c in every if is_accuracy_column(c.name)]
+    if accurate and report is not None:  # one line per file, naming every column left out
+        left_out: dict[str, list[tuple[str, str]]] = {}
+        for curve in every:
+            if word := non_accuracy_word(curve.name):
+                left_out.setdefault(curve.source, []).append((curve.name, word))
+        for source, columns in left_out.items():
+            names = ", ".join(repr(name) for name, _ in columns)
+            words = ", ".join(repr(word) for word in dict.fromkeys(word for _, word in columns))
+            if len(columns) == 1:
+                report(f"skipped column {names} ({source}): not an accuracy ({words} in its name)")
+            else:
+                report(f"skipped columns {names} ({source}): not accuracies ({words} in their names)")
+    kept = accurate or every
+    return [kept[i] for i in first_of_each(kept)] if dedupe else kept

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from evals.curves import Curve
+from evals.curves import Curve, metric_part
 from evals.forecast import SigmoidFit
 
 MAX_PANELS = 30  # a folder of 100+ curves would make an unreadable poster; forecast.json holds them all
@@ -18,12 +18,14 @@ MAX_PANELS = 30  # a folder of 100+ curves would make an unreadable poster; fore
 def plot_forecasts(
     items: list[tuple[Curve, SigmoidFit, int]], path: Path, target: float | None = None
 ) -> Path:
-    """One panel per curve (the first MAX_PANELS): observed points (fitted ones filled), posterior-mean fit, band."""
+    """One panel per curve (the first MAX_PANELS, said in the title when there are more): observed points (fitted
+    ones filled), posterior-mean fit, band, and the --target compute as a dashed line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    total = len(items)
     items = items[:MAX_PANELS]
     cols = min(3, len(items))
     rows = math.ceil(len(items) / cols)
@@ -42,16 +44,32 @@ def plot_forecasts(
             f"{_short(curve.name)}\nA={params['A']:.3f} B={params['B']:.2f} Cmid={params['Cmid']:.3g}",
             fontsize=8,
         )
+        if target is not None:
+            ax.axvline(target, color="gray", linestyle="--", linewidth=0.8, label=f"--target {target:g}")
         ax.set_xlabel("compute")
-        ax.set_ylabel("accuracy")
+        ax.set_ylabel(y_label(curve.name, fit.scale), fontsize=8)
     for ax in list(axes.flat)[len(items) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
-    fig.tight_layout()
+    top = 1.0
+    if total > len(items):
+        fig.suptitle(f"the first {len(items)} of {total} runs (forecast.json holds them all)", fontsize=10)
+        top -= 0.5 / (3.6 * rows)  # half an inch for the title above the panels
+    fig.tight_layout(rect=(0, 0, 1, top))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def y_label(name: str, scale: tuple[float, float]) -> str:
+    """The metric a panel shows: its name (the part after "RUN - " in a W&B column) and what it measures."""
+    metric = metric_part(name)
+    if scale[0] < 0 or "reward" in metric.lower():
+        kind = "reward"
+    else:
+        kind = "accuracy (%)" if scale[1] == 100 else "accuracy"
+    return f"{_short(metric, 30)} ({kind})"
 
 
 def _short(name: str, width: int = 60) -> str:
@@ -103,7 +121,14 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     fixed = {k: records[0][k] for k in present if np.ptp(np.log([r[k] for r in records])) < 1e-9}
     keys = [k for k in present if k not in fixed]
     if not keys:
-        detail = f" (every run has {', '.join(f'{k} {v:g}' for k, v in fixed.items())})" if fixed else ""
+        if fixed:
+            detail = f" (every run has {', '.join(f'{k} {v:g}' for k, v in fixed.items())})"
+        elif ignored:
+            detail = (
+                " (" + "; ".join(f"{k} missing for {len(runs)} run(s)" for k, runs in ignored.items()) + ")"
+            )
+        else:
+            raise ValueError("a sweep fit needs an lr and/or batch_size per run, and no run gives either")
         raise ValueError(f"a sweep fit needs runs whose lr and/or batch_size differ{detail}")
     if len(records) < len(keys) + 1:
         raise ValueError(f"a sweep fit over {' and '.join(keys)} needs {len(keys) + 1} runs or more")

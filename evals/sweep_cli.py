@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,28 +18,70 @@ from evals import probe_options as opt
 from mathmix.cli_util import console, fail, write_json
 
 
+def probe_runs(paths: list[Path]) -> list[Path]:
+    """PATHS with a sweep folder (no validation.csv of its own, probe folders below) replaced by its probe folders."""
+    runs: list[Path] = []
+    for path in paths:
+        below = (
+            []
+            if (path / "validation.csv").exists() or not path.is_dir()
+            else sorted(p for p in path.iterdir() if (p / "validation.csv").is_file())
+        )
+        runs += below or [path]
+    return runs
+
+
+def _probe_hparams(folder: Path) -> dict[str, Any]:
+    """lr and batch size from a probe folder's summary.json `config` (learning_rate, mini_batch); {} without one."""
+    summary = folder / "summary.json"
+    if not summary.is_file():
+        return {}
+    try:
+        config = json.loads(summary.read_text()).get("config", {})
+    except (ValueError, AttributeError) as err:
+        raise ValueError(f"{summary}: not a probe summary ({err})") from None
+    return {"lr": config.get("learning_rate"), "batch_size": config.get("mini_batch")}
+
+
 def sweep_records(paths: list[Path], column: str) -> list[dict[str, Any]]:
-    """Forecast the `column` curve of each probe folder / CSV column and attach its lr and batch size."""
+    """Forecast the `column` curve of each probe folder / CSV column and attach its lr and batch size.
+
+    A sweep folder stands for its probe folders (`probe_runs`). A probe's lr and batch size come from the
+    summary.json next to its validation.csv, a CSV column's from its name (`..._lr1e-6_bs64`); none found for
+    any run is a ValueError that says where they were looked for.
+    """
     from evals.backtest import can_forecast, forecast_curve
     from evals.curves import load_curves
     from evals.forecast_report import parse_hparams
 
+    runs = probe_runs(paths)
     records = []
-    for path in paths:
-        hparams: dict[str, float] = {}
-        summary = path / "summary.json"
-        if summary.exists():
-            config = json.loads(summary.read_text()).get("config", {})
-            hparams = {"lr": config.get("learning_rate"), "batch_size": config.get("mini_batch")}
+    for path in runs:
         for curve in load_curves(path):
             if column not in curve.name or not can_forecast(curve, 1.0):
                 continue
             record, _ = forecast_curve(curve)
-            found = {k: v for k, v in (hparams or parse_hparams(curve.name)).items() if v is not None}
+            probe = Path(curve.source).name == "validation.csv"
+            hparams = (_probe_hparams(Path(curve.source).parent) if probe else {}) or parse_hparams(
+                curve.name
+            )
+            found = {k: v for k, v in hparams.items() if v is not None}
             records.append({"source": str(path), "file": curve.source, **record, **found})
     if not records:
         raise ValueError(
-            f"no curve of 3 points or more matches --column {column!r} in {', '.join(map(str, paths))}"
+            f"no curve of 3 points or more matches --column {column!r} in {', '.join(map(str, runs))}"
+        )
+    if not any("lr" in r or "batch_size" in r for r in records):
+        names = [
+            str(Path(r["file"]).parent) if Path(r["file"]).name == "validation.csv" else r["run"]
+            for r in records
+        ]
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise ValueError(
+            f"no learning rate or batch size found for any of the {len(records)} run(s) ({shown}): a probe "
+            "folder's come from its summary.json (config.learning_rate, config.mini_batch), a CSV column's from "
+            "its name (e.g. run_lr1e-6_bs64); pass probe folders written by `mathmix eval rl-probe` or `sweep`, "
+            "or their sweep folder"
         )
     return records
 
@@ -48,11 +91,14 @@ def add_sweep_commands(app: typer.Typer) -> None:
 
     @app.command("sweep-fit")
     def sweep_fit_cmd(
-        paths: list[Path] = typer.Argument(..., help="Probe folders (or CSVs with lr/bs in column names)."),
+        paths: list[Path] = typer.Argument(
+            ..., help="Probe folders, a sweep folder holding them, or CSVs with lr/bs in column names."
+        ),
         column: str = typer.Option("heldout", help="Curve to forecast in each run."),
         out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
     ) -> None:
-        """Fit forecast A and log Cmid against log LR and log batch size. Reads PATHS; prints (and writes) the fit.
+        """Fit forecast A and log Cmid against log LR and log batch size. Reads PATHS (a sweep folder: its probe
+        folders; lr and batch size from each probe's summary.json); prints the fit to stdout (and writes it).
         A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
         one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
         null, with an `r2_note`, where it means nothing."""
@@ -61,6 +107,8 @@ def add_sweep_commands(app: typer.Typer) -> None:
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             fail(f"not found: {', '.join(missing)}")
+        if out is not None and out.is_dir():
+            fail(f"{out}: is a folder; -o names the JSON file to write (e.g. {out / 'sweep-fit.json'})")
         try:
             records = sweep_records(paths, column)
             fit = fit_sweep(records)
@@ -76,7 +124,9 @@ def add_sweep_commands(app: typer.Typer) -> None:
         fit["records"] = records
         if out:
             write_json(out, fit)
-        console.print_json(json.dumps({k: v for k, v in fit.items() if k != "records"}, default=str))
+        _print_json({k: v for k, v in fit.items() if k != "records"})
+        if out:
+            console.print(f"wrote {out}", soft_wrap=True, markup=False, highlight=False)
 
     @app.command("sweep")
     def sweep_cmd(
@@ -146,7 +196,12 @@ def add_sweep_commands(app: typer.Typer) -> None:
         except ValueError as err:
             fail(str(err))
         write_json(out / "sweep.json", fit)
-        console.print_json(json.dumps({k: v for k, v in fit.items() if k != "records"}, default=str))
+        _print_json({k: v for k, v in fit.items() if k != "records"})
+
+
+def _print_json(data: dict[str, Any]) -> None:
+    """A result on stdout (messages and warnings stay on stderr)."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
 def _parse_list(text: str, kind: type, option: str) -> list:

@@ -104,7 +104,7 @@ def test_forecast_cli_skips_short_runs_and_names_a_file_with_none_to_fit(tmp_pat
     result = CliRunner().invoke(app, ["eval", "forecast", str(path), "--json"])
     assert result.exit_code == 0 and [r["run"] for r in json.loads(result.stdout)] == ["a"]
     assert f"skipped run 'b' ({path}): 2 of its 2 points to fit; a fit needs 3 or more" in result.stderr
-    path.write_text("foo,bar\n1,2\n")
+    path.write_text("Step,foo\n1,2\n")
     result = CliRunner().invoke(app, ["eval", "forecast", str(path)])
     assert result.exit_code == 2 and "no curve in" in result.stderr and "3 points" in result.stderr
 

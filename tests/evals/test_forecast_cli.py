@@ -1,0 +1,264 @@
+"""`mathmix eval forecast / compare / sweep-fit` as a user meets them: which run a row is, the same forecast for a
+run read from its file or from a folder, columns and files left out with a line, units, outputs, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from evals.curves import load_curves, read_curves_csv
+from evals.forecast import sigmoid_curve
+from mathmix.cli import app
+
+X = np.arange(0, 200, 5.0)
+
+
+def _csv(path, columns: dict[str, np.ndarray], x: np.ndarray = X) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["Step," + ",".join(columns)]
+    lines += [f"{s:g}," + ",".join(f"{columns[c][j]:.5f}" for c in columns) for j, s in enumerate(x)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _probe(folder, heldout: np.ndarray, math500: np.ndarray, lr: float | None = None, mb: int = 64) -> None:
+    """A probe run folder: validation.csv (as `eval rl-probe` writes it) and, with an lr, summary.json."""
+    folder.mkdir(parents=True)
+    lines = ["Step,rollouts,heldout_mean@4,math500,mean_response_length,train_reward"]
+    lines += [
+        f"{s:g},{s * 2048:g},{h:.5f},{m:.5f},300,-0.5" for s, h, m in zip(X, heldout, math500, strict=True)
+    ]
+    (folder / "validation.csv").write_text("\n".join(lines) + "\n")
+    if lr is not None:
+        config = {"learning_rate": lr, "mini_batch": mb}
+        (folder / "summary.json").write_text(json.dumps({"config": config}))
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, ["eval", *map(str, args)])
+
+
+def _curve(a: float, cmid: float, r0: float = 0.05, b: float = 2.0) -> np.ndarray:
+    return sigmoid_curve(X, r0, a, b, cmid)
+
+
+def test_compare_table_names_rank_and_base_and_keeps_identical_probes_apart(tmp_path, monkeypatch):
+    """Three probes of one column name used to print three rows all named `heldout_mean@4`, no rank, no folder;
+    two probes that logged the same values were merged into one."""
+    for name, a in (("lr5e-07_mb64", 0.45), ("lr1e-06_mb64", 0.55), ("lr2e-06_mb64", 0.55)):
+        _probe(tmp_path / name, _curve(a, 60.0), _curve(0.3, 60.0))
+    monkeypatch.chdir(tmp_path)
+    ranking = tmp_path / "ranking.json"
+    result = _run("compare", "lr5e-07_mb64", "lr1e-06_mb64", "lr2e-06_mb64", "--n-boot", "0", "-o", ranking)
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.stdout.splitlines() if "rank" in line and "ranked" not in line)
+    assert "base" in header and "run" in header
+    rows = [line for line in result.stdout.splitlines() if "heldout_mean@4" in line]
+    assert len(rows) == 3
+    assert [next(n for n in ("lr5e-07", "lr1e-06", "lr2e-06") if n in row) for row in rows][-1] == "lr5e-07"
+    ranked = json.loads(ranking.read_text())
+    assert [r["rank"] for r in ranked] == [1, 2, 3]
+    assert {r["file"] for r in ranked} == {
+        f"{n}/validation.csv" for n in ("lr5e-07_mb64", "lr1e-06_mb64", "lr2e-06_mb64")
+    }
+    # the same two probes read as one folder: still two runs, told apart by their folder
+    result = _run("forecast", tmp_path, "--column", "heldout", "--json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)) == 3
+
+
+def test_compare_ranks_a_run_given_twice_once(tmp_path):
+    runs = {"grpo_a - val/acc": _curve(0.5, 50.0), "grpo_b - val/acc": _curve(0.4, 70.0)}
+    _csv(tmp_path / "exp1" / "acc.csv", runs)
+    _csv(
+        tmp_path / "exp2" / "export.csv",
+        {"grpo_a - val/acc": runs["grpo_a - val/acc"], "grpo_c - val/acc": _curve(0.3, 40.0)},
+    )
+    ranking = tmp_path / "ranking.json"
+    paths = (tmp_path / "exp1" / "acc.csv", tmp_path / "exp2")
+    result = _run("compare", *paths, "--column", "acc", "--n-boot", "0", "-o", ranking)
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(ranking.read_text())] == [f"grpo_{n} - val/acc" for n in "abc"]
+    assert sum("grpo_a" in line for line in result.stdout.splitlines()) == 1
+    assert (
+        "skipped run 'grpo_a - val/acc'" in result.stderr and "the same run and values as in" in result.stderr
+    )
+
+
+def test_a_run_gets_the_same_forecast_read_from_its_file_or_a_folder(tmp_path):
+    """Duplicates used to be dropped before fitting: the second file lost a run from its pooled prior, and its
+    other runs got another forecast read as part of a folder than read alone."""
+    shared = _curve(0.6, 40.0, b=3.0)
+    _csv(tmp_path / "a.csv", {"shared - acc": shared, "flat_a - acc": 0.05 + 0.002 * np.sin(X)})
+    _csv(tmp_path / "b.csv", {"shared - acc": shared, "flat_b - acc": 0.06 + 0.002 * np.cos(X)})
+    folder = _run("forecast", tmp_path, "--fit-fraction", "0.3", "--json")
+    assert folder.exit_code == 0, folder.output
+    records = json.loads(folder.stdout)
+    assert sorted(r["run"] for r in records) == ["flat_a - acc", "flat_b - acc", "shared - acc"]  # shown once
+    for name in ("a.csv", "b.csv"):
+        alone = {
+            r["run"]: r
+            for r in json.loads(_run("forecast", tmp_path / name, "--fit-fraction", "0.3", "--json").stdout)
+        }
+        for r in records:
+            if r["file"] == str(tmp_path / name):
+                assert r["predicted_final"] == alone[r["run"]]["predicted_final"], (name, r["run"])
+        # --column picks the runs shown, not the runs pooled
+        [picked] = json.loads(
+            _run("forecast", tmp_path / name, "--fit-fraction", "0.3", "--json", "--column", "flat").stdout
+        )
+        assert picked["predicted_final"] == alone[picked["run"]]["predicted_final"]
+
+
+def test_bench_still_reads_the_duplicated_real_curves_once(shared_data):
+    assert len(load_curves(shared_data / "rl_curves")) == 108
+    assert len(load_curves(shared_data / "rl_curves", dedupe=False)) == 142
+
+
+def test_non_accuracy_words_match_the_metric_not_the_run_name_and_each_skip_says_so(tmp_path):
+    path = tmp_path / "names.csv"
+    cols = {
+        n: _curve(0.4, 50.0) + 0.01 * i for i, n in enumerate(("base_20B", "base_40Btokens", "longtime_run"))
+    }
+    _csv(path, {**cols, "mean_response_length": 300 + X, "grpo_tokens - val/response_length": 200 + X})
+    result = _run("forecast", path, "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(result.stdout)] == list(cols)
+    assert (
+        f"skipped columns 'mean_response_length', 'grpo_tokens - val/response_length' ({path}): not accuracies "
+        "('length' in their names)" in result.stderr
+    )
+
+
+def test_a_percent_curve_flat_below_1_in_its_fit_window_stays_in_percent(tmp_path):
+    """The unit came from the fitted points only: a percent curve still <= 1 at 20% was fitted as a fraction and
+    its forecast capped at 1 (0.9 where the run ends at 45)."""
+    path = tmp_path / "pct.csv"
+    _csv(path, {"aime": sigmoid_curve(X, 0.0, 48.0, 6.0, 90.0)})
+    result = _run("forecast", path, "--fit-fraction", "0.2", "--json")
+    assert result.exit_code == 0, result.output
+    [auto] = json.loads(result.stdout)
+    assert auto["actual_final"] > 40 and auto["predicted_final"] > 1
+    [percent] = json.loads(
+        _run("forecast", path, "--fit-fraction", "0.2", "--json", "--scale", "percent").stdout
+    )
+    assert percent["predicted_final"] == auto["predicted_final"]
+    result = _run("forecast", path, "--fit-fraction", "0.2", "--scale", "fraction")
+    assert result.exit_code == 2 and "outside [0, 1] (--scale fraction)" in result.stderr, result.output
+    result = _run("forecast", path, "--scale", "percentage")
+    assert result.exit_code == 2 and "--scale must be auto, fraction, percent or reward" in result.stderr
+
+
+def test_a_csv_without_a_step_column_is_refused_unless_compute_column_names_one(tmp_path):
+    path = tmp_path / "nostep.csv"
+    path.write_text("iteration,runA\n" + "\n".join(f"{s:g},{0.1 + s / 1000:.4f}" for s in X) + "\n")
+    result = _run("forecast", path, "--json")
+    assert result.exit_code == 2, result.output
+    assert f"{path}: no Step column (columns: iteration, runA); --compute-column NAME" in result.stderr
+    result = _run("forecast", path, "--json", "--compute-column", "iteration")
+    assert result.exit_code == 0 and [r["run"] for r in json.loads(result.stdout)] == ["runA"]
+
+
+def test_sweep_fit_takes_the_sweep_folder_and_says_when_no_lr_or_batch_size_is_found(tmp_path):
+    for lr, a in ((5e-7, 0.4), (1e-6, 0.5), (2e-6, 0.55)):
+        _probe(tmp_path / "sweep" / f"lr{lr:g}_mb64", _curve(a, 60.0), _curve(0.3, 60.0), lr=lr)
+    result = _run("sweep-fit", tmp_path / "sweep")
+    assert result.exit_code == 0, result.output
+    fit = json.loads(result.stdout)  # the fit on stdout, nothing else
+    assert fit["hyperparameters"] == ["lr"] and fit["runs"] == 3 and fit["fixed"] == {"batch_size": 64}
+    for name in ("a", "b", "c"):
+        _probe(tmp_path / "bare" / name, _curve(0.4, 60.0), _curve(0.3, 60.0))
+    result = _run("sweep-fit", tmp_path / "bare")
+    assert result.exit_code == 2, result.output
+    assert "no learning rate or batch size found for any of the 3 run(s)" in result.stderr
+    assert "summary.json (config.learning_rate, config.mini_batch)" in result.stderr
+    assert "needs runs whose lr and/or batch_size differ" not in result.stderr
+
+
+def test_an_output_that_cannot_be_written_is_one_line_before_any_fit(tmp_path, monkeypatch):
+    import evals.backtest
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before checking -o")
+
+    monkeypatch.setattr(evals.backtest, "forecast_curves", no_fit)
+    path = tmp_path / "curves.csv"
+    _csv(path, {"run": _curve(0.5, 50.0)})
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir").mkdir()
+    result = _run("forecast", path, "-o", tmp_path / "afile")
+    assert result.exit_code == 2 and "afile: exists and is not a folder" in result.stderr, result.output
+    result = _run("compare", path, "--column", "run", "-o", tmp_path / "adir")
+    assert result.exit_code == 2 and "adir: is a folder; -o names the JSON file" in result.stderr, (
+        result.output
+    )
+    assert not (tmp_path / "adir.tmp").exists()
+    result = _run("forecast", path, "-o", tmp_path / "afile" / "sub")
+    assert result.exit_code == 2 and "is a file, not a folder" in result.stderr, result.output
+
+
+def test_default_output_is_in_the_current_folder_and_tells_experiments_apart(tmp_path, monkeypatch):
+    for exp in ("exp1", "exp2"):
+        _csv(tmp_path / "data" / exp / "acc_math500.csv", {"run - acc": _curve(0.5, 50.0)})
+    _probe(tmp_path / "data" / "probe", _curve(0.5, 50.0), _curve(0.3, 50.0))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for exp in ("exp1", "exp2"):
+        result = _run("forecast", tmp_path / "data" / exp / "acc_math500.csv", "--n-boot", "0")
+        assert result.exit_code == 0, result.output
+        assert f"wrote forecast-{exp}-acc_math500/forecast.json" in result.stderr
+        assert "RL forecast" in result.stdout  # the table is a result: stdout
+    result = _run("forecast", tmp_path / "data" / "probe", "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    assert (work / "forecast-probe" / "forecast.json").is_file()
+    assert not (tmp_path / "data" / "probe" / "forecast").exists()  # never inside the input
+    result = _run("forecast", tmp_path / "data" / "exp1" / "acc_math500.csv", "--n-boot", "0")
+    assert "replacing the earlier forecast in forecast-exp1-acc_math500" in result.stderr
+    monkeypatch.chdir(tmp_path / "data" / "probe")
+    result = _run("forecast", ".", "--n-boot", "0")
+    assert result.exit_code == 2 and "would land in the input; pass -o" in result.stderr
+
+
+def test_two_rows_at_one_step_are_averaged_with_a_line(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("Step,run\n0,0.1\n10,0.2\n10,0.4\n20,0.35\n30,0.4\n")
+    notes: list[str] = []
+    [curve] = read_curves_csv(path, report=notes.append)
+    assert curve.x.tolist() == [0.0, 10.0, 20.0, 30.0] and curve.y[1] == pytest.approx(0.3)
+    assert notes == [
+        f"run 'run' ({path}): 1 Step value(s) given more than once (10); their values are averaged"
+    ]
+    result = _run("forecast", path, "--json")
+    assert result.exit_code == 0 and "their values are averaged" in result.stderr, result.output
+
+
+def test_a_curve_falling_over_its_fitted_points_gets_a_warning(tmp_path):
+    path = tmp_path / "fall.csv"
+    rise_fall = np.where(X < 100, 0.1 + X / 250, 0.5 - (X - 100) / 500)
+    _csv(path, {"falls": rise_fall, "rises": _curve(0.5, 50.0)})
+    result = _run("forecast", path, "--json")
+    assert result.exit_code == 0, result.output
+    assert f"warning: run 'falls' ({path}) falls over its fitted points" in result.stderr
+    assert "run 'rises'" not in result.stderr
+
+
+def test_json_with_out_writes_out_and_odd_files_in_a_folder_are_skipped_with_a_line(tmp_path):
+    _csv(tmp_path / "in" / "good.csv", {"run": _curve(0.5, 50.0)})
+    (tmp_path / "in" / "semi.csv").write_text("Step;run\n0;0.1\n10;0.2\n20;0.3\n")
+    out = tmp_path / "out"
+    result = _run("forecast", tmp_path / "in", "--json", "-o", out, "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(result.stdout)] == ["run"]
+    assert json.loads((out / "forecast.json").read_text())[0]["run"] == "run"
+    assert f"skipped {tmp_path / 'in' / 'semi.csv'}: separated by semicolons, not commas" in result.stderr
+
+
+def test_png_y_label_says_the_metric():
+    from evals.forecast_report import y_label
+
+    assert y_label("grpo - val/reward", (-1.0, 1.0)) == "val/reward (reward)"
+    assert y_label("heldout_mean@4", (0.0, 1.0)) == "heldout_mean@4 (accuracy)"
+    assert y_label("aime", (0.0, 100.0)) == "aime (accuracy (%))"
