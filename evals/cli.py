@@ -141,11 +141,18 @@ def rl_probe_cmd(
     seed: int = typer.Option(0),
     on_overlap: str = typer.Option("drop", help="drop | fail | warn on prompts overlapping eval sets."),
     vllm: str = typer.Option("auto", help="auto | on | off: vLLM generation (GPU)."),
+    checkpoints: bool = typer.Option(
+        True,
+        help="Save the trainer state at each validation (the last one only, removed when the probe finishes), "
+        "so a rerun resumes a killed probe; --no-checkpoints saves disk (a 3B model with Adam: ~36 GB).",
+    ),
 ) -> None:
     """GRPO on MATH8K-style prompts with OctoThinker's settings, validated every K steps.
 
     Reads MODEL, PROMPTS and DATA_DIR; writes OUT/validation.csv (Step, rollouts, heldout_mean@n, math500,
-    mean_response_length, ...), OUT/overlap.json, OUT/summary.json; `mathmix eval forecast OUT` reads them.
+    mean_response_length, ...), OUT/overlap.json, OUT/job.json, OUT/summary.json and, while it runs, the last
+    checkpoint under OUT/trainer/; `mathmix eval forecast OUT` reads them. A rerun of the same command resumes
+    from that checkpoint; another model, prompt file or settings into the same OUT are refused.
     """
     from evals.rl_probe import run_probe
 
@@ -166,12 +173,15 @@ def rl_probe_cmd(
         seed=seed,
         on_overlap=on_overlap,
         vllm=vllm,
+        checkpoints=checkpoints,
     )
     bench_dir = opt.check_inputs(prompts, data_dir, no_eval_sets, config)
     check_output(out)
     on_interrupt(
         f"interrupted: the probe resumes from its last checkpoint in {out}/trainer (saved at each validation) "
         "when the same command is rerun"
+        if checkpoints
+        else "interrupted: with --no-checkpoints a rerun of the same command starts the probe over"
     )
     try:
         summary = run_probe(model, prompts, out, config, bench_dir)
