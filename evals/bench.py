@@ -215,10 +215,13 @@ def run_bench(
 
 
 def print_results_table(summary: dict[str, Any]) -> None:
-    """Accuracy per benchmark as a rich table (stderr)."""
+    """Accuracy per benchmark as a rich table on stdout (results; messages stay on stderr)."""
+    import sys
+
+    from rich.console import Console
     from rich.table import Table
 
-    from mathmix.cli_util import console
+    console = Console(width=None if sys.stdout.isatty() else 160)
 
     table = Table(title=f"{summary['model']} ({summary['backend']})")
     for column in ("benchmark", "shots", "n", "accuracy (%)"):
