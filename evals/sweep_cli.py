@@ -87,46 +87,7 @@ def sweep_records(paths: list[Path], column: str) -> list[dict[str, Any]]:
 
 
 def add_sweep_commands(app: typer.Typer) -> None:
-    """Register `sweep` and `sweep-fit` on the eval group."""
-
-    @app.command("sweep-fit")
-    def sweep_fit_cmd(
-        paths: list[Path] = typer.Argument(
-            ..., help="Probe folders, a sweep folder holding them, or CSVs with lr/bs in column names."
-        ),
-        column: str = typer.Option("heldout", help="Curve to forecast in each run."),
-        out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
-    ) -> None:
-        """Fit forecast A and log Cmid against log LR and log batch size. Reads PATHS (a sweep folder: its probe
-        folders; lr and batch size from each probe's summary.json); prints the fit to stdout (and writes it).
-        A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
-        one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
-        null, with an `r2_note`, where it means nothing."""
-        from evals.forecast_report import fit_sweep
-
-        missing = [str(p) for p in paths if not p.exists()]
-        if missing:
-            fail(f"not found: {', '.join(missing)}")
-        if out is not None and out.is_dir():
-            fail(f"{out}: is a folder; -o names the JSON file to write (e.g. {out / 'sweep-fit.json'})")
-        try:
-            records = sweep_records(paths, column)
-            fit = fit_sweep(records)
-        except ValueError as err:
-            fail(str(err))
-        for key, why in fit["confounded"].items():
-            console.print(f"[yellow]warning: {key} {why}[/]")
-        for key, runs in fit["ignored"].items():
-            shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
-            console.print(
-                f"[yellow]warning: {key} left out of the fit: {len(runs)} run(s) do not give it ({shown})[/]"
-            )
-        fit["records"] = records
-        if out:
-            write_json(out, fit)
-        _print_json({k: v for k, v in fit.items() if k != "records"})
-        if out:
-            console.print(f"wrote {out}", soft_wrap=True, markup=False, highlight=False)
+    """Register `sweep` and `sweep-fit` on the eval group, in that order in --help."""
 
     @app.command("sweep")
     def sweep_cmd(
@@ -197,6 +158,45 @@ def add_sweep_commands(app: typer.Typer) -> None:
             fail(str(err))
         write_json(out / "sweep.json", fit)
         _print_json({k: v for k, v in fit.items() if k != "records"})
+
+    @app.command("sweep-fit")
+    def sweep_fit_cmd(
+        paths: list[Path] = typer.Argument(
+            ..., help="Probe folders, a sweep folder holding them, or CSVs with lr/bs in column names."
+        ),
+        column: str = typer.Option("heldout", help="Curve to forecast in each run."),
+        out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
+    ) -> None:
+        """Fit forecast A and log Cmid against log LR and log batch size. Reads PATHS (a sweep folder: its probe
+        folders; lr and batch size from each probe's summary.json); prints the fit to stdout (and writes it).
+        A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
+        one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
+        null, with an `r2_note`, where it means nothing."""
+        from evals.forecast_report import fit_sweep
+
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            fail(f"not found: {', '.join(missing)}")
+        if out is not None and out.is_dir():
+            fail(f"{out}: is a folder; -o names the JSON file to write (e.g. {out / 'sweep-fit.json'})")
+        try:
+            records = sweep_records(paths, column)
+            fit = fit_sweep(records)
+        except ValueError as err:
+            fail(str(err))
+        for key, why in fit["confounded"].items():
+            console.print(f"[yellow]warning: {key} {why}[/]")
+        for key, runs in fit["ignored"].items():
+            shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
+            console.print(
+                f"[yellow]warning: {key} left out of the fit: {len(runs)} run(s) do not give it ({shown})[/]"
+            )
+        fit["records"] = records
+        if out:
+            write_json(out, fit)
+        _print_json({k: v for k, v in fit.items() if k != "records"})
+        if out:
+            console.print(f"wrote {out}", soft_wrap=True, markup=False, highlight=False)
 
 
 def _print_json(data: dict[str, Any]) -> None:
