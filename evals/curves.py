@@ -19,8 +19,9 @@ import numpy as np
 _SKIP_SUFFIXES = ("__MIN", "__MAX", "__step")
 
 # Words that say a column is not an accuracy (the forecast fits accuracies; lengths are tracked, not forecast).
-# Matched as whole words of the metric's name (`_`, `/`, spaces and other non-alphanumerics separate words): a
-# run called `base_40Btokens` or `longtime_run` is an accuracy; `mean_response_length` and `Wall Time` are not.
+# Matched as whole words of the metric's name (`_`, `/`, spaces and other non-alphanumerics separate words), plural
+# or not: a run called `base_40Btokens` or `longtime_run` is an accuracy; `mean_response_length`, `Wall Time` and
+# verl's `critic/rewards/mean` are not.
 _NOT_ACCURACY = (
     "length",
     "lengths",
@@ -40,9 +41,11 @@ _NOT_ACCURACY = (
     "grad_norm",
     "entropy",
 )
-_NOT_ACCURACY_RE = re.compile(r"(?<![a-z0-9])(" + "|".join(_NOT_ACCURACY) + r")(?![a-z0-9])")
+_NOT_ACCURACY_RE = re.compile(r"(?<![a-z0-9])(" + "|".join(_NOT_ACCURACY) + r")(?:s|es)?(?![a-z0-9])")
 # `--scale`: the range a curve's metric lives in; "auto" takes it from the whole column as read (`column_unit`).
 SCALES = {"fraction": (0.0, 1.0), "percent": (0.0, 100.0), "reward": (-1.0, 1.0)}
+# What a CSV without a Step column is told (`forecast` takes another compute axis; compare and sweep-fit do not).
+STEP_HINT = "--compute-column NAME uses one of them as compute"
 
 
 @dataclass
@@ -82,8 +85,8 @@ def run_folder(curve: Curve) -> str | None:
 
     A probe's columns are named after the metric (`heldout_mean@4`), not the run: its folder is the run.
     """
-    source = Path(curve.source)
-    return str(source.parent) if source.name == "validation.csv" else None
+    source = Path(curve.source)  # resolved: `probe` and `/abs/probe` are one folder
+    return str(source.resolve().parent) if source.name == "validation.csv" else None
 
 
 def curve_key(curve: Curve) -> tuple:
@@ -117,7 +120,7 @@ def column_unit(y: np.ndarray, scale: str = "auto") -> tuple[float, float] | Non
     y = np.asarray(y, dtype=float)
     if scale == "auto":
         lo, hi = value_range(y)
-        return (lo, hi) if lo in (0.0, -1.0) and hi in (1.0, 100.0) else None
+        return (lo, hi) if (lo, hi) in SCALES.values() else None  # not [-1, 100]: no such unit
     if scale not in SCALES:
         raise ValueError(f"--scale must be auto, {', '.join(SCALES)} (got {scale!r})")
     lo, hi = SCALES[scale]
@@ -141,6 +144,7 @@ def read_curves_csv(
     compute_column: str | None = None,
     accuracy_only: bool = True,
     report: Callable[[str], None] | None = None,
+    step_hint: str = STEP_HINT,
 ) -> list[Curve]:
     """Read every run column of a curve CSV; empty cells (runs of different lengths) are skipped.
 
@@ -151,6 +155,7 @@ def read_curves_csv(
         accuracy_only: keep only columns that look like accuracies (see `is_accuracy_column`).
         report: called with a line for each column that holds no number, and for each run given two values at
             one step (they are averaged: the run is a function of compute).
+        step_hint: what the error for a file without a Step column tells the user to do.
     """
     path = Path(path)
     try:
@@ -172,9 +177,7 @@ def read_curves_csv(
         found = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
         if compute_column:
             raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {found})")
-        raise ValueError(
-            f"{path}: no Step column (columns: {found}); --compute-column NAME uses one of them as compute"
-        )
+        raise ValueError(f"{path}: no Step column (columns: {found}); {step_hint}")
     x_index = lower.index(wanted)
     curves = []
     for j, name in enumerate(header):
@@ -226,6 +229,7 @@ def load_curves(
     dedupe: bool = True,
     on_error: Callable[[Path, str], None] | None = None,
     report: Callable[[str], None] | None = None,
+    step_hint: str = STEP_HINT,
 ) -> list[Curve]:
     """All accuracy curves under PATH; with `dedupe`, a run exported twice (same `curve_key`) is read once.
 
@@ -239,7 +243,9 @@ def load_curves(
     every: list[Curve] = []
     for file in find_curve_files(path):
         try:
-            every += read_curves_csv(file, compute_column=compute_column, accuracy_only=False, report=report)
+            every += read_curves_csv(
+                file, compute_column=compute_column, accuracy_only=False, report=report, step_hint=step_hint
+            )
         except ValueError as err:
             if on_error is None:
                 raise

@@ -16,6 +16,11 @@ from rich.console import Console
 
 from mathmix.cli_util import console, fail, write_json
 
+# compare and sweep-fit read the compute from a Step column: they have no --compute-column to point to.
+NO_STEP_HINT = (
+    "compare and sweep-fit read the compute from a column named Step (forecast takes --compute-column)"
+)
+
 
 def add_forecast_commands(app: typer.Typer) -> None:
     """Register `forecast` and `compare` on the eval group."""
@@ -55,14 +60,15 @@ def _note(line: str) -> None:
     console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
-def check_out(out: Path | None, kind: str) -> None:
-    """One line before any fitting where OUT cannot be written: a folder (forecast) or a JSON file (the others)."""
+def check_out(out: Path | None, kind: str, example: str = "ranking.json") -> None:
+    """One line before any fitting where OUT cannot be written: a folder (forecast) or a JSON file (the others,
+    EXAMPLE being the file name the message suggests)."""
     if out is None:
         return
     if kind == "folder" and out.exists() and not out.is_dir():
         fail(f"{out}: exists and is not a folder; -o names the folder for forecast.json and forecast.png")
     if kind == "file" and out.is_dir():
-        fail(f"{out}: is a folder; -o names the JSON file to write (e.g. {out / 'ranking.json'})")
+        fail(f"{out}: is a folder; -o names the JSON file to write (e.g. {out / example})")
     blocked = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
     if blocked is not None:
         fail(f"{out}: {blocked} is a file, not a folder")
@@ -90,9 +96,12 @@ def _base(curve_or_file: Any) -> str:
     return str(source.parent) if source.name == "validation.csv" else str(source)
 
 
-def _read_curves(path: Path, compute_column: str | None, scale: str) -> list:
-    """PATH's curves as read (a run exported twice is kept in each file: each file is pooled on its own runs)."""
-    from evals.curves import column_unit, load_curves
+def _read_curves(path: Path, compute_column: str | None, scale: str, step_hint: str | None = None) -> list:
+    """PATH's curves as read (a run exported twice is kept in each file: each file is pooled on its own runs).
+
+    `step_hint`: what a CSV without a Step column is told (default: --compute-column, which forecast takes).
+    """
+    from evals.curves import STEP_HINT, column_unit, load_curves
 
     if not path.exists():
         fail(f"not found: {path}")
@@ -102,7 +111,12 @@ def _read_curves(path: Path, compute_column: str | None, scale: str) -> list:
 
     try:  # a single file that cannot be read is an error; in a folder it is skipped with a line
         curves = load_curves(
-            path, compute_column, dedupe=False, on_error=None if path.is_file() else skip_file, report=_note
+            path,
+            compute_column,
+            dedupe=False,
+            on_error=None if path.is_file() else skip_file,
+            report=_note,
+            step_hint=step_hint or STEP_HINT,
         )
     except ValueError as err:
         fail(str(err))
@@ -145,12 +159,13 @@ def _forecast_all(
     column: str | None,
     scale: str = "auto",
     with_source: bool = False,
+    step_hint: str | None = None,
 ) -> list[tuple[dict, Any, Any, int]]:
     """(record, fit, curve, fitted points) per run of PATHS, a run exported twice (`curve_key`) shown once.
 
     Each file's runs are fitted together as read (the pooled gain prior counts every forecastable accuracy run of
     the file, whatever --column shows): a run's forecast is the same read from its file or from a folder.
-    `with_source`: each record starts with "source", the PATH it was read through.
+    `with_source`: each record starts with "source", the PATH it was read through. `step_hint`: see `_read_curves`.
     """
     from evals.backtest import MIN_FIT_POINTS, can_forecast, fit_window, forecast_curves
     from evals.curves import first_of_each
@@ -158,7 +173,7 @@ def _forecast_all(
     _check_forecast_options(fit_fraction, skip_fraction, n_boot, target, scale)
     results = []
     for path in paths:
-        curves = _read_curves(path, compute_column, scale)
+        curves = _read_curves(path, compute_column, scale, step_hint)
         if not curves:
             fail(
                 f"no accuracy curve in {path} (a CSV with a Step column, or a probe folder with validation.csv)"
@@ -331,7 +346,9 @@ def compare_cmd(
     from evals.forecast_report import rank_by_asymptote
 
     check_out(out, "file")
-    results = _forecast_all(paths, 1.0, None, 0.0, n_boot, None, column, scale, with_source=True)
+    results = _forecast_all(
+        paths, 1.0, None, 0.0, n_boot, None, column, scale, with_source=True, step_hint=NO_STEP_HINT
+    )
     ranked = rank_by_asymptote([record for record, *_ in results])
     if out:
         write_json(out, ranked)

@@ -72,6 +72,10 @@ def y_label(name: str, scale: tuple[float, float]) -> str:
     return f"{_short(metric, 30)} ({kind})"
 
 
+def _names(names: list[str]) -> str:
+    return f"{len(names)} run(s): " + ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
 def _short(name: str, width: int = 60) -> str:
     return name if len(name) <= width else "..." + name[-width:]
 
@@ -96,6 +100,13 @@ def parse_hparams(name: str) -> dict[str, float]:
     return found
 
 
+def run_label(record: dict[str, Any]) -> str:
+    """What names a sweep run in a message: a probe's folder (its column is the metric, `heldout_mean@4`, in every
+    probe), else the run column."""
+    file = Path(str(record.get("file", "")))
+    return str(file.parent) if file.name == "validation.csv" else str(record.get("run"))
+
+
 def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How forecast A and log Cmid move with log LR and log batch size (least squares over the sweep's runs).
 
@@ -111,25 +122,25 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     """
     present = [k for k in ("lr", "batch_size") if records and all(k in r for r in records)]
     ignored = {
-        k: [str(r.get("run")) for r in records if k not in r]
+        k: [run_label(r) for r in records if k not in r]
         for k in ("lr", "batch_size")
         if k not in present and any(k in r for r in records)
     }
     bad = next((r for r in records for k in present if not r[k] > 0), None)
     if bad is not None:
-        raise ValueError(f"run {bad.get('run')!r}: lr and batch_size must be > 0 for a log-scale fit")
+        raise ValueError(f"run {run_label(bad)!r}: lr and batch_size must be > 0 for a log-scale fit")
     fixed = {k: records[0][k] for k in present if np.ptp(np.log([r[k] for r in records])) < 1e-9}
     keys = [k for k in present if k not in fixed]
     if not keys:
-        if fixed:
-            detail = f" (every run has {', '.join(f'{k} {v:g}' for k, v in fixed.items())})"
-        elif ignored:
-            detail = (
-                " (" + "; ".join(f"{k} missing for {len(runs)} run(s)" for k, runs in ignored.items()) + ")"
-            )
-        else:
+        if not fixed and not ignored:
             raise ValueError("a sweep fit needs an lr and/or batch_size per run, and no run gives either")
-        raise ValueError(f"a sweep fit needs runs whose lr and/or batch_size differ{detail}")
+        detail = [f"every run has {', '.join(f'{k} {v:g}' for k, v in fixed.items())}"] if fixed else []
+        detail += [f"{k} missing for {_names(runs)}" for k, runs in ignored.items()]
+        # where some runs lack a value, the others may well differ: the runs that lack it are what to fix
+        need = (
+            "an lr and/or batch_size from every run" if ignored else "runs whose lr and/or batch_size differ"
+        )
+        raise ValueError(f"a sweep fit needs {need} ({'; '.join(detail)})")
     if len(records) < len(keys) + 1:
         raise ValueError(f"a sweep fit over {' and '.join(keys)} needs {len(keys) + 1} runs or more")
     design = np.column_stack([np.ones(len(records))] + [np.log([r[k] for r in records]) for k in keys])

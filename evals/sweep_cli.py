@@ -46,42 +46,47 @@ def _probe_hparams(folder: Path) -> dict[str, Any]:
 def sweep_records(paths: list[Path], column: str) -> list[dict[str, Any]]:
     """Forecast the `column` curve of each probe folder / CSV column and attach its lr and batch size.
 
-    A sweep folder stands for its probe folders (`probe_runs`). A probe's lr and batch size come from the
+    A sweep folder stands for its probe folders (`probe_runs`). Each curve is forecast as `eval forecast` and
+    `compare` forecast it: the runs of its file pooled as read (a probe's held-out curve with its MATH500), the
+    unit from the whole column; a run exported twice counts once. A probe's lr and batch size come from the
     summary.json next to its validation.csv, a CSV column's from its name (`..._lr1e-6_bs64`); none found for
     any run is a ValueError that says where they were looked for.
     """
-    from evals.backtest import can_forecast, forecast_curve
-    from evals.curves import load_curves
-    from evals.forecast_report import parse_hparams
+    from evals.backtest import can_forecast, forecast_curves
+    from evals.curves import column_unit, first_of_each, load_curves
+    from evals.forecast_cli import NO_STEP_HINT
+    from evals.forecast_report import parse_hparams, run_label
 
     runs = probe_runs(paths)
     records = []
     for path in runs:
-        for curve in load_curves(path):
-            if column not in curve.name or not can_forecast(curve, 1.0):
-                continue
-            record, _ = forecast_curve(curve)
+        curves = [c for c in load_curves(path, dedupe=False, step_hint=NO_STEP_HINT) if can_forecast(c, 1.0)]
+        for curve in curves:
+            curve.unit = column_unit(curve.y)
+        shown = [c for c in curves if column in c.name]
+        if not shown:
+            continue
+        others = [c for c in curves if all(c is not s for s in shown)]
+        for (record, _), curve in zip(forecast_curves(shown, pool_only=others), shown, strict=True):
             probe = Path(curve.source).name == "validation.csv"
             hparams = (_probe_hparams(Path(curve.source).parent) if probe else {}) or parse_hparams(
                 curve.name
             )
             found = {k: v for k, v in hparams.items() if v is not None}
-            records.append({"source": str(path), "file": curve.source, **record, **found})
+            records.append(({"source": str(path), "file": curve.source, **record, **found}, curve))
+    records = [records[i][0] for i in first_of_each([curve for _, curve in records])]
     if not records:
         raise ValueError(
             f"no curve of 3 points or more matches --column {column!r} in {', '.join(map(str, runs))}"
         )
     if not any("lr" in r or "batch_size" in r for r in records):
-        names = [
-            str(Path(r["file"]).parent) if Path(r["file"]).name == "validation.csv" else r["run"]
-            for r in records
-        ]
-        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        names = [run_label(r) for r in records]
+        shown_names = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         raise ValueError(
-            f"no learning rate or batch size found for any of the {len(records)} run(s) ({shown}): a probe "
-            "folder's come from its summary.json (config.learning_rate, config.mini_batch), a CSV column's from "
-            "its name (e.g. run_lr1e-6_bs64); pass probe folders written by `mathmix eval rl-probe` or `sweep`, "
-            "or their sweep folder"
+            f"no learning rate or batch size found for any of the {len(records)} run(s) ({shown_names}): a "
+            "probe folder's come from its summary.json (config.learning_rate, config.mini_batch), a CSV column's "
+            "from its name (e.g. run_lr1e-6_bs64); pass probe folders written by `mathmix eval rl-probe` or "
+            "`sweep`, or their sweep folder"
         )
     return records
 
@@ -167,18 +172,21 @@ def add_sweep_commands(app: typer.Typer) -> None:
         column: str = typer.Option("heldout", help="Curve to forecast in each run."),
         out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
     ) -> None:
-        """Fit forecast A and log Cmid against log LR and log batch size. Reads PATHS (a sweep folder: its probe
-        folders; lr and batch size from each probe's summary.json); prints the fit to stdout (and writes it).
-        A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
+        """Fit forecast A and log Cmid against log LR and log batch size.
+
+        Reads PATHS (a sweep folder: its probe folders; lr and batch size from each probe's summary.json); prints
+        the fit to stdout (and writes it). A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
         one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
         null, with an `r2_note`, where it means nothing."""
+        from evals.forecast_cli import check_out
         from evals.forecast_report import fit_sweep
 
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
             fail(f"not found: {', '.join(missing)}")
-        if out is not None and out.is_dir():
-            fail(f"{out}: is a folder; -o names the JSON file to write (e.g. {out / 'sweep-fit.json'})")
+        check_out(
+            out, "file", "sweep-fit.json"
+        )  # a folder, or a file on the way: one line before any fitting
         try:
             records = sweep_records(paths, column)
             fit = fit_sweep(records)

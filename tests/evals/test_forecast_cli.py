@@ -262,3 +262,120 @@ def test_png_y_label_says_the_metric():
     assert y_label("grpo - val/reward", (-1.0, 1.0)) == "val/reward (reward)"
     assert y_label("heldout_mean@4", (0.0, 1.0)) == "heldout_mean@4 (accuracy)"
     assert y_label("aime", (0.0, 100.0)) == "aime (accuracy (%))"
+
+
+def test_sweep_fit_output_under_a_file_is_one_line_before_any_fit(tmp_path, monkeypatch):
+    """sweep-fit checked only for a folder: `-o FILE/fit.json` was a FileExistsError traceback after fitting."""
+    import evals.backtest
+
+    for lr, a in ((5e-7, 0.4), (1e-6, 0.5), (2e-6, 0.55)):
+        _probe(tmp_path / "sweep" / f"lr{lr:g}_mb64", _curve(a, 60.0), _curve(0.3, 60.0), lr=lr)
+    (tmp_path / "afile").write_text("")
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before checking -o")
+
+    monkeypatch.setattr(evals.backtest, "forecast_curves", no_fit)
+    result = _run("sweep-fit", tmp_path / "sweep", "-o", tmp_path / "afile" / "fit.json")
+    assert result.exit_code == 2 and "afile is a file, not a folder" in result.stderr, result.output
+    (tmp_path / "adir").mkdir()
+    result = _run("sweep-fit", tmp_path / "sweep", "-o", tmp_path / "adir")
+    assert result.exit_code == 2 and "is a folder; -o names the JSON file" in result.stderr, result.output
+    assert "sweep-fit.json" in result.stderr
+
+
+def test_compare_and_sweep_fit_do_not_point_a_csv_without_step_to_an_option_they_lack(tmp_path):
+    """The error for a CSV without Step said `--compute-column NAME uses one of them`: only forecast has it."""
+    path = tmp_path / "nostep.csv"
+    path.write_text(
+        "iteration,run_lr1e-6_bs64,run_lr2e-6_bs64\n" + "\n".join(f"{s:g},0.1,0.2" for s in X) + "\n"
+    )
+    for command in ("compare", "sweep-fit"):
+        result = _run(command, path, "--column", "run")
+        assert result.exit_code == 2, result.output
+        assert (
+            f"{path}: no Step column (columns: iteration, run_lr1e-6_bs64, run_lr2e-6_bs64)" in result.stderr
+        )
+        assert "read the compute from a column named Step" in result.stderr
+        assert "uses one of them as compute" not in result.stderr
+    result = _run("forecast", path, "--json")
+    assert result.exit_code == 2 and "--compute-column NAME uses one of them as compute" in result.stderr
+
+
+def test_one_probe_given_by_two_paths_is_ranked_once(tmp_path, monkeypatch):
+    """`probe` and `/abs/probe` were two folders: the same probe was ranked twice."""
+    _probe(tmp_path / "probe", _curve(0.5, 60.0), _curve(0.3, 60.0))
+    _probe(tmp_path / "other", _curve(0.5, 60.0), _curve(0.3, 60.0))  # same values, another probe
+    monkeypatch.chdir(tmp_path)
+    ranking = tmp_path / "ranking.json"
+    result = _run("compare", "probe", tmp_path / "probe", "other", "--n-boot", "0", "-o", ranking)
+    assert result.exit_code == 0, result.output
+    assert [r["file"] for r in json.loads(ranking.read_text())] == [
+        "probe/validation.csv",
+        "other/validation.csv",
+    ]
+    assert f"skipped run 'heldout_mean@4' ({tmp_path / 'probe' / 'validation.csv'})" in result.stderr
+
+
+def test_plural_non_accuracy_words_are_not_forecast(tmp_path):
+    """Whole-word matching let verl's `critic/rewards/mean` and `actor/losses` through as accuracies (the word
+    used to match anywhere in the metric)."""
+    from evals.curves import is_accuracy_column
+
+    assert not is_accuracy_column("grpo - critic/rewards/mean")
+    assert not is_accuracy_column("actor/losses") and not is_accuracy_column("epochs")
+    assert is_accuracy_column("grpo_40Btokens - val/test_score/MATH500") and is_accuracy_column(
+        "longtime_run"
+    )
+    path = tmp_path / "verl.csv"
+    _csv(path, {"grpo - val/acc": _curve(0.5, 50.0), "grpo - critic/rewards/mean": 2 * _curve(0.5, 50.0) - 1})
+    result = _run("forecast", path, "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(result.stdout)] == ["grpo - val/acc"]
+    assert (
+        "skipped column 'grpo - critic/rewards/mean'" in result.stderr
+        and "'reward' in its name" in result.stderr
+    )
+
+
+def test_auto_units_are_fraction_percent_reward_or_none():
+    """[-0.5, 50] was given the unit [-1, 100], which is none of the three."""
+    from evals.curves import column_unit
+
+    assert column_unit(np.array([0.1, 0.9])) == (0.0, 1.0)
+    assert column_unit(np.array([0.1, 45.0])) == (0.0, 100.0)
+    assert column_unit(np.array([-0.8, 0.4])) == (-1.0, 1.0)
+    assert column_unit(np.array([-0.5, 50.0])) is None
+    assert column_unit(np.array([3.0, 450.0])) is None
+
+
+def test_sweep_fit_forecasts_a_probe_as_compare_does(tmp_path):
+    """sweep-fit fitted the held-out curve alone: its A for a probe differed from `compare` and `forecast` on the
+    same folder, which pool it with the probe's MATH500 curve."""
+    for lr, a in ((5e-7, 0.25), (1e-6, 0.3), (2e-6, 0.35)):
+        heldout = sigmoid_curve(X, 0.1, a, 2.0, 240.0)  # still rising: the pooled gain prior matters
+        _probe(tmp_path / "sweep" / f"lr{lr:g}_mb64", heldout, sigmoid_curve(X, 0.1, 0.7, 3.0, 60.0), lr=lr)
+    out = tmp_path / "fit.json"
+    result = _run("sweep-fit", tmp_path / "sweep", "-o", out)
+    assert result.exit_code == 0, result.output
+    ranking = tmp_path / "ranking.json"
+    result = _run("compare", tmp_path / "sweep", "--n-boot", "0", "-o", ranking)
+    assert result.exit_code == 0, result.output
+    compared = {r["file"]: r["A"] for r in json.loads(ranking.read_text())}
+    swept = {r["file"]: r["A"] for r in json.loads(out.read_text())["records"]}
+    assert swept == compared and len(swept) == 3
+
+
+def test_sweep_fit_names_the_probe_without_an_lr(tmp_path):
+    """A sweep with an unfinished probe (no summary.json yet) was told 'needs runs whose lr and/or batch_size
+    differ (lr missing for 1 run(s))', though the lr differed; a probe was named by its column, heldout_mean@4."""
+    for lr, a in ((5e-7, 0.4), (1e-6, 0.5), (2e-6, 0.55)):
+        _probe(tmp_path / "sweep" / f"lr{lr:g}_mb64", _curve(a, 60.0), _curve(0.3, 60.0), lr=lr)
+    _probe(tmp_path / "sweep" / "lr4e-06_mb64", _curve(0.6, 60.0), _curve(0.3, 60.0))  # still running
+    result = _run("sweep-fit", tmp_path / "sweep")
+    assert result.exit_code == 2, result.output
+    unfinished = tmp_path / "sweep" / "lr4e-06_mb64"
+    assert (
+        f"a sweep fit needs an lr and/or batch_size from every run (lr missing for 1 run(s): {unfinished}; "
+        f"batch_size missing for 1 run(s): {unfinished})" in result.stderr
+    )
