@@ -2,7 +2,7 @@
 
 Two layouts are read the same way: Weights & Biases exports like `../shared/data/rl_curves/*/acc_*.csv`
 (`Step`, then per run `NAME - metric`, `NAME - metric__MIN`, `NAME - metric__MAX`) and the RL probe's
-`validation.csv` (`Step`, `compute`, `heldout_mean@n`, `math500`, `mean_response_length`, ...).
+`validation.csv` (`Step`, `rollouts`, `heldout_mean@n`, `math500`, `mean_response_length`, ...).
 """
 
 from __future__ import annotations

@@ -90,9 +90,9 @@ def default_forecast_out(path: Path) -> Path:
     return Path(f"forecast-{name}")
 
 
-def _base(curve_or_file: Any) -> str:
+def _base(file: str) -> str:
     """What a forecast row is a run of: a probe's folder, else the CSV it was read from."""
-    source = Path(getattr(curve_or_file, "source", curve_or_file))
+    source = Path(file)
     return str(source.parent) if source.name == "validation.csv" else str(source)
 
 
