@@ -155,7 +155,7 @@ def _record(
         "target": goal,
         "fit_points": len(seen.x),
         **{key: round(float(v), 6) for key, v in fit.params().items()},
-        "sigma": round(fit.sigma, 6),
+        "sigma": round(fit.sigma * (fit.scale[1] - fit.scale[0]), 6),  # in the curve's own units
     }
     if fit.intervals:
         record["intervals"] = {key: [round(v, 6) for v in pair] for key, pair in fit.intervals.items()}

@@ -46,6 +46,15 @@ def test_fit_on_a_reward_scale_curve_maps_back():
     assert fit.params()["A"] == pytest.approx(2 * 0.7 - 1, abs=0.06)
 
 
+def test_the_record_reports_sigma_in_the_curve_units():
+    """A percent curve's noise is reported in points of percent, as its A is (it read 0.01 on the 0-1 scale)."""
+    x, y01 = _synthetic(0.1, 0.7, 2.0, 80.0, sd=0.02, seed=3)
+    fraction, _ = forecast_curve(Curve("run", x, y01, "f.csv"))
+    percent, _ = forecast_curve(Curve("run", x, 100 * y01, "p.csv"))
+    assert percent["sigma"] == pytest.approx(100 * fraction["sigma"], rel=1e-3) and percent["sigma"] > 1
+    assert percent["A"] == pytest.approx(100 * fraction["A"], rel=1e-3)
+
+
 def test_early_forecast_of_a_known_curve_is_close():
     """Seeing the first 40% of a clean sigmoid that has passed its midpoint, the final value is forecast."""
     x, y = _synthetic(0.05, 0.55, 2.5, 60.0, sd=0.01, seed=3)
