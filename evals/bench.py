@@ -55,13 +55,14 @@ def bench_identity(
     model: str | Path,
     benchmarks: list[tuple[str, int]],
     data_dir: Path,
-    out_dir: Path,
+    run_dir: Path | None,
     settings: dict[str, Any],
     prompt_file: Path | None,
 ) -> dict[str, Any]:
-    """What a results folder was evaluated from: the model (a local folder by path and size, else its hub name),
-    the benchmark folder, the prompt file and the settings that change the outputs (not the batch size)."""
-    from pipelines.job_record import job_identity
+    """What a results folder was evaluated from: the model (a local folder by path, size and a sample of its
+    weights, else its hub name), the benchmark folder, the prompt file and the settings that change the outputs
+    (not the batch size). Paths inside RUN_DIR (a recipe's run folder) are recorded relative to it."""
+    from pipelines.job_record import job_identity, weights_digest
 
     local = Path(model).exists()
     inputs = [str(model)] if local else []
@@ -69,12 +70,18 @@ def bench_identity(
     settings = {"benchmarks": [list(b) for b in benchmarks], **settings}
     if not local:
         settings["model"] = str(model)
-    return job_identity(inputs, settings, run_dir=out_dir.parent)
+    extra = {"model_digest": digest} if (digest := weights_digest(model)) else {}
+    return job_identity(inputs, settings, run_dir=run_dir, command="eval bench", **extra)
 
 
 def _finished(out_dir: Path) -> bool:
-    """Whether a results folder holds any benchmark's results."""
-    return any(p.is_file() for name in BENCHMARKS for p in [out_dir / f"{name}.json"])
+    """Whether a folder holds finished work: a benchmark's results, or another command's output (a probe, a stage)."""
+    from pipelines.job_record import has_progress
+
+    names = [*BENCHMARKS, "results", "validation"]
+    return has_progress(out_dir) or any(
+        (out_dir / f"{n}.{ext}").is_file() for n in names for ext in ("json", "csv")
+    )
 
 
 def _kept_result(path: Path, shots: int, n: int) -> dict[str, Any] | None:
@@ -88,6 +95,15 @@ def _kept_result(path: Path, shots: int, n: int) -> dict[str, Any] | None:
     if isinstance(result, dict) and result.get("shots") == shots and result.get("n") == n:
         return result
     return None
+
+
+def _kept_seconds(path: Path, default: float) -> float:
+    import json
+
+    try:
+        return float(json.loads(path.read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return default
 
 
 def plan_bench(
@@ -142,8 +158,10 @@ def run_bench(
     backend: str = "auto",
     batch_size: int = 8,
     generator=None,
+    run_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Evaluate MODEL on each (benchmark, shots); benchmarks absent from DATA_DIR are skipped and reported.
+    RUN_DIR: the recipe run folder OUT_DIR belongs to (paths in it are recorded relative to it).
 
     OUT/job.json records the model, data and settings: a rerun of the same job keeps each benchmark whose results
     file is whole and evaluates the rest; another job into a folder holding results is refused (ValueError).
@@ -159,9 +177,13 @@ def run_bench(
 
     start = time.time()
     plan, skipped = plan_bench(benchmarks, data_dir, limit, zero_shot, prompt_file, seed)
+    if backend == "auto":  # the backend that will answer: auto and its choice are one job
+        from evals.generate import vllm_available
+
+        backend = "vllm" if vllm_available() else "transformers"
     settings = {"limit": limit, "zero_shot": zero_shot, "seed": seed, "max_new_tokens": max_new_tokens}
     identity = bench_identity(
-        model, benchmarks, data_dir, out_dir, {**settings, "backend": backend}, prompt_file
+        model, benchmarks, data_dir, run_dir, {**settings, "backend": backend}, prompt_file
     )
     rerun = check_job(out_dir, identity, "eval bench", progress=_finished)
     kept = {}
@@ -210,6 +232,8 @@ def run_bench(
                 row["truncated_prompts"] = result["truncated_prompts"]
             summary["benchmarks"][name] = row
     summary["seconds"] = round(time.time() - start, 2)
+    if not todo and (out_dir / "results.json").is_file():  # nothing evaluated now: keep the real timing
+        summary["seconds"] = _kept_seconds(out_dir / "results.json", summary["seconds"])
     write_json(out_dir / "results.json", summary)
     return summary
 

@@ -17,7 +17,8 @@ eval_app = typer.Typer(
 
 
 def default_bench_out(model: str) -> Path:
-    """./eval-NAME; a run's export folder (RUN/train/export, RUN/train/STAGE/export) is named after its run."""
+    """./eval-NAME; an export folder is named after the folder above it (RUN/train/export: eval-RUN-export,
+    RUN/train/STAGE/export: eval-STAGE-export), so two runs' exports do not share one results folder."""
     path = Path(model)
     name = path.name or "model"
     if path.is_dir() and name == "export":
@@ -175,8 +176,8 @@ def rl_probe_cmd(
     bench_dir = opt.check_inputs(prompts, data_dir, no_eval_sets, config)
     check_output(out)
     on_interrupt(
-        f"interrupted: the probe resumes from its last checkpoint in {out}/trainer (saved at each validation) "
-        "when the same command is rerun"
+        f"interrupted: rerun the same command to resume from the last checkpoint in {out}/trainer (saved after "
+        "each validation; before the first one, the probe starts over)"
         if checkpoints
         else "interrupted: with --no-checkpoints a rerun of the same command starts the probe over"
     )

@@ -211,33 +211,58 @@ def updates_per_step(config: ProbeConfig) -> int:
 
 
 def _has_work(out_dir: Path) -> bool:
-    """Whether a probe folder holds a probe's output: validation rows, a summary or a checkpoint."""
-    return any((out_dir / f).is_file() for f in ("validation.csv", "summary.json")) or any(
-        (out_dir / "trainer").glob("checkpoint-*")
+    """Whether a folder holds finished work: a probe's validation rows, summary or checkpoint, or another command's
+    output (eval bench results, a pipeline stage)."""
+    from pipelines.job_record import has_progress
+
+    return (
+        has_progress(out_dir)
+        or any((out_dir / f).is_file() for f in ("validation.csv", "results.json"))
+        or any((out_dir / "trainer").glob("checkpoint-*"))
     )
 
 
+WEIGHTS = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+def _whole(checkpoint: Path) -> bool:
+    """A checkpoint a resume can load: readable trainer state, optimizer state and weights (a kill while one was
+    written or removed leaves some of them out)."""
+    try:
+        json.loads((checkpoint / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (checkpoint / "optimizer.pt").is_file() and any((checkpoint / w).is_file() for w in WEIGHTS)
+
+
 def last_checkpoint(out_dir: Path) -> Path | None:
-    """The newest whole trainer checkpoint under OUT/trainer (one being written has no trainer_state.json)."""
+    """The newest whole trainer checkpoint under OUT/trainer (see `_whole`)."""
     found = [
         (int(p.name.removeprefix("checkpoint-")), p)
         for p in (out_dir / "trainer").glob("checkpoint-*")
-        if p.name.removeprefix("checkpoint-").isdigit() and (p / "trainer_state.json").is_file()
+        if p.name.removeprefix("checkpoint-").isdigit() and _whole(p)
     ]
     return max(found)[1] if found else None
 
 
-def probe_identity(
-    model: str | Path, prompts_path: Path, data_dir: Path | None, out_dir: Path, config
-) -> dict:
-    """What a probe folder was produced from: the model (a local folder by path and size, else its hub name), the
-    prompt file, the benchmark folder and the settings."""
-    from pipelines.job_record import job_identity
+def probe_identity(model: str | Path, prompts_path: Path, data_dir: Path | None, config) -> dict:
+    """What a probe folder was produced from: the model (a local folder by path, size and a sample of its weights,
+    else its hub name), the prompt file, the benchmark folder and the settings that shape the curve: not
+    `checkpoints`, `vllm` or `micro_batch`, which a resumed probe may change (a full disk, a GPU gone)."""
+    from pipelines.job_record import job_identity, weights_digest
 
     local = Path(model).exists()
     inputs = [str(p) for p in (model if local else None, prompts_path, data_dir) if p is not None]
     extra = {} if local else {"model": str(model)}
-    return job_identity(inputs, config.model_dump(mode="json"), run_dir=out_dir.parent, **extra)
+    if digest := weights_digest(model):
+        extra["model_digest"] = digest
+    settings = config.model_dump(mode="json", exclude={"checkpoints", "vllm", "micro_batch"})
+    return job_identity(inputs, settings, command="rl-probe", **extra)
 
 
 def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
@@ -296,15 +321,20 @@ def run_probe(
 
     start = time.time()
     out_dir.mkdir(parents=True, exist_ok=True)
-    rerun = check_job(out_dir, probe_identity(model, prompts_path, data_dir, out_dir, config), "rl-probe",
+    rerun = check_job(out_dir, probe_identity(model, prompts_path, data_dir, config), "rl-probe",
                       progress=_has_work)  # fmt: skip
     if rerun and (out_dir / "summary.json").is_file():
         console.print(f"{out_dir}: this probe already finished; its summary.json is kept", soft_wrap=True)
+        shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # killed while its checkpoints were removed
         return json.loads((out_dir / "summary.json").read_text())
     (out_dir / "summary.json").unlink(missing_ok=True)  # a folder without a record: its summary is not ours
     resume = last_checkpoint(out_dir) if rerun else None
     if resume is None:
-        shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # checkpoints of an unrecorded job
+        if rerun and any((out_dir / "trainer").glob("checkpoint-*")):
+            console.print(
+                f"no whole checkpoint under {out_dir}/trainer: the probe starts over", soft_wrap=True
+            )
+        shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # checkpoints of an unrecorded job, or broken
     prompts = load_prompts(prompts_path)
     prompts, overlap = check_overlap(prompts, eval_set_files(data_dir), config.on_overlap)
     write_json(out_dir / "overlap.json", overlap)
@@ -354,8 +384,10 @@ def run_probe(
         processing_class=tokenizer,
         callbacks=[_validation_callback(config, heldout, math500 or [], log, tokenizer)],
     )
-    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-    shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # the checkpoints were for resuming only
+    if (
+        done_steps is None or done_steps < config.steps
+    ):  # killed after its last checkpoint: nothing left to train
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     summary = {
         "model": str(model),
         "prompts": str(prompts_path),
@@ -366,7 +398,9 @@ def run_probe(
         "config": config.model_dump(),
         "validation_rows": len(log.rows),
         "last_validation": log.rows[-1] if log.rows else {},
-        "seconds": round(time.time() - start, 2),
+        "seconds": round(time.time() - start, 2),  # of this run (a resumed probe: since the resume)
+        "resumed_from_step": done_steps,
     }
     write_json(out_dir / "summary.json", summary)
+    shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # the checkpoints were for resuming only
     return summary

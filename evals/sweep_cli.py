@@ -150,11 +150,10 @@ def add_sweep_commands(app: typer.Typer) -> None:
         runs = []
         for (lr, mb), config in settings.items():
             run_dir = out / f"lr{lr:g}_mb{mb}"
-            if not _finished(run_dir, config):  # a rerun skips finished settings
-                try:
-                    run_probe(model, prompts, run_dir, config, bench_dir)
-                except ValueError as err:
-                    fail(f"{run_dir}: {err}")
+            try:  # a finished probe of this job returns at once, an interrupted one resumes, another is refused
+                run_probe(model, prompts, run_dir, config, bench_dir)
+            except ValueError as err:
+                fail(f"{run_dir}: {err}")
             runs.append(run_dir)
         try:
             records = sweep_records(runs, "heldout")
@@ -224,19 +223,3 @@ def _parse_list(text: str, kind: type, option: str) -> list:
             fail(f"{option}: {part.strip()!r} must be > 0")
         values.append(value)
     return list(dict.fromkeys(values))
-
-
-def _finished(run_dir: Path, config) -> bool:
-    """True where RUN_DIR holds a finished probe with these settings; other settings there are an error.
-
-    A rerun with other sizes would otherwise skip the old runs and fit a mix of both.
-    """
-    summary = run_dir / "summary.json"
-    if not summary.exists():
-        return False
-    done = json.loads(summary.read_text()).get("config", {})
-    wanted = json.loads(json.dumps(config.model_dump()))
-    changed = sorted(k for k in wanted if k in done and done[k] != wanted[k])
-    if changed:
-        fail(f"{run_dir} was run with other settings ({', '.join(changed)}); use another --out or remove it")
-    return True

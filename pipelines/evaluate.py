@@ -31,7 +31,7 @@ class Config(BaseModel):
         "{run_dir}/sample/bench", description="benchmark folder (same layout as shared/data/bench)"
     )
     suite: str | None = Field(
-        None, description="named suite (octothinker, quick); overrides nothing if benchmarks set"
+        None, description="named suite (octothinker, quick); used where `benchmarks` is not set in the recipe"
     )
     benchmarks: str | None = Field("gsm8k:2,math500:2", description="NAME[:SHOTS],... evaluated")
     limit: int | None = Field(8, ge=1, description="items per benchmark (None: all)")
@@ -62,7 +62,9 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
             )
     if not data_dir.is_dir():
         raise FileNotFoundError(f"eval stage: benchmark folder {data_dir} not found (set data_dir)")
-    plan = parse_benchmarks(config.suite, config.benchmarks)
+    # `suite:` alone names the benchmarks (benchmarks has a default, which used to win over it silently)
+    given = "benchmarks" in config.model_fields_set or not config.suite
+    plan = parse_benchmarks(config.suite, config.benchmarks if given else None)
     prompt_file = Path(_resolve(config.prompt_file, ctx.run_dir)) if config.prompt_file else None
     results = run_bench(
         model,
@@ -76,6 +78,7 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
         max_new_tokens=config.max_new_tokens,
         backend=config.backend,
         batch_size=config.batch_size,
+        run_dir=ctx.run_dir,
     )
     print_results_table(results)
     items = sum(row["n"] for row in results["benchmarks"].values())

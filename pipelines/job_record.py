@@ -71,6 +71,32 @@ def input_size(path: str | Path) -> int | list[int] | None:
     return None
 
 
+def weights_digest(folder: str | Path) -> str | None:
+    """A digest of a model folder's weights: each weight file's name and size and 1 MiB from its start, middle and
+    end (None for no local folder).
+
+    Sizes alone miss a model retrained or re-exported into the same folder (same shapes, same bytes); reading every
+    byte of a 16 GB model on each eval would cost more than it saves. New weights differ in every sampled block.
+    """
+    import hashlib
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    digest = hashlib.sha256()
+    block = 1 << 20
+    for path in sorted(folder.iterdir()):
+        if not path.is_file() or path.suffix not in (".safetensors", ".bin", ".pt", ".pth", ".gguf"):
+            continue
+        size = path.stat().st_size
+        digest.update(f"{path.name}:{size}".encode())
+        with path.open("rb") as handle:
+            for at in sorted({0, max(0, size // 2 - block // 2), max(0, size - block)}):
+                handle.seek(at)
+                digest.update(handle.read(block))
+    return digest.hexdigest()[:16]
+
+
 # Fields added to job.json after it first shipped: a record written before one existed still matches.
 LATER_FIELDS = ("input_sizes",)
 
@@ -131,6 +157,10 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
     def show(d: dict[str, Any], k: str) -> str:
         return repr(d[k]) if k in d else "(default)"
 
+    if (
+        "command" in new and old.get("command") != new["command"]
+    ):  # another command's folder: settings unalike
+        return f"it holds the output of {old.get('command') or 'another command'}"
     parts = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
@@ -144,6 +174,8 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
             ]
         elif key == "inputs":
             parts.append("other input paths")
+        elif key == "model_digest":
+            parts.append("the model's weights changed (same path)")
         elif key == "input_sizes":
             if old.get("inputs") == new.get("inputs"):  # with other paths the sizes differ too: said above
                 parts.append("the input files changed (other sizes at the same paths)")

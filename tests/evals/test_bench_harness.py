@@ -173,6 +173,15 @@ def test_a_rerun_keeps_finished_benchmarks_and_another_job_is_refused(bench_dir,
         run_bench("hand", plan, bench_dir, out, seed=1, generator=Counting([]))
     with pytest.raises(ValueError, match="another job than this eval bench .*other input paths"):
         run_bench(str(bench_dir), plan, bench_dir, out, generator=Counting([]))  # another model
+    kept = (out / "results.json").read_text()
+    run_bench("hand", plan, bench_dir, out, generator=Counting([]))  # all kept: the real timing stays
+    assert json.loads((out / "results.json").read_text())["seconds"] == json.loads(kept)["seconds"]
+    recipe_stage = tmp_path / "run" / "decont"
+    recipe_stage.mkdir(parents=True)
+    (recipe_stage / "summary.json").write_text("{}")
+    (recipe_stage / "job.json").write_text('{"inputs": [], "settings": {}}')
+    with pytest.raises(ValueError, match="it holds the output of another command"):
+        run_bench("hand", plan, bench_dir, recipe_stage, generator=Counting([]))  # replaced decont's record
 
 
 def test_nothing_to_evaluate_and_a_bad_prompt_file_fail_before_any_generation(bench_dir, tmp_path):

@@ -155,7 +155,8 @@ def test_sweep_passes_the_probe_sizes_through_and_fits_only_what_varied(tiny_mod
     assert "slope_log_batch_size" not in fit["A"]
     # A rerun with other sizes must not skip the old runs and fit a mix of both.
     result = _eval(*args, *sizes, "--max-response", "16")
-    assert result.exit_code == 2 and "was run with other settings (max_response)" in result.stderr
+    assert result.exit_code == 2 and "another job than this rl-probe" in result.stderr, result.output
+    assert "settings.max_response: 8 -> 16" in result.stderr
 
 
 @pytest.mark.parametrize("model", ["missing-folder", "nope", "org/not-cached"])

@@ -100,6 +100,16 @@ def test_eval_stage_runs_on_the_run_folder(tiny_model_dir, tmp_path):
     assert "accuracy_gsm8k" in summary and "accuracy_math500" in summary
     assert json.loads((run_dir / "eval/summary.json").read_text()) == json.loads(json.dumps(summary))
     assert (run_dir / "eval/gsm8k.json").exists() and (run_dir / "eval/results.json").exists()
+    # `suite:` alone names the benchmarks (the default `benchmarks:` used to win over it silently)
+    quick = Config(model=str(tiny_model_dir), data_dir=str(bench), max_new_tokens=4, backend="transformers",
+                   suite="quick", limit=1)  # fmt: skip
+    ctx = StageContext(run_dir=run_dir, out_dir=run_dir / "quick", inputs=[], executor=ExecutorConfig())
+    run_stage(quick, ctx)
+    results = json.loads((run_dir / "quick/results.json").read_text())["benchmarks"]
+    assert {name: row["shots"] for name, row in results.items()} == {
+        "gsm8k": 3,
+        "math500": 3,
+    }  # 8/4 asked, 3 there
 
 
 def test_a_killed_probe_resumes_from_its_last_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
@@ -144,3 +154,94 @@ def test_a_killed_probe_resumes_from_its_last_checkpoint(tiny_model_dir, tmp_pat
         assert "another job than this rl-probe" in str(err) and "learning_rate" in str(err)
     else:
         raise AssertionError("another probe's settings were run into a finished probe's folder")
+
+
+def _tiny_probe(steps: int) -> ProbeConfig:
+    return ProbeConfig(prompts_per_step=2, rollouts=2, mini_batch=2, micro_batch=4, max_response=8, steps=steps,
+                       eval_every=1, heldout=2, heldout_samples=2, math500_limit=2)  # fmt: skip
+
+
+def test_a_probe_killed_after_its_last_step_writes_its_summary_without_training_more(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    import evals.rl_probe as probe
+
+    prompts, bench = probe_inputs(tmp_path)
+    out, config = tmp_path / "probe", _tiny_probe(2)
+    real_write, real_validate, calls = probe.write_json, probe.validate, []
+
+    def killed_at_the_summary(path, data):
+        if path.name == "summary.json":
+            raise KeyboardInterrupt
+        real_write(path, data)
+
+    monkeypatch.setattr(probe, "write_json", killed_at_the_summary)
+    try:
+        run_probe(tiny_model_dir, prompts, out, config, bench)
+    except KeyboardInterrupt:
+        pass
+    rows = (out / "validation.csv").read_text()
+    assert (out / "trainer" / "checkpoint-2").is_dir()
+    monkeypatch.setattr(probe, "write_json", real_write)
+    monkeypatch.setattr(probe, "validate", lambda *args: calls.append(1) or real_validate(*args))
+    summary = run_probe(tiny_model_dir, prompts, out, config, bench)
+    assert calls == [] and (out / "validation.csv").read_text() == rows  # it trained a 3rd step, past --steps
+    assert summary["resumed_from_step"] == 2 and summary["last_validation"]["Step"] == 2
+    assert not (out / "trainer").exists()
+
+
+def test_a_broken_checkpoint_is_not_resumed_and_the_probe_starts_over(tiny_model_dir, tmp_path, monkeypatch):
+    import evals.rl_probe as probe
+
+    prompts, bench = probe_inputs(tmp_path)
+    out, config = tmp_path / "probe", _tiny_probe(2)
+    real_validate, calls = probe.validate, []
+
+    def killed_at_step_2(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_validate(*args)
+
+    monkeypatch.setattr(probe, "validate", killed_at_step_2)
+    try:
+        run_probe(tiny_model_dir, prompts, out, config, bench)
+    except KeyboardInterrupt:
+        pass
+    (out / "trainer" / "checkpoint-1" / "optimizer.pt").unlink()  # killed while the checkpoint was written
+    calls.clear()
+    monkeypatch.setattr(probe, "validate", lambda *args: calls.append(1) or real_validate(*args))
+    summary = run_probe(
+        tiny_model_dir, prompts, out, config, bench
+    )  # failed: "Can't find a valid checkpoint"
+    assert len(calls) == 3 and summary["resumed_from_step"] is None and summary["validation_rows"] == 3
+
+
+def test_the_probe_record_tells_weights_and_other_commands_apart(tiny_model_dir, tmp_path):
+    import shutil
+
+    from evals.bench import run_bench
+    from evals.rl_probe import probe_identity
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    prompts, bench = probe_inputs(tmp_path)
+    config = _tiny_probe(2)
+    before = probe_identity(model, prompts, bench, config)
+    assert probe_identity(model, prompts, bench, config.model_copy(update={"vllm": "off", "checkpoints": False,
+                                                                           "micro_batch": 2})) == before  # fmt: skip
+    weights = model / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-8:] = bytes(8)  # new weights, same size: a model re-exported into the same folder
+    weights.write_bytes(bytes(data))
+    assert probe_identity(model, prompts, bench, config)["model_digest"] != before["model_digest"]
+
+    out = tmp_path / "probe"
+    run_probe(model, prompts, out, config, bench)
+    write_jsonl(bench / "gsm8k/test.jsonl", [{"question": "2+2?", "answer": "#### 4"}])
+    try:  # eval bench into a probe folder replaced the probe's job record
+        run_bench(model, [("gsm8k", 0)], bench, out, backend="transformers")
+    except ValueError as err:
+        assert "it holds the output of rl-probe" in str(err)
+    else:
+        raise AssertionError("eval bench wrote into a probe's folder")
