@@ -84,7 +84,9 @@ def check_inputs(prompts: Path, data_dir: Path | None, no_eval_sets: bool, confi
         import importlib.util
 
         if importlib.util.find_spec("vllm") is None:
-            fail("--vllm on: vLLM is not installed (pip install mathmix[gpu]); --vllm auto uses it where present")
+            fail(
+                "--vllm on: vLLM is not installed (pip install mathmix[gpu]); --vllm auto uses it where present"
+            )
     need = config.heldout + config.prompts_per_step
     if len(records) < need:
         fail(

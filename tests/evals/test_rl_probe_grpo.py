@@ -167,7 +167,9 @@ def test_a_probe_killed_after_its_last_step_writes_its_summary_without_training_
     import evals.rl_probe as probe
 
     prompts, bench = probe_inputs(tmp_path)
-    out, config = tmp_path / "probe", _tiny_probe(2)
+    # 2 micro-batches per update, the last step mid-epoch: there the resume trained a 3rd step
+    out = tmp_path / "probe"
+    config = _tiny_probe(2).model_copy(update={"micro_batch": 2})
     real_write, real_validate, calls = probe.write_json, probe.validate, []
 
     def killed_at_the_summary(path, data):
@@ -185,7 +187,7 @@ def test_a_probe_killed_after_its_last_step_writes_its_summary_without_training_
     monkeypatch.setattr(probe, "write_json", real_write)
     monkeypatch.setattr(probe, "validate", lambda *args: calls.append(1) or real_validate(*args))
     summary = run_probe(tiny_model_dir, prompts, out, config, bench)
-    assert calls == [] and (out / "validation.csv").read_text() == rows  # it trained a 3rd step, past --steps
+    assert calls == [] and (out / "validation.csv").read_text() == rows  # a step past --steps, validated
     assert summary["resumed_from_step"] == 2 and summary["last_validation"]["Step"] == 2
     assert not (out / "trainer").exists()
 
