@@ -142,7 +142,8 @@ def rl_probe_cmd(
     checkpoints: bool = typer.Option(
         True,
         help="Save the trainer state at each validation (the last one only, removed when the probe finishes), "
-        "so a rerun resumes a killed probe; --no-checkpoints saves disk (a 3B model with Adam: ~36 GB).",
+        "so a rerun resumes a killed probe; --no-checkpoints saves disk (a 3B model with Adam: ~36 GB each, two "
+        "while the next is written).",
     ),
 ) -> None:
     """GRPO on MATH8K-style prompts with OctoThinker's settings, validated every K steps.
