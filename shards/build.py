@@ -3,11 +3,14 @@
 Each datatrove task tokenizes its share of the input files and writes its own shards, RANK_SHARD.bin/.idx, cut
 when a shard passes `max_shard_bytes` (checked per batch). Tasks compute their files' sha256 in parallel and
 leave a part file; the driver merges the parts into OUT/manifest.json, so the manifest never waits on a re-read.
+A rerun skips finished tasks, except one whose shard files are gone or changed size since it finished: that task
+runs again (its completion marker, part file and shards removed first), so the manifest never lists missing files.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -23,6 +26,7 @@ from shards.manifest import file_entry, write_manifest
 from shards.tokenizer import corpus_files, load_tokenizer
 
 PARTS = "parts"
+log = logging.getLogger("mathmix.shards")
 
 
 class MegatronShardWriter(PipelineStep):
@@ -158,6 +162,7 @@ def build_shards(
 
     start = time.time()
     out = Path(out_dir)
+    refuse_other_kind(out)  # first: a wrong -o is named before any input or tokenizer is read
     logs = out / "logs"
     files = corpus_files(inputs)
     if not files:
@@ -169,7 +174,11 @@ def build_shards(
     tasks = min(executor.tasks, len(files))
     settings: dict[str, Any] = {"tokenizer": str(tokenizer), "tokenizer_sha256": loaded.fingerprint}
     settings |= {"eos_token": eos_token, "max_shard_bytes": max_shard_bytes}
-    check_job(out, job_identity(files, settings, run_dir or out.parent, tasks=tasks), "shards build")
+    if check_job(out, job_identity(files, settings, run_dir or out.parent, tasks=tasks), "shards build"):
+        redo = damaged_tasks(out, tasks)  # a rerun: finished tasks are skipped, unless their shards are gone
+        for rank, why in redo.items():
+            log.warning("%s: task %d finished, but %s: tokenizing its files again", out, rank, why)
+            _forget_task(out, rank)
     job = executor.build([*_readers(files, logs), step], logs, job_name=f"shards-{out.name}", tasks=tasks)
     executor.run(job)
     parts = [json.loads(p.read_text()) for p in sorted((logs / PARTS).glob("*.json"))]
@@ -186,3 +195,60 @@ def build_shards(
     summary |= {"input_files": len(files), **info}
     write_summary(out, summary)
     return summary
+
+
+def refuse_other_kind(out: Path) -> None:
+    """Raise ValueError when OUT is another command's output folder (documents, or a job record of no
+    `shards build`): its job record's differences would not say what the folder is."""
+    kind = f"the `{out.name}` stage folder of a run" if (out / "recipe-stage.json").is_file() else None
+    if (out / "data").is_dir():
+        raise ValueError(
+            f"{out}: {kind or 'a stage folder'}, holding documents (data/), not shards; write the shards to a new folder"
+        )
+    try:
+        record = json.loads((out / "job.json").read_text())
+    except (OSError, ValueError):
+        return
+    settings = record.get("settings") if isinstance(record, dict) else None
+    if not isinstance(settings, dict) or "tokenizer" not in settings or "max_shard_bytes" not in settings:
+        command = record.get("command") if isinstance(record, dict) else None
+        written = f"written by `{command}`" if command else "its job.json is no `shards build` record"
+        raise ValueError(
+            f"{out}: {kind or 'the output folder of another command'} ({written}), not shards; "
+            "write the shards to a new folder"
+        )
+
+
+def damaged_tasks(out: Path, tasks: int) -> dict[int, str]:
+    """The finished tasks (datatrove completion marker) whose part file or shard files are missing, or whose
+    shards differ in size from their part's record, with what is wrong."""
+    logs = out / "logs"
+    damaged = {}
+    for rank in range(tasks):
+        if not (logs / "completions" / f"{rank:05d}").is_file():
+            continue  # not finished: datatrove runs it anyway
+        try:
+            part = json.loads((logs / PARTS / f"{rank:05d}.json").read_text())
+        except (OSError, ValueError):
+            damaged[rank] = f"its record {logs / PARTS / f'{rank:05d}.json'} is missing or unreadable"
+            continue
+        for entry in part.get("files", []):
+            for ext in ("bin", "idx"):
+                path = out / f"{entry['prefix']}.{ext}"
+                want = entry.get(ext, {}).get("bytes")
+                if not path.is_file():
+                    damaged[rank] = f"{path} is missing"
+                elif want is not None and path.stat().st_size != want:
+                    damaged[rank] = f"{path} has {path.stat().st_size} bytes, {want} when written"
+            if rank in damaged:
+                break
+    return damaged
+
+
+def _forget_task(out: Path, rank: int) -> None:
+    """Remove what task RANK wrote (shards, part file, completion marker) so that the executor runs it again."""
+    for shard in out.glob(f"{rank:05d}_*.*"):
+        if shard.suffix in (".bin", ".idx"):
+            shard.unlink()
+    (out / "logs" / PARTS / f"{rank:05d}.json").unlink(missing_ok=True)
+    (out / "logs" / "completions" / f"{rank:05d}").unlink(missing_ok=True)

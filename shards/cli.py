@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from mathmix.cli_util import check_output, console, fail, print_summary, write_json
 
@@ -93,27 +94,43 @@ def inspect_cmd(
 ) -> None:
     """Counts, document-length statistics, a length histogram and decoded samples of shards.
 
-    Reads PATH's .bin/.idx (and manifest.json); writes OUT/inspect.json and OUT/length_hist.png.
+    Reads PATH's .bin/.idx (and manifest.json); writes OUT/inspect.json and OUT/length_hist.png. PATH may be a
+    run's shards folder (RUN/shards): all its sources, with per-source counts. A damaged index is warned about.
     """
     from shards.inspection import inspect_shards
 
+    if output is not None and output.exists() and not output.is_dir():
+        fail(
+            f"{output}: exists and is not a folder; -o names the report folder (inspect.json, length_hist.png)"
+        )
     try:
         report = inspect_shards(path, output, tokenizer, samples)
     except (FileNotFoundError, ValueError) as err:
         fail(str(err))
+    except OSError as err:  # an unwritable report folder, a file where a folder goes
+        fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
     for row in report.pop("samples"):
         console.rule(f"{row['file']} #{row['document']} ({row['tokens']} tokens)")
         console.print(row.get("text", row["ids"]), markup=False, highlight=False)
     print(json.dumps(report, indent=2))
+    for warning in report["warnings"]:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
+    if report["warnings"]:
+        console.print(
+            f"[yellow]warning:[/] damaged shards: the counts and samples above may be wrong; "
+            f"`mathmix shards validate {escape(str(path))}` checks them all",
+            soft_wrap=True,
+        )
 
 
 @shards_app.command("validate")
 def validate_cmd(
     paths: list[Path] = typer.Argument(..., help="shard folders or PREFIXes"),
 ) -> None:
-    """Check shards: .idx header and size, dtype, monotone pointers, .bin size vs index, manifest checksums.
+    """Check shards: .idx header and size, dtype, monotone pointers, .bin size vs index, manifest checksums and totals.
 
-    Reads PATH's .bin/.idx and manifest.json; writes nothing. Exits 1 naming every bad file.
+    Reads PATH's .bin/.idx and manifest.json; writes nothing. Exits 1 naming every bad file. A run's shards folder
+    (RUN/shards) means each of its source folders, and its manifest checked against them.
     """
     from shards.validate import validate_path
 
@@ -124,7 +141,9 @@ def validate_cmd(
             typer.echo(f"invalid: {error}", err=True)  # one unwrapped line per problem, easy to grep
         bad += len(report["errors"])
         status = "ok" if report["ok"] else "FAILED"
-        typer.echo(f"{status} {path}: {report['files']} shard file(s) checked", err=True)
+        sources = report.get("sources")  # a run's shards folder
+        where = f" in {len(sources)} source folder(s) ({', '.join(sources)})" if sources is not None else ""
+        typer.echo(f"{status} {path}: {report['files']} shard file(s) checked{where}", err=True)
     if bad:
         raise typer.Exit(1)
 
@@ -140,21 +159,34 @@ def mix_cmd(
 ) -> None:
     """Build a mixture's blended document index and report per-source tokens, shares and epochs.
 
-    Reads the mixture YAML and its shard folders; writes the report JSON (with -o) and warns for any source
-    that must be repeated to meet its share.
+    Reads the mixture YAML and its shard folders; writes the report JSON (with -o: a new file or an earlier
+    report, outside any stage folder) and warns for any source that must be repeated to meet its share.
     """
     from pydantic import ValidationError
 
     from mathmix.cli_util import format_validation_errors
     from shards.mixture import BlendedDocuments, MixtureConfig
 
+    if output is not None:
+        _check_report_path(output)
     try:
         config = MixtureConfig.from_yaml(mixture, run_dir)
+        if run_dir is None:
+            for source in config.sources:
+                if uses := next((p for p in source.paths if "{run_dir}" in p), None):
+                    fail(f"{mixture}: source {source.name}: {uses} uses {{run_dir}}, and --run-dir not given")
         blend = BlendedDocuments(config, total_tokens)
     except ValidationError as err:  # before ValueError, its base: one line naming each bad key
         fail(f"{mixture}: {format_validation_errors(err)}")
     except (FileNotFoundError, ValueError) as err:
         fail(f"{mixture}: {err}")
+    if blend.unchecked:
+        shown = ", ".join(blend.unchecked[:4]) + (", ..." if len(blend.unchecked) > 4 else "")
+        console.print(
+            f"[yellow]note:[/] {escape(shown)}: no manifest.json records the tokenizer of these shards, so it "
+            "could not be checked",
+            soft_wrap=True,
+        )
     weights = [s.weight for s in config.sources if s.weight is not None]
     if weights and abs(sum(weights) - 1) > 1e-6:
         console.print(f"[yellow]note:[/] the weights sum to {sum(weights):g}; they are used as proportions")
@@ -166,7 +198,60 @@ def mix_cmd(
             f"target {row['target_tokens']:,}, {row['documents']:,} docs{flag}"
         )
     if output:
-        write_json(output, report)
+        try:
+            write_json(output, report)
+        except OSError as err:
+            output.with_suffix(output.suffix + ".tmp").unlink(missing_ok=True)  # write_json's temporary file
+            fail(f"{output}: cannot write the report ({err.strerror or err})")
+
+
+def _is_mix_report(path: Path) -> bool:
+    """Whether PATH holds a report that `shards mix -o` wrote (so writing over it loses nothing else)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(data, dict)
+        and {"name", "seed", "documents", "tokens", "sources"} <= data.keys()
+        and isinstance(data["sources"], list)
+        and all(isinstance(row, dict) and "target_tokens" in row for row in data["sources"])
+    )
+
+
+def _stage_folder(folder: Path) -> bool:
+    """Whether FOLDER is a stage folder of a run or a command's output folder (its files are read as such)."""
+    from mathmix.paths import STAGE_MARKS
+    from shards.manifest import MANIFEST
+
+    if (folder / "recipe-stage.json").is_file() or (folder / "job.json").is_file():
+        return True
+    if (folder / "data").is_dir() and any((folder / mark).exists() for mark in STAGE_MARKS):
+        return True
+    if (folder / "summary.json").is_file() and any(
+        (folder / mark).exists() for mark in ("data", "logs", MANIFEST, "upstream.json", "rejects")
+    ):
+        return True
+    return (folder / MANIFEST).is_file() and any(folder.glob("*.idx"))  # a shard folder
+
+
+def _check_report_path(output: Path) -> None:
+    """Fail (one line) where `mix -o OUTPUT` would replace another file, or write into a stage's folder."""
+    if output.is_dir():
+        fail(f"{output}: is a folder; -o names the report file, e.g. {output / 'mix.json'}")
+    if output.exists() and not _is_mix_report(output):
+        fail(
+            f"{output}: exists and is not a `shards mix` report; refusing to write over it (name a new file)"
+        )
+    try:
+        stage = next((f for f in output.resolve().parents if _stage_folder(f)), None)
+    except OSError:  # an unreadable folder above: not one this command can tell, nor write into
+        stage = None
+    if stage is not None:
+        fail(
+            f"{output}: inside {stage}, a stage folder of a run (or a command's output folder), which this report "
+            "would change; write it outside the run's stage folders"
+        )
 
 
 def register(app: typer.Typer) -> None:

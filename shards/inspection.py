@@ -1,4 +1,9 @@
-"""`shards inspect`: counts, a document-length histogram (PNG) and decoded samples of a shard folder."""
+"""`shards inspect`: counts, a document-length histogram (PNG) and decoded samples of a shard folder.
+
+A run's shards folder (RUN/shards) is inspected as all its sources together, with per-source counts. Each file's
+index and .bin size are checked on the way (`validate_prefix` without the manifest's checksums): a damaged one
+is listed under `warnings`, since the lengths and samples then read wrong token spans.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ import numpy as np
 
 from mathmix.cli_util import write_json
 from shards.indexed import IndexedDataset
-from shards.manifest import MANIFEST, read_manifest, resolve_prefixes
+from shards.manifest import MANIFEST, is_run_manifest, read_manifest, resolve_prefixes, source_folders
+from shards.validate import validate_prefix
 
 
 def length_stats(sizes: np.ndarray) -> dict[str, float]:
@@ -63,7 +69,9 @@ def inspect_shards(
     Samples are decoded with `tokenizer` (default: the manifest's tokenizer, when it is a local folder).
     """
     p = Path(path)
-    datasets = [IndexedDataset(prefix) for prefix in resolve_prefixes(p)]
+    prefixes = resolve_prefixes(p)
+    warnings = [error for prefix in prefixes for error in validate_prefix(prefix)]
+    datasets = [IndexedDataset(prefix) for prefix in prefixes]
     sizes = np.concatenate([d.sizes for d in datasets]) if datasets else np.zeros(0, np.int64)
     manifest = read_manifest(p) if p.is_dir() and (p / MANIFEST).is_file() else {}
     out = Path(out_dir) if out_dir else (p / "inspect" if p.is_dir() else p.parent / "inspect")
@@ -73,17 +81,36 @@ def inspect_shards(
         "documents": int(len(sizes)),
         "tokens": int(sizes.sum()),
         "dtype": str(datasets[0].dtype) if datasets else None,
+    }
+    if is_run_manifest(manifest):  # RUN/shards: every source's counts too
+        report["sources"] = {}
+        for name, folder in source_folders(p, manifest).items():
+            mine = [d for d in datasets if Path(d.path_prefix).is_relative_to(folder)]
+            report["sources"][name] = {
+                "files": len(mine),
+                "documents": sum(len(d) for d in mine),
+                "tokens": sum(int(d.sizes.sum()) for d in mine),
+            }
+    report |= {
         "length": length_stats(sizes),
         "histogram": str(plot_lengths(sizes, out / "length_hist.png", f"{p.name}: {len(sizes):,} documents")),
+        "warnings": warnings,
     }
     report["samples"] = _samples(
-        datasets, tokenizer or manifest.get("tokenizer"), samples, sample_tokens, seed
+        datasets,
+        tokenizer or manifest.get("tokenizer"),
+        samples,
+        sample_tokens,
+        seed,
+        p if p.is_dir() else None,
     )
     write_json(out / "inspect.json", report)
     return report
 
 
-def _samples(datasets: list[IndexedDataset], tokenizer: str | None, n: int, limit: int, seed: int) -> list:
+def _samples(
+    datasets: list[IndexedDataset], tokenizer: str | None, n: int, limit: int, seed: int, folder: Path | None
+) -> list:
     flat = [(k, i) for k, d in enumerate(datasets) for i in range(len(d))]
     if not flat or n <= 0:
         return []
@@ -103,7 +130,11 @@ def _samples(datasets: list[IndexedDataset], tokenizer: str | None, n: int, limi
     out = []
     for k, i in picks:
         ids = datasets[k][i][:limit].tolist()
-        row: dict[str, Any] = {"file": Path(datasets[k].path_prefix).name, "document": i}
+        prefix = Path(
+            datasets[k].path_prefix
+        )  # relative to PATH: RUN/shards has corpus/00000_00000, qa/00000_00000
+        name = str(prefix.relative_to(folder)) if folder and prefix.is_relative_to(folder) else prefix.name
+        row: dict[str, Any] = {"file": name, "document": i}
         row |= {"tokens": int(datasets[k].sizes[i]), "ids": ids[:32]}
         if decode:
             row["text"] = decode(ids)

@@ -4,6 +4,10 @@ OUT/manifest.json:
     {"name", "tokenizer", "tokenizer_sha256", "vocab_size", "eos_id", "dtype", "documents", "tokens",
      "files": [{"prefix": "<relative PREFIX>", "documents", "tokens",
                 "bin": {"path", "bytes", "sha256"}, "idx": {"path", "bytes", "sha256"}}, ...]}
+
+A run's shards stage writes one such folder per source, RUN/shards/NAME/, and a run-level RUN/shards/manifest.json
+that lists the sources instead of files:
+    {"tokenizer", "vocab_size", "eos_id", "dtype", "sources": {NAME: {"path", "documents", "tokens"}, ...}}
 """
 
 from __future__ import annotations
@@ -66,17 +70,65 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     return json.loads((Path(folder) / MANIFEST).read_text())
 
 
+def is_run_manifest(manifest: Any) -> bool:
+    """Whether MANIFEST is a run's RUN/shards/manifest.json (its `sources`), not a shard folder's (its `files`)."""
+    return (
+        isinstance(manifest, dict) and "files" not in manifest and isinstance(manifest.get("sources"), dict)
+    )
+
+
+def check_manifest_shape(folder: Path, manifest: Any) -> None:
+    """Raise ValueError unless MANIFEST lists files (a shard folder) or sources (a run's shards folder)."""
+    if is_run_manifest(manifest):
+        return
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
+        raise ValueError(
+            f"{folder / MANIFEST}: not a shard manifest (no `files` list) nor a run's shards manifest "
+            "(no `sources` mapping)"
+        )
+
+
+def source_folders(folder: str | Path, manifest: dict[str, Any]) -> dict[str, Path]:
+    """The shard folders a run-level manifest lists, by source name: FOLDER/<the recorded folder's name>.
+
+    The shards stage writes each source in the folder of the run-level manifest; the absolute path it records is
+    that of the run it was written in, so a copied or moved run is read from its own folders, not the original's.
+    """
+    out = {}
+    for name, source in manifest["sources"].items():
+        recorded = source.get("path") if isinstance(source, dict) else None
+        out[str(name)] = Path(folder) / (Path(str(recorded)).name if recorded else str(name))
+    return out
+
+
 def resolve_prefixes(path: str | Path) -> list[str]:
-    """Shard prefixes named by `path`: a folder with manifest.json (its files, in order), a folder of .idx
-    files (sorted), or a PREFIX / PREFIX.bin / PREFIX.idx.
+    """Shard prefixes named by `path`: a folder with manifest.json (its files, in order), a run's shards folder
+    (RUN/shards: every source folder its manifest lists, in order), a folder of .idx files (sorted), or a
+    PREFIX / PREFIX.bin / PREFIX.idx.
 
     Raises:
-        FileNotFoundError: nothing there.
+        FileNotFoundError: nothing there, or a source folder of a run's manifest is missing.
+        ValueError: a manifest.json that lists neither files nor sources.
     """
     p = Path(path)
     if p.is_dir():
         if (p / MANIFEST).is_file():
-            return [str(p / f["prefix"]) for f in read_manifest(p)["files"]]
+            manifest = read_manifest(p)
+            check_manifest_shape(p, manifest)
+            if is_run_manifest(manifest):
+                prefixes = []
+                for name, folder in source_folders(p, manifest).items():
+                    if not (folder / MANIFEST).is_file():
+                        raise FileNotFoundError(
+                            f"{folder}: source {name} of {p / MANIFEST} is missing (no {folder / MANIFEST})"
+                        )
+                    if is_run_manifest(read_manifest(folder)):  # a loop (a recorded path of "." or "..")
+                        raise ValueError(
+                            f"{p / MANIFEST}: source {name} names a run's shards folder, {folder}"
+                        )
+                    prefixes += resolve_prefixes(folder)
+                return prefixes
+            return [str(p / f["prefix"]) for f in manifest["files"]]
         prefixes = sorted(str(idx)[:-4] for idx in p.rglob("*.idx"))
         if not prefixes:
             raise FileNotFoundError(f"{p}: no manifest.json and no .idx files")

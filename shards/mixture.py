@@ -140,16 +140,19 @@ def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
-def check_token_spaces(config: MixtureConfig) -> None:
+def check_token_spaces(config: MixtureConfig) -> list[str]:
     """Refuse a mixture whose shard folders were tokenized differently (`token_space_difference` between their
     manifests): blending them would train on two id spaces at once without any error. A PREFIX is checked by
-    the manifest of its folder; shards with no manifest.json anywhere are not (nothing records their tokenizer).
+    the manifest of its folder; shards with no manifest.json anywhere are not (nothing records their tokenizer):
+    returns those paths.
     """
     first: tuple[str, dict[str, Any]] | None = None
+    unchecked = []
     for spec in config.sources:
         for path in spec.paths:
             folder = Path(path) if Path(path).is_dir() else Path(path).parent  # PREFIX[.bin|.idx]: its folder
             if not (folder / MANIFEST).is_file():
+                unchecked.append(str(path))
                 continue
             manifest = read_manifest(folder)
             if first is None:
@@ -161,6 +164,7 @@ def check_token_spaces(config: MixtureConfig) -> None:
                 raise ValueError(
                     f"mixture {config.name}: its shards come from different tokenizers ({described})"
                 )
+    return unchecked
 
 
 def _token_space(manifest: dict[str, Any]) -> str:
@@ -192,14 +196,15 @@ class BlendedDocuments:
         total_tokens: tokens in the blend (overrides `config.total_tokens`; None: see the module docstring).
 
     `len()` documents; `[i]` -> tokens of the i-th document of the blend; `source_of(i)` -> its source name;
-    `sizes` -> tokens per blended document; `report()` -> per-source accounting, epochs and repetition.
+    `sizes` -> tokens per blended document; `report()` -> per-source accounting, epochs and repetition;
+    `unchecked` -> the source paths whose tokenizer no manifest records (not compared with the others').
     """
 
     def __init__(
         self, config: MixtureConfig, total_tokens: int | None = None, cache_dir: str | Path | None = None
     ) -> None:
         self.config = config
-        check_token_spaces(config)
+        self.unchecked = check_token_spaces(config)  # paths with no manifest: their tokenizer is unknown
         self.sources = [_Source(spec) for spec in config.sources]
         available = {s.name: int(s.sizes.sum()) for s in self.sources}
         # A branch that produced nothing (e.g. every rewrite rejected) leaves an empty shard folder: its share

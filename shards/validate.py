@@ -3,7 +3,10 @@
 Checks per PREFIX: the .idx header (magic, version, dtype code) and its exact size, sequence lengths >= 0,
 pointers starting at 0 and equal to the running sum of lengths (so monotone and contiguous), document indices
 from 0 to the sequence count and monotone, the .bin size equal to what the index describes, token ids below the
-manifest's vocab size; and against the manifest: dtype, byte sizes, sha256, document and token counts.
+manifest's vocab size; and against the manifest: dtype, byte sizes, sha256, document and token counts, and the
+manifest's top-level totals against its files. A run's shards folder (RUN/shards, whose manifest lists sources)
+is checked source folder by source folder, and its manifest against them: each source's counts, the tokenizer,
+vocab size, EOS id and dtype, and no shard folder left out.
 """
 
 from __future__ import annotations
@@ -14,7 +17,15 @@ from typing import Any
 import numpy as np
 
 from shards.indexed import IndexFormatError, read_index
-from shards.manifest import MANIFEST, read_manifest, sha256_file
+from shards.manifest import (
+    MANIFEST,
+    check_manifest_shape,
+    is_run_manifest,
+    read_manifest,
+    sha256_file,
+    source_folders,
+    token_space_difference,
+)
 
 
 def _index_errors(idx: Path, index: dict[str, Any]) -> list[str]:
@@ -49,18 +60,27 @@ def validate_prefix(
     prefix: str | Path, entry: dict[str, Any] | None = None, info: dict[str, Any] | None = None
 ) -> list[str]:
     """Problems with PREFIX.bin/.idx (empty list: valid); `entry`/`info` are its manifest entry and header."""
+    return _check_prefix(prefix, entry, info)[0]
+
+
+def _check_prefix(
+    prefix: str | Path, entry: dict[str, Any] | None = None, info: dict[str, Any] | None = None
+) -> tuple[list[str], tuple[int, int] | None]:
+    """(problems, (documents, tokens) the .idx holds, or None where it cannot be read)."""
     prefix = str(prefix)
     idx, bin_ = Path(prefix + ".idx"), Path(prefix + ".bin")
-    missing = [f"{p}: missing" for p in (idx, bin_) if not p.is_file()]
-    if missing:
-        return missing
+    if not idx.is_file():
+        return [f"{p}: missing" for p in (idx, bin_) if not p.is_file()], None
     try:
         index = read_index(idx)
     except IndexFormatError as err:
-        return [str(err)]
+        return [str(err)] + ([] if bin_.is_file() else [f"{bin_}: missing"]), None
+    counts = (len(index["document_indices"]) - 1, int(index["sequence_lengths"].astype(np.int64).sum()))
+    if not bin_.is_file():
+        return [f"{bin_}: missing"], counts
     errors = _index_errors(idx, index)
     dtype = index["dtype"]
-    want_bytes = int(index["sequence_lengths"].astype(np.int64).sum()) * dtype.itemsize
+    want_bytes = counts[1] * dtype.itemsize
     have_bytes = bin_.stat().st_size
     if have_bytes != want_bytes:
         kind = "truncated" if have_bytes < want_bytes else "too long"
@@ -75,7 +95,7 @@ def validate_prefix(
         top = int(tokens.max())
         if top >= info["vocab_size"] or int(tokens.min()) < 0:
             errors.append(f"{bin_}: token id {top} outside the vocabulary ({info['vocab_size']})")
-    return errors
+    return errors, counts
 
 
 def _manifest_errors(idx: Path, bin_: Path, index: dict[str, Any], entry: dict[str, Any]) -> list[str]:
@@ -97,29 +117,119 @@ def _manifest_errors(idx: Path, bin_: Path, index: dict[str, Any], entry: dict[s
 
 
 def validate_path(path: str | Path) -> dict[str, Any]:
-    """Validate a shard folder (with or without manifest.json) or one PREFIX.
+    """Validate a shard folder (with or without manifest.json), a run's shards folder (RUN/shards) or one PREFIX.
 
-    Returns {"path", "files": n, "documents", "tokens", "errors": [...], "ok": bool}.
+    Returns {"path", "files": n, "documents", "tokens", "errors": [...], "ok": bool} (documents and tokens as the
+    .idx files hold them; None where one cannot be read), and "sources" (their names) for a run's shards folder.
     """
     p = Path(path)
-    errors: list[str] = []
-    checked: list[str] = []
     if p.is_dir() and (p / MANIFEST).is_file():
-        manifest = read_manifest(p)
-        listed = {str(p / f["prefix"]) for f in manifest["files"]}
-        for entry in manifest["files"]:
-            checked.append(str(p / entry["prefix"]))
-            errors += validate_prefix(p / entry["prefix"], entry, manifest)
-        on_disk = {str(i)[:-4] for i in p.glob("*.idx")}
-        errors += [f"{extra}.idx: not listed in {p / MANIFEST}" for extra in sorted(on_disk - listed)]
-    elif p.is_dir():
+        try:
+            manifest = read_manifest(p)
+            check_manifest_shape(p, manifest)
+        except ValueError as err:  # not JSON, or neither kind of manifest
+            return _report(p, [], [f"{p / MANIFEST}: {err}" if MANIFEST not in str(err) else str(err)], [])
+        if is_run_manifest(manifest):
+            return _validate_run_shards(p, manifest)
+        return _validate_manifest_folder(p, manifest)
+    if p.is_dir():
         checked = sorted(str(i)[:-4] for i in p.rglob("*.idx"))
-        if not checked:
-            errors.append(f"{p}: no manifest.json and no .idx files")
-        for prefix in checked:
-            errors += validate_prefix(prefix)
+        errors = [] if checked else [f"{p}: no manifest.json and no .idx files"]
     else:
-        prefix = str(p)[:-4] if str(p).endswith((".bin", ".idx")) else str(p)
-        checked = [prefix]
-        errors += validate_prefix(prefix)
-    return {"path": str(p), "files": len(checked), "errors": errors, "ok": not errors}
+        checked = [str(p)[:-4] if str(p).endswith((".bin", ".idx")) else str(p)]
+        errors = []
+    results = [_check_prefix(prefix) for prefix in checked]
+    return _report(p, checked, errors + [e for found, _ in results for e in found], [c for _, c in results])
+
+
+def _report(
+    p: Path, checked: list[str], errors: list[str], counts: list[tuple[int, int] | None]
+) -> dict[str, Any]:
+    whole = bool(counts) and all(c is not None for c in counts)
+    return {
+        "path": str(p),
+        "files": len(checked),
+        "documents": sum(c[0] for c in counts if c) if whole or not checked else None,
+        "tokens": sum(c[1] for c in counts if c) if whole or not checked else None,
+        "errors": errors,
+        "ok": not errors,
+    }
+
+
+def _validate_manifest_folder(p: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A shard folder against its manifest: every listed file, no unlisted .idx, the top-level totals."""
+    errors: list[str] = []
+    checked = [str(p / entry["prefix"]) for entry in manifest["files"]]
+    results = [_check_prefix(p / e["prefix"], e, manifest) for e in manifest["files"]]
+    for found, _ in results:
+        errors += found
+    on_disk = {str(i)[:-4] for i in p.glob("*.idx")}
+    errors += [f"{extra}.idx: not listed in {p / MANIFEST}" for extra in sorted(on_disk - set(checked))]
+    report = _report(p, checked, errors, [c for _, c in results])
+    for key in ("documents", "tokens"):
+        said = manifest.get(key)
+        if said is None:
+            continue
+        listed = [e.get(key) for e in manifest["files"]]
+        # a file whose .idx disagrees with its own entry is named above: here, totals that are not their sum
+        wrong = said != sum(listed) if None not in listed else report[key] is not None and said != report[key]
+        if wrong:
+            held = report[key] if report[key] is not None else sum(listed)
+            source = "its .idx files hold" if report[key] is not None else "its files' entries sum to"
+            errors.append(f"{p / MANIFEST}: {key} {said}, {source} {held}")
+    report["ok"] = not errors
+    return report
+
+
+def _validate_run_shards(p: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A run's shards folder: each source folder as a shard folder, and the run's manifest against them."""
+    errors: list[str] = []
+    files, documents, tokens = 0, 0, 0
+    whole = True
+    folders = source_folders(p, manifest)
+    for name, folder in folders.items():
+        where = f"{p / MANIFEST}: source {name}"
+        if not (folder / MANIFEST).is_file():
+            errors.append(f"{folder}: missing (no {MANIFEST}), listed as source {name} in {p / MANIFEST}")
+            whole = False
+            continue
+        try:
+            own = read_manifest(folder)
+        except ValueError as err:
+            errors.append(f"{folder / MANIFEST}: {err}")
+            whole = False
+            continue
+        if is_run_manifest(own):
+            errors.append(f"{where}: names a run's shards folder, {folder}")
+            whole = False
+            continue
+        report = validate_path(folder)
+        errors += report["errors"]
+        files += report["files"]
+        recorded = manifest["sources"][name] if isinstance(manifest["sources"][name], dict) else {}
+        for key in ("documents", "tokens"):
+            if report[key] is None:
+                whole = False
+            elif recorded.get(key) is not None and recorded[key] != report[key]:
+                errors.append(f"{where}: {key} {recorded[key]}, {folder} holds {report[key]}")
+        documents += report["documents"] or 0
+        tokens += report["tokens"] or 0
+        if differs := token_space_difference(manifest, own):
+            errors.append(
+                f"{where}: {differs} {manifest.get(differs)}, {folder / MANIFEST} says {own.get(differs)}"
+            )
+        elif manifest.get("dtype") and own.get("dtype") and manifest["dtype"] != own["dtype"]:
+            errors.append(f"{where}: dtype {manifest['dtype']}, {folder / MANIFEST} says {own['dtype']}")
+    listed = {f.resolve() for f in folders.values()}
+    for child in sorted(c for c in p.iterdir() if c.is_dir() and (c / MANIFEST).is_file()):
+        if child.resolve() not in listed:
+            errors.append(f"{child}: a shard folder not listed in {p / MANIFEST}")
+    return {
+        "path": str(p),
+        "files": files,
+        "documents": documents if whole else None,
+        "tokens": tokens if whole else None,
+        "sources": list(folders),
+        "errors": errors,
+        "ok": not errors,
+    }

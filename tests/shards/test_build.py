@@ -213,3 +213,42 @@ def test_files_of_both_formats_are_dealt_to_every_task(tmp_path, tokenizer_dir):
     assert summary["docs_out"] == 2
     ranks = sorted(f["prefix"].split("_")[0] for f in read_manifest(tmp_path / "out")["files"])
     assert ranks == ["00000", "00001"]
+
+
+def test_a_rerun_rebuilds_the_shards_of_a_finished_task_that_are_gone(tmp_path, tokenizer_dir):
+    """A finished job whose .bin was deleted (or truncated) used to rerun as a no-op, leaving a manifest that lists
+    a missing file: only the task that wrote it runs again, and gives the same bytes."""
+    from shards.validate import validate_path
+
+    out, corpus = tmp_path / "shards", tmp_path / "corpus"
+    corpus.mkdir()
+    for name, texts in (("a", TEXTS[:150]), ("b", TEXTS[150:])):
+        pq.write_table(
+            pa.table({"id": [str(i) for i in range(len(texts))], "text": texts}), corpus / f"{name}.parquet"
+        )
+
+    def build() -> None:
+        build_shards(
+            [corpus],
+            out,
+            str(tokenizer_dir),
+            ExecutorConfig(tasks=2, workers=1),
+            batch_size=16,
+            max_shard_bytes=4000,
+        )
+
+    build()
+    manifest = read_manifest(out)
+    shards = [out / f"{f['prefix']}.bin" for f in manifest["files"]]
+    first = next(
+        p for p in shards if p.name == "00000_00001.bin"
+    )  # a task cut its output into several shards
+    other = next(p for p in shards if p.name.startswith("00001_"))
+    kept = other.stat().st_mtime_ns
+    first.unlink()
+    build()
+    assert read_manifest(out) == manifest and validate_path(out)["ok"]
+    assert other.stat().st_mtime_ns == kept  # the other task was not run again
+    first.with_suffix(".idx").write_bytes(first.with_suffix(".idx").read_bytes()[:-2])
+    build()
+    assert read_manifest(out) == manifest and validate_path(out)["ok"]

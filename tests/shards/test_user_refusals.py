@@ -1,0 +1,200 @@
+"""What users ran into: `mix -o` over a manifest or into a stage folder, RUN/shards given to validate and inspect,
+manifest totals that disagree with the files, `inspect -o FILE`, notes for unchecked tokenizers and `{run_dir}`."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from mathmix.cli import app
+from shards.indexed import write_indexed
+from shards.inspection import inspect_shards
+from shards.manifest import file_entry, resolve_prefixes, write_manifest
+from shards.validate import validate_path
+
+DOCS = [[5, 6, 7, 0], [8, 9, 0], [10, 11, 12, 13, 14, 0], [15, 16, 0]]
+runner = CliRunner()
+
+
+def _shard_folder(out: Path, docs=DOCS, name: str = "toy", with_job: bool = True) -> Path:
+    info = write_indexed(out / "00000_00000", docs, vocab_size=32)
+    entry = file_entry(out, "00000_00000", info["documents"], info["tokens"])
+    tokenizer = str(out.parent / "tokenizer")
+    write_manifest(out, [entry], name=name, tokenizer=tokenizer, vocab_size=32, eos_id=0, dtype="uint16")
+    if with_job:  # what `shards build` leaves beside its shards
+        (out / "job.json").write_text(json.dumps({"inputs": [], "settings": {"tokenizer": tokenizer}}))
+        (out / "summary.json").write_text("{}")
+    return out
+
+
+def _run_shards(tmp_path: Path) -> Path:
+    """RUN/shards as the recipe's shards stage leaves it: source folders and a manifest listing them."""
+    shards = tmp_path / "run" / "shards"
+    _shard_folder(shards / "corpus", name="corpus")
+    _shard_folder(shards / "qa", DOCS[:2], name="qa")
+    manifest = {
+        "tokenizer": str(shards / "tokenizer"),
+        "vocab_size": 32,
+        "eos_id": 0,
+        "dtype": "uint16",
+        "sources": {
+            "corpus": {"path": str(shards / "corpus"), "documents": 4, "tokens": 16},
+            "qa": {"path": str(shards / "qa"), "documents": 2, "tokens": 7},
+        },
+    }
+    (shards / "manifest.json").write_text(json.dumps(manifest))
+    (shards / "recipe-stage.json").write_text("{}")
+    (shards / "summary.json").write_text("{}")
+    return shards
+
+
+def _mixture(tmp_path: Path, *paths: str) -> Path:
+    recipe = tmp_path / "mix.yaml"
+    sources = [{"name": f"s{k}", "paths": [p], "weight": 1.0} for k, p in enumerate(paths)]
+    recipe.write_text(yaml.safe_dump({"name": "m", "sources": sources}))
+    return recipe
+
+
+def _one_line_error(result) -> str:
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_mix_output_refuses_other_files_stage_folders_and_folders(tmp_path):
+    shards = _run_shards(tmp_path)
+    recipe = _mixture(tmp_path, str(shards / "corpus"))
+    manifest = shards / "corpus" / "manifest.json"
+    before = manifest.read_text()
+    error = _one_line_error(runner.invoke(app, ["shards", "mix", str(recipe), "-o", str(manifest)]))
+    assert "not a `shards mix` report" in error and manifest.read_text() == before
+    other = tmp_path / "notes.json"
+    other.write_text('{"mine": 1}')
+    assert "refusing" in _one_line_error(runner.invoke(app, ["shards", "mix", str(recipe), "-o", str(other)]))
+    for inside in (
+        shards / "mix.json",
+        shards / "corpus" / "mix.json",
+        shards / "corpus" / "sub" / "mix.json",
+    ):
+        error = _one_line_error(runner.invoke(app, ["shards", "mix", str(recipe), "-o", str(inside)]))
+        assert "stage folder" in error and not inside.exists()
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    error = _one_line_error(runner.invoke(app, ["shards", "mix", str(recipe), "-o", str(folder)]))
+    assert "is a folder" in error and not (tmp_path / "adir.tmp").exists()
+    report = tmp_path / "report.json"  # a new file, then an earlier report: both written
+    for _ in range(2):
+        result = runner.invoke(app, ["shards", "mix", str(recipe), "-o", str(report)])
+        assert result.exit_code == 0, result.output
+        assert json.loads(report.read_text())["tokens"] == 16
+
+
+def test_validate_a_runs_shards_folder_checks_every_source_and_its_manifest(tmp_path):
+    shards = _run_shards(tmp_path)
+    report = validate_path(shards)
+    assert report["ok"] and report["files"] == 2 and report["sources"] == ["corpus", "qa"], report["errors"]
+    result = runner.invoke(app, ["shards", "validate", str(shards)])
+    assert result.exit_code == 0 and "2 source folder(s) (corpus, qa)" in result.output, result.output
+
+    manifest = json.loads((shards / "manifest.json").read_text())
+    manifest["sources"]["qa"]["tokens"] = 99
+    manifest["vocab_size"] = 64
+    (shards / "manifest.json").write_text(json.dumps(manifest))
+    qa_bin = shards / "qa" / "00000_00000.bin"
+    qa_bin.write_bytes(qa_bin.read_bytes()[:-2])
+    _shard_folder(shards / "stray", name="stray")
+    errors = validate_path(shards)["errors"]
+    assert any("source qa: tokens 99, " in e and "holds 7" in e for e in errors), errors
+    assert any("source corpus: vocab_size 64" in e for e in errors), errors
+    assert any("qa/00000_00000.bin: truncated" in e for e in errors), errors
+    assert any("stray: a shard folder not listed" in e for e in errors), errors
+    result = runner.invoke(app, ["shards", "validate", str(shards)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+
+
+def test_inspect_a_runs_shards_folder_counts_each_source(tmp_path):
+    shards = _run_shards(tmp_path)
+    assert len(resolve_prefixes(shards)) == 2
+    report = inspect_shards(shards, tmp_path / "insp", samples=6)
+    assert report["files"] == 2 and report["documents"] == 6 and report["tokens"] == 23
+    assert report["sources"]["qa"] == {"files": 1, "documents": 2, "tokens": 7}
+    assert {s["file"] for s in report["samples"]} == {"corpus/00000_00000", "qa/00000_00000"}
+    result = runner.invoke(app, ["shards", "inspect", str(shards), "-o", str(tmp_path / "insp2")])
+    assert result.exit_code == 0, result.output
+
+
+def test_manifest_totals_are_checked_against_the_files(tmp_path):
+    out = _shard_folder(tmp_path / "shards")
+    manifest = json.loads((out / "manifest.json").read_text())
+    for key, wrong in (("tokens", 999999), ("documents", 50)):
+        bad = dict(manifest, **{key: wrong})
+        (out / "manifest.json").write_text(json.dumps(bad))
+        errors = validate_path(out)["errors"]
+        held = manifest[key]
+        assert errors == [f"{out / 'manifest.json'}: {key} {wrong}, its .idx files hold {held}"], errors
+    # a damaged .idx is named once, per file, not again in the totals
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    idx = out / "00000_00000.idx"
+    raw = bytearray(idx.read_bytes())
+    raw[34:38] = struct.pack("<i", 5)  # first sequence length 4 -> 5
+    idx.write_bytes(bytes(raw))
+    errors = validate_path(out)["errors"]
+    assert not any("manifest.json: tokens" in e for e in errors) and any("17 tokens" in e for e in errors), (
+        errors
+    )
+
+
+def test_inspect_output_an_existing_file_is_one_line(tmp_path):
+    out = _shard_folder(tmp_path / "shards")
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    error = _one_line_error(runner.invoke(app, ["shards", "inspect", str(out), "-o", str(afile)]))
+    assert "exists and is not a folder" in error and afile.read_text() == "keep"
+
+
+def test_inspect_warns_of_a_damaged_index(tmp_path):
+    out = _shard_folder(tmp_path / "shards")
+    idx = out / "00000_00000.idx"
+    raw = bytearray(idx.read_bytes())
+    raw[34:38] = struct.pack("<i", 5)
+    idx.write_bytes(bytes(raw))
+    report = inspect_shards(out, tmp_path / "insp", samples=0)
+    assert any("00000_00000.bin: truncated" in w for w in report["warnings"]), report["warnings"]
+    result = runner.invoke(app, ["shards", "inspect", str(out), "-o", str(tmp_path / "insp2")])
+    assert result.exit_code == 0 and "warning:" in result.output and "shards validate" in result.output
+
+
+def test_mix_notes_unchecked_tokenizers_and_a_missing_run_dir(tmp_path):
+    bare = tmp_path / "bare"
+    write_indexed(bare / "00000_00000", DOCS, vocab_size=32)
+    result = runner.invoke(app, ["shards", "mix", str(_mixture(tmp_path, str(bare)))])
+    assert result.exit_code == 0 and "could not be checked" in result.output, result.output
+    shards = _run_shards(tmp_path)
+    result = runner.invoke(app, ["shards", "mix", str(_mixture(tmp_path, str(shards / "corpus")))])
+    assert result.exit_code == 0 and "could not be checked" not in result.output, result.output
+    recipe = _mixture(tmp_path, "{run_dir}/shards/corpus")
+    assert "--run-dir not given" in _one_line_error(runner.invoke(app, ["shards", "mix", str(recipe)]))
+    result = runner.invoke(app, ["shards", "mix", str(recipe), "--run-dir", str(shards.parent)])
+    assert result.exit_code == 0, result.output
+
+
+def test_build_refuses_a_stage_folder_of_another_kind(tmp_path):
+    web = tmp_path / "run" / "web"
+    (web / "data").mkdir(parents=True)
+    (web / "job.json").write_text(json.dumps({"inputs": [], "settings": {"write_rejects": True}}))
+    (web / "recipe-stage.json").write_text("{}")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "text": "x"}) + "\n")
+    args = ["shards", "build", str(corpus), "-o", str(web), "--tokenizer", str(tmp_path / "tok")]
+    error = _one_line_error(runner.invoke(app, args))
+    assert "the `web` stage folder of a run" in error and "data/" in error
+    evals = tmp_path / "run" / "eval"
+    evals.mkdir()
+    (evals / "job.json").write_text(json.dumps({"command": "eval bench", "inputs": [], "settings": {}}))
+    args[4] = str(evals)
+    assert "written by `eval bench`" in _one_line_error(runner.invoke(app, args))
