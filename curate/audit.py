@@ -16,22 +16,26 @@ import base64
 import decimal
 import json
 import math
+import os
 import shutil
+import sys
 import tempfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import duckdb
 import pyarrow as pa
 
 from curate.audit_guard import AuditRefused, check_read_only
-from curate.audit_views import UNREADABLE, create_all
+from curate.audit_views import UNREADABLE, create_all, unfinished_stages
 
 __all__ = ["AuditRefused", "AuditSession", "write_result"]
 
 OUTPUT_FORMATS = ("table", "csv", "json", "parquet")
+MAX_ROWS = 200  # rows the text table shows by default (the CLI's --max-rows)
+BATCH_ROWS = 2048  # rows fetched from DuckDB at a time when a result is streamed (DuckDB's vector size)
 
 
 @dataclass
@@ -68,6 +72,9 @@ class AuditSession:
             raise ValueError(f"DuckDB refused the settings ({str(err).splitlines()[0]})") from None
         self.relations = create_all(self.con, self.run_dir)
         self.unreadable = list(UNREADABLE)  # damaged Parquet files the views leave out
+        self.unfinished = unfinished_stages(
+            self.run_dir, self.relations
+        )  # stage folders with no summary.json
         self._lock()
 
     def _lock(self) -> None:
@@ -94,9 +101,27 @@ class AuditSession:
         try:
             return self.con.sql(statement).to_arrow_table()
         except duckdb.PermissionException as err:
-            raise AuditRefused(
-                f"refused by DuckDB (only files under {self.run_dir} can be read): {err}"
-            ) from None
+            raise self._refused(err) from None
+
+    def stream(self, sql: str, batch_rows: int = BATCH_ROWS) -> pa.RecordBatchReader:
+        """`query` as a stream of record batches of at most `batch_rows` rows: memory stays bounded whatever
+        the result's size (DuckDB errors can also come while reading it)."""
+        statement = check_read_only(sql)
+        try:
+            reader = self.con.sql(statement).to_arrow_reader(batch_rows)
+        except duckdb.PermissionException as err:
+            raise self._refused(err) from None
+
+        def batches():
+            try:
+                yield from reader
+            except duckdb.PermissionException as err:
+                raise self._refused(err) from None
+
+        return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+    def _refused(self, err: Exception) -> AuditRefused:
+        return AuditRefused(f"refused by DuckDB (only files under {self.run_dir} can be read): {err}")
 
     def rows(self, sql: str) -> list[dict[str, Any]]:
         """The result of `query` as a list of dicts."""
@@ -146,40 +171,110 @@ def check_output_path(run_dir: str | Path, output: str | Path, own_folder: str |
     )
 
 
-def write_result(table: pa.Table, fmt: str, path: Path | None, max_width: int = 80) -> str | None:
-    """Write a result as csv/json/parquet to `path` (or return it as text for stdout); `table` returns text.
+def output_format(fmt: str | None, path: Path | None) -> str:
+    """The format to write: `fmt`, else the extension of `path` (.csv, .json, .parquet), else `table`."""
+    if fmt is None:
+        suffix = path.suffix.lower().lstrip(".") if path is not None else ""
+        fmt = suffix if suffix in OUTPUT_FORMATS and suffix != "table" else "table"
+    if fmt not in OUTPUT_FORMATS:
+        raise ValueError(f"format must be one of {', '.join(OUTPUT_FORMATS)}, got {fmt!r}")
+    if fmt == "parquet" and path is None:
+        raise ValueError("--format parquet needs -o FILE")
+    return fmt
 
+
+def write_result(
+    result: pa.Table | pa.RecordBatchReader,
+    fmt: str | None,
+    path: Path | None,
+    max_width: int = 80,
+    max_rows: int = MAX_ROWS,
+    out: IO[str] | None = None,
+) -> None:
+    """Write a result as table/csv/json/parquet to `path` (or to `out`, stdout by default).
+
+    The result is read batch by batch (a `RecordBatchReader`, see `AuditSession.stream`), so csv, json and
+    parquet are written in bounded memory; `table` shows at most `max_rows` rows (0: all) and counts the rest.
+    A file is written next to `path` and renamed onto it at the end: a failed query leaves no half file.
     csv holds nested values (lists, structs, maps) as JSON text and BLOBs as base64; json writes NaN and
     infinities as null and BLOBs as base64; INTERVALs are ISO 8601 durations in csv/json and refused by parquet.
     """
-    if fmt not in OUTPUT_FORMATS:
-        raise ValueError(f"format must be one of {', '.join(OUTPUT_FORMATS)}, got {fmt!r}")
+    fmt = output_format(fmt, path)
+    reader = result.to_reader() if isinstance(result, pa.Table) else result
     if fmt == "parquet":
-        if path is None:
-            raise ValueError("--format parquet needs -o FILE")
-        import pyarrow.parquet as pq
-
-        intervals = [f.name for f in table.schema if _has_interval(f.type)]
+        intervals = [f.name for f in reader.schema if _has_interval(f.type)]
         if intervals:
             raise ValueError(
                 f"column {intervals[0]!r} is an INTERVAL, which Parquet cannot hold: cast it in the query "
                 f'("{intervals[0]}"::VARCHAR, or epoch("{intervals[0]}") for seconds)'
             )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, path)
-        return None
+    if path is None:
+        _write_text(reader, fmt, out or sys.stdout, max_width, max_rows)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            os.close(fd)
+            with pq.ParquetWriter(tmp, reader.schema) as writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+        else:
+            with open(fd, "w", encoding="utf-8", newline="") as stream:
+                _write_text(reader, fmt, stream, max_width, max_rows)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_text(reader: pa.RecordBatchReader, fmt: str, out: IO[str], max_width: int, max_rows: int) -> None:
     if fmt == "csv":
-        text = _csv_text(table)
+        header = True
+        for batch in reader:
+            if batch.num_rows or header:
+                out.write(_csv_text(pa.Table.from_batches([batch], reader.schema), header=header))
+                header = False
+        if header:  # no batch at all: the header alone
+            out.write(_csv_text(reader.schema.empty_table()))
     elif fmt == "json":
-        rows = [{k: _json_value(v) for k, v in row.items()} for row in table.to_pylist()]
-        text = json.dumps(rows, indent=1, default=str, ensure_ascii=False, allow_nan=False) + "\n"
+        # json.dumps(rows, indent=1), one row at a time: "[\n {...},\n {...}\n]"
+        first = True
+        for batch in reader:
+            for row in batch.to_pylist():
+                text = json.dumps({k: _json_value(v) for k, v in row.items()}, indent=1, default=str,
+                                  ensure_ascii=False, allow_nan=False)  # fmt: skip
+                out.write(("[\n " if first else ",\n ") + text.replace("\n", "\n "))
+                first = False
+        out.write("[]\n" if first else "\n]\n")
     else:
-        text = format_table(table, max_width)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return None
-    return text
+        out.write(_table_text(reader, max_width, max_rows))
+
+
+def _table_text(reader: pa.RecordBatchReader, max_width: int, max_rows: int) -> str:
+    """The first `max_rows` rows (0: all) as a text table, and how many more the result holds (counted as the
+    rest streams by, not kept)."""
+    shown: list[pa.RecordBatch] = []
+    kept = total = 0
+    for batch in reader:
+        total += batch.num_rows
+        if max_rows and kept >= max_rows:
+            continue
+        take = batch.num_rows if not max_rows else min(batch.num_rows, max_rows - kept)
+        shown.append(batch.slice(0, take))
+        kept += take
+    table = pa.Table.from_batches(shown, reader.schema)
+    return format_table(table, max_width, total=total)
 
 
 def _has_interval(type_: pa.DataType) -> bool:
@@ -188,7 +283,7 @@ def _has_interval(type_: pa.DataType) -> bool:
     return any(_has_interval(type_.field(i).type) for i in range(type_.num_fields))
 
 
-def _csv_text(table: pa.Table) -> str:
+def _csv_text(table: pa.Table, header: bool = True) -> str:
     import io
 
     import pyarrow.csv as pcsv
@@ -206,7 +301,9 @@ def _csv_text(table: pa.Table) -> str:
             column = pa.chunked_array([pa.array([_json_value(v) for v in column.to_pylist()], pa.string())])
         columns.append(column)
     buffer = io.BytesIO()
-    pcsv.write_csv(pa.table(columns, names=table.column_names), buffer)
+    pcsv.write_csv(
+        pa.table(columns, names=table.column_names), buffer, pcsv.WriteOptions(include_header=header)
+    )
     return buffer.getvalue().decode()
 
 
@@ -232,17 +329,23 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def format_table(table: pa.Table, max_width: int = 80) -> str:
-    """A plain-text table (long cells cut to max_width characters, newlines shown as spaces)."""
+def format_table(table: pa.Table, max_width: int = 80, total: int | None = None) -> str:
+    """A plain-text table (long cells cut to max_width characters, newlines shown as spaces); `total` is the
+    result's row count where `table` holds only its first rows."""
     names = table.column_names
     cells = [[_cell(v, max_width) for v in row.values()] for row in table.to_pylist()]
     widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
     line = "  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))
     rule = "  ".join("-" * w for w in widths)
     body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
-    return (
-        "\n".join([line, rule, *body, f"({table.num_rows} row{'s' if table.num_rows != 1 else ''})"]) + "\n"
-    )
+    total = table.num_rows if total is None else total
+    count = f"({total} row{'s' if total != 1 else ''})"
+    if total > table.num_rows:
+        count = (
+            f"({table.num_rows} of {total} rows shown, {total - table.num_rows} more: add a LIMIT, raise "
+            "--max-rows (0 = all), or write them all with -o FILE.csv|.json|.parquet)"
+        )
+    return "\n".join([line, rule, *body, count]) + "\n"
 
 
 def _cell(value: Any, max_width: int) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import typer
@@ -32,13 +34,40 @@ def _session(run_dir: Path, memory_limit: str | None = None):
     except (FileNotFoundError, ValueError) as err:
         fail(str(err) if isinstance(err, FileNotFoundError) else f"--memory-limit {memory_limit}: {err}")
     warn_unreadable(session.unreadable)
+    warn(session.unfinished)
     return session
 
 
 def warn_unreadable(unreadable: list[str]) -> None:
     """One warning line per damaged Parquet file the views left out (on stderr)."""
-    for line in unreadable:
-        console.print(f"warning: left out of the views, unreadable: {line}", markup=False, soft_wrap=True)
+    warn(f"left out of the views, unreadable: {line}" for line in unreadable)
+
+
+def warn(lines: Iterable[str]) -> None:
+    """One `warning: ...` line each, on stderr."""
+    for line in lines:
+        console.print(f"warning: {line}", markup=False, soft_wrap=True)
+
+
+def error_text(err: BaseException, max_lines: int = 8) -> str:
+    """DuckDB's message with its hints (`Did you mean "web"?`, `Candidate bindings: ...`, the query line and
+    its caret), blank lines dropped, at most `max_lines` lines."""
+    lines = [line.rstrip() for line in str(err).splitlines() if line.strip()]
+    if not lines:
+        return repr(err)
+    if len(lines) > max_lines:
+        lines = [*lines[: max_lines - 1], f"... ({len(lines) - max_lines + 1} more lines)"]
+    return "\n".join(lines)
+
+
+def output_option(output: str | None, what: str) -> Path | None:
+    """`-o` as a Path; a trailing slash or an existing folder names a folder, which `what` cannot be."""
+    if output is None:
+        return None
+    path = Path(output)
+    if output.endswith(("/", os.sep)) or path.is_dir():
+        fail(f"{output}: is a folder; -o names the {what} to write")
+    return path
 
 
 @audit_app.command("sql")
@@ -47,42 +76,60 @@ def sql_cmd(
     query: str = typer.Argument(
         ..., help='one read-only statement, e.g. "SELECT lang, count(*) FROM web GROUP BY 1"'
     ),
-    fmt: str = typer.Option(
-        "table", "--format", "-f", help="table | csv | json | parquet (parquet needs -o)"
+    fmt: str | None = typer.Option(
+        None,
+        "--format",
+        "-f",
+        help="table | csv | json | parquet (parquet needs -o); default: from -o's extension "
+        "(.csv, .json, .parquet), else table",
     ),
-    output: Path | None = typer.Option(
-        None, "-o", "--output", help="write the result here instead of stdout"
+    output: str | None = typer.Option(
+        None, "-o", "--output", help="write the result to this file instead of stdout"
     ),
-    max_width: int = typer.Option(80, "--max-width", help="table format: cut cells longer than this"),
+    max_width: int = typer.Option(80, "--max-width", min=1, help="table format: cut cells longer than this"),
+    max_rows: int = typer.Option(
+        200,
+        "--max-rows",
+        min=0,
+        help="table format: show at most this many rows and count the rest (0 = all)",
+    ),
     memory_limit: str | None = MEMORY_LIMIT,
 ) -> None:
     """Run one read-only SQL statement over the run's views. Reads RUN_DIR; writes stdout or -o FILE only
     (-o inside RUN_DIR is refused).
 
     Writes (COPY, CREATE, INSERT, ...), ATTACH, INSTALL/LOAD, SET and state-changing PRAGMAs are refused, and
-    file-reading functions (read_parquet, read_csv, ...) only reach files under RUN_DIR.
+    file-reading functions (read_parquet, read_csv, ...) only reach files under RUN_DIR. csv, json and parquet
+    are streamed (any size, bounded memory); the table shows the first --max-rows rows.
     """
+    import sys
+
     import duckdb
 
-    from curate.audit import AuditRefused, check_output_path, write_result
+    from curate.audit import AuditRefused, check_output_path, output_format, write_result
 
-    if output is not None:
+    path = output_option(output, "file")
+    try:
+        fmt = output_format(fmt, path)
+    except ValueError as err:
+        fail(str(err))
+    if path is not None:
         try:
-            check_output_path(run_dir, output)
+            check_output_path(run_dir, path)
         except ValueError as err:
             fail(f"refused: {err}")
     session = _session(run_dir, memory_limit)
     try:
-        text = write_result(session.query(query), fmt, output, max_width=max_width)
+        write_result(session.stream(query), fmt, path, max_width=max_width, max_rows=max_rows, out=sys.stdout)
     except AuditRefused as err:
         fail(f"refused: {err}")
     except (duckdb.Error, ValueError) as err:
-        fail(str(err).splitlines()[0] if str(err) else repr(err))
+        fail(error_text(err))
+    except OSError as err:
+        fail(f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err))
     else:
-        if text is not None:
-            typer.echo(text, nl=False)
-        elif output is not None:
-            console.print(f"wrote {output}")
+        if path is not None:
+            console.print(f"wrote {path} ({fmt})")
     finally:
         session.close()
 
@@ -95,6 +142,8 @@ def schema_cmd(
     """List the views of RUN_DIR (what each is over) and their columns. Reads RUN_DIR; writes stdout."""
     import json
 
+    if fmt not in ("table", "json"):
+        fail(f"--format must be table or json, got {fmt!r}")
     session = _session(run_dir)
     try:
         columns = session.schema()
@@ -116,12 +165,12 @@ def schema_cmd(
 @audit_app.command("report")
 def report_cmd(
     run_dir: Path = RUN_DIR,
-    output: Path | None = typer.Option(
+    output: str | None = typer.Option(
         None,
         "-o",
         "--output",
-        help="HTML file (default RUN_DIR/audit/report.html); a folder means FOLDER/report.html; "
-        "X.md means X.html + X.md",
+        help="HTML file (default RUN_DIR/audit/report.html); an existing folder or one ending in / means "
+        "FOLDER/report.html; X.md means X.html + X.md",
     ),
     markdown: bool = typer.Option(True, "--markdown/--no-markdown", help="also write the .md twin (+ PNGs)"),
     math_threshold: float | None = typer.Option(
@@ -139,7 +188,7 @@ def report_cmd(
     from curate.audit import check_output_path
     from curate.audit_sections import write_report
 
-    html_path, md_path = report_paths(output or run_dir / "audit" / "report.html", markdown)
+    html_path, md_path = report_paths(output or str(run_dir / "audit" / "report.html"), markdown)
     try:
         for path in (html_path, md_path):
             if path is not None:
@@ -158,17 +207,21 @@ def report_cmd(
     for section in result["sections"].values():
         for note in section["notes"]:
             if note.startswith("not available"):
-                console.print(f"[dim]{section['title']}: {note}[/]")
+                console.print(f"{section['title']}: {note}", style="dim", markup=False, soft_wrap=True)
+    # unbalanced or unfinished stages, sections not computed: the report says so, and so does the console
+    warn(result["warnings"])
     console.print(f"wrote {', '.join(result['files'][:2])} ({result['seconds']:.1f} s)")
 
 
-def report_paths(output: Path, markdown: bool) -> tuple[Path, Path | None]:
-    """(HTML, Markdown or None) for `-o OUTPUT`: X.md means X.html + X.md (the twin overwrote the HTML)."""
-    if output.is_dir():
-        output = output / "report.html"
-    elif output.suffix.lower() == ".md":
-        return output.with_suffix(".html"), output if markdown else None
-    return output, output.with_suffix(".md") if markdown else None
+def report_paths(output: str | Path, markdown: bool) -> tuple[Path, Path | None]:
+    """(HTML, Markdown or None) for `-o OUTPUT`: an existing folder or a trailing slash means FOLDER/report.html;
+    X.md means X.html + X.md (the twin overwrote the HTML)."""
+    path = Path(output)
+    if str(output).endswith(("/", os.sep)) or path.is_dir():
+        path = path / "report.html"
+    elif path.suffix.lower() == ".md":
+        return path.with_suffix(".html"), path if markdown else None
+    return path, path.with_suffix(".md") if markdown else None
 
 
 @audit_app.command("sample")
@@ -176,9 +229,9 @@ def sample_cmd(
     run_dir: Path = RUN_DIR,
     view: str = typer.Option("corpus", "--view", help="view to sample from (see `mathmix audit schema`)"),
     where: str | None = typer.Option(None, "--where", help='SQL condition, e.g. "math_score < 0.6"'),
-    n: int = typer.Option(20, "-n", help="documents to print"),
+    n: int = typer.Option(20, "-n", min=1, help="documents to print"),
     seed: int = typer.Option(0, "--seed", help="sampling seed (same seed, same documents)"),
-    chars: int = typer.Option(1200, "--chars", help="print at most this many characters of text"),
+    chars: int = typer.Option(1200, "--chars", min=0, help="print at most this many characters of text"),
 ) -> None:
     """Print a random sample of documents to eyeball. Reads RUN_DIR; writes stdout."""
     from curate.audit import AuditRefused, sample_documents
@@ -188,8 +241,8 @@ def sample_cmd(
         docs = sample_documents(session, view, where=where, n=n, seed=seed)
     except AuditRefused as err:
         fail(f"refused: {err}")
-    except Exception as err:  # a bad --where is a user error: say it in one line
-        fail(str(err).splitlines()[0])
+    except Exception as err:  # a bad --where is a user error: say it, with DuckDB's hints, no traceback
+        fail(error_text(err))
     else:
         for i, doc in enumerate(docs):
             text = str(doc.pop("text", "") or "")

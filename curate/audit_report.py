@@ -20,6 +20,8 @@ LENGTH_COLUMNS = ("n_chars", "length", "num_chars", "char_count")
 SCORE_COLUMNS = ("math_score", "score")
 THRESHOLD_KEYS = ("math_threshold", "threshold", "math_score_threshold")
 DOCUMENT_VIEWS = ("web", "dedup", "decont")
+# The rewriter's total (branches/summary.json sums branches/<task>/summary.json), left out where the tasks are listed.
+PER_TASK = "stage = 'branches' AND EXISTS (SELECT 1 FROM {table} WHERE stage LIKE 'branches/%')"
 
 
 @dataclass
@@ -147,16 +149,17 @@ def funnel_section(b: ReportBuilder) -> Section:
     if not b.session.has("summaries"):
         s.notes.append("not available: no stage wrote a summary.json")
     else:
-        b.add(s, "stages", "Documents in/out per stage (summary.json)",
-              "SELECT stage, docs_in, docs_out, dropped_total, round(docs_out / nullif(docs_in, 0), 4) AS kept_frac, "
-              "seconds FROM summaries ORDER BY position, stage")  # fmt: skip
-        s.figures.append(ReportFigure("funnel", "Documents out per stage", "stages", "stage", "docs_out"))
         # branches/summary.json sums its tasks' summaries: where the tasks are listed, the sum is left out so
-        # that every rewriter drop is counted once.
+        # that every rewriter document and drop is counted once (it is still checked below).
+        b.add(s, "stages", "Documents in/out per stage (summary.json; the rewriter per task)",
+              "SELECT stage, docs_in, docs_out, dropped_total, docs_in - docs_out - dropped_total AS unaccounted, "
+              "round(docs_out / nullif(docs_in, 0), 4) AS kept_frac, seconds FROM summaries "
+              f"WHERE NOT ({PER_TASK.format(table='summaries')}) ORDER BY position, stage")  # fmt: skip
+        s.figures.append(ReportFigure("funnel", "Documents out per stage", "stages", "stage", "docs_out"))
         b.add(s, "drops", "Drops by reason (the rewriter per task)",
-              "SELECT stage, reason, dropped FROM stats WHERE reason IS NOT NULL AND NOT (stage = 'branches' "
-              "AND EXISTS (SELECT 1 FROM stats WHERE stage LIKE 'branches/%')) "
+              f"SELECT stage, reason, dropped FROM stats WHERE reason IS NOT NULL AND NOT ({PER_TASK.format(table='stats')}) "
               "ORDER BY position, stage, dropped DESC, reason")  # fmt: skip
+        s.notes += [f"warning: {line}" for line in summary_checks(b)]
         s.figures.append(ReportFigure("drops", "Drops by reason", "drops", "reason", "dropped", kind="barh",
                                       series="stage"))  # fmt: skip
     parts = []
@@ -181,6 +184,54 @@ def funnel_section(b: ReportBuilder) -> Section:
               f"SELECT stage, reason, count(*) AS docs, sum({expr})::BIGINT AS tokens FROM rejects "
               "GROUP BY ALL ORDER BY stage, docs DESC, reason")  # fmt: skip
     return s
+
+
+def summary_checks(b: ReportBuilder) -> list[str]:
+    """What does not add up in the summaries: a stage whose docs_in != docs_out + sum(dropped) (or whose
+    summary reports `unaccounted` documents), and a stage whose view holds another number of documents than
+    its summary's docs_out (counts from Parquet footers: cheap)."""
+    lines = []
+    for row in b.session.rows(
+        "SELECT stage, docs_in, docs_out, dropped_total, extra ->> 'unaccounted' AS unaccounted FROM summaries "
+        "WHERE docs_in IS DISTINCT FROM docs_out + dropped_total OR (extra -> 'unaccounted') IS NOT NULL "
+        "ORDER BY position, stage"
+    ):
+        stage, docs_in, docs_out, dropped = (
+            row[k] for k in ("stage", "docs_in", "docs_out", "dropped_total")
+        )
+        reported = (
+            f" and reports unaccounted = {row['unaccounted']}" if row["unaccounted"] is not None else ""
+        )
+        if docs_in is None or docs_out is None:
+            lines.append(f"{stage}: summary.json has no numeric docs_in/docs_out (unchecked){reported}")
+        elif docs_in != docs_out + dropped:
+            gap = docs_in - docs_out - dropped
+            what = f"{gap} documents unaccounted for" if gap > 0 else f"{-gap} more out than came in"
+            lines.append(
+                f"{stage}: summary.json does not add up: docs_in {docs_in} != docs_out {docs_out} + dropped "
+                f"{dropped} ({what}){reported}"
+            )
+        else:
+            lines.append(f"{stage}: summary.json reports unaccounted = {row['unaccounted']} (documents lost)")
+    views = [v for v in DOCUMENT_VIEWS if b.session.has(v)]
+    counts = [f"SELECT '{v}' AS stage, count(*) AS docs FROM \"{v}\"" for v in views]
+    checked = [f"s.stage = '{v}'" for v in views]
+    if b.session.has("branches"):  # a task that kept nothing has no row in the view: 0 documents
+        counts.append("SELECT 'branches/' || task, count(*) FROM branches GROUP BY task")
+        checked.append("s.stage LIKE 'branches/%'")
+    if counts:
+        for row in b.session.rows(
+            "SELECT s.stage, s.docs_out, coalesce(c.docs, 0) AS docs FROM summaries s LEFT JOIN "
+            f"({' UNION ALL '.join(counts)}) c USING (stage) WHERE ({' OR '.join(checked)}) "
+            "AND s.docs_out IS DISTINCT FROM coalesce(c.docs, 0) AND s.docs_out IS NOT NULL "
+            "ORDER BY s.position, s.stage"
+        ):
+            view = "branches" if row["stage"].startswith("branches/") else row["stage"]
+            lines.append(
+                f"{row['stage']}: its data/ holds {row['docs']} documents (view {view}) but its summary.json "
+                f"says docs_out {row['docs_out']}"
+            )
+    return lines
 
 
 def domains_section(b: ReportBuilder) -> Section:

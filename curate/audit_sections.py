@@ -210,6 +210,9 @@ def mixture_section(b: ReportBuilder) -> Section:
     return s
 
 
+# Notes that say a number may be wrong (the CLI prints them): a check that failed, a section not computed.
+WARNING_NOTES = ("warning: ", "could not be computed: ")
+
 SECTIONS = [
     funnel_section,
     domains_section,
@@ -241,6 +244,8 @@ def build_report(
     if session.unreadable and sections:  # the first section (the funnel) says what the views left out
         sections[0].notes.insert(0, f"{len(session.unreadable)} damaged Parquet file(s) left out of the views: "
                                     + "; ".join(session.unreadable[:5]))  # fmt: skip
+    if sections:  # ... and which stage folders have output but no summary (the funnel does not list them)
+        sections[0].notes[:0] = [f"warning: {line}" for line in session.unfinished]
     return sections
 
 
@@ -271,6 +276,7 @@ def write_report(
         corpus_docs = session.scalar("SELECT count(*) FROM corpus") if session.has("corpus") else 0
         relations = dict(session.relations)
         unreadable = list(session.unreadable)
+        unfinished = list(session.unfinished)
     query_seconds = time.time() - start
     title = f"mathmix audit: {Path(run_dir).resolve().name}"
     files = render(sections, title, Path(html_path), Path(md_path) if md_path else None)
@@ -278,6 +284,13 @@ def write_report(
         "corpus_docs": corpus_docs,
         "relations": relations,
         "unreadable": unreadable,
+        "unfinished": unfinished,
+        "warnings": [
+            n.removeprefix("warning: ") if n.startswith("warning: ") else f"{s.title}: {n}"
+            for s in sections
+            for n in s.notes
+            if n.startswith(WARNING_NOTES)
+        ],  # fmt: skip
         "files": [str(f) for f in files],
         "query_seconds": round(query_seconds, 3),
         "seconds": round(time.time() - start, 3),

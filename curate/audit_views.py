@@ -210,6 +210,38 @@ def stats_rows(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     return sorted(stats, key=order), sorted(summaries, key=order)
 
 
+def unfinished_stages(run_dir: Path, relations: dict[str, str]) -> list[str]:
+    """One line per stage folder with output but no readable summary.json (a stage that did not finish, or
+    whose summary is half-written): the funnel leaves it out, while its views still read its partial data/."""
+    lines = []
+    for folder in _stage_dirs(run_dir):
+        path = folder / "summary.json"
+        try:
+            finished = isinstance(json.loads(path.read_text()), dict)
+        except (OSError, ValueError):
+            finished = False
+        if finished or not any(folder.iterdir()):
+            continue
+        stage = _stage_name(run_dir, folder)
+        why = "a summary.json that does not read" if path.exists() else "no summary.json"
+        views = [stage] if stage in relations and stage in DOCUMENT_STAGES else []
+        if (
+            stage.startswith("branches/")
+            and "branches" in relations
+            and any((folder / "data").rglob("*.parquet"))
+        ):
+            views.append("branches")
+        if views and relations.get("corpus", "").startswith(f"= {stage} "):
+            views.append("corpus")
+        if "rejects" in relations and any((folder / "rejects").rglob("*.parquet")):
+            views.append("rejects")
+        reads = f"; the views {', '.join(views)} read its partial output" if views else ""
+        lines.append(
+            f"{stage}: an unfinished stage ({why}): not in summaries/stats or the report's funnel{reads}"
+        )
+    return lines
+
+
 def _position(stage: str) -> int:
     """Pipeline order of a stage folder (branches/<task> share the rewrite stage's place)."""
     head = stage.split("/", 1)[0]

@@ -78,6 +78,9 @@ def test_report_of_a_real_run_equals_its_sql(real_run):
     stages = {r["stage"]: r for r in audit["sections"]["funnel"]["stages"]}
     for stage in ("web", "dedup", "decont"):
         assert stages[stage]["docs_in"] == summaries[stage]["docs_in"]
+        assert stages[stage]["unaccounted"] == 0
+    # a real run adds up: no stage unbalanced, unfinished, or holding other documents than its summary says
+    assert not [n for n in audit["sections"]["funnel"]["notes"] if n.startswith("warning")]
     hits = summaries["decont"].get("hits_per_benchmark", {})
     if hits:  # the sample plants a contaminated page; the report counts it per benchmark like the stage does
         got = {r["benchmark"]: r["docs"] for r in audit["sections"]["contamination"]["benchmarks"]}

@@ -1,0 +1,137 @@
+"""The report and the console say when the summaries do not add up, when a stage is unfinished, and when a
+section could not be computed (a reviewer's edited, half-removed and memory-starved runs)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from curate.audit import AuditSession
+from curate.audit_cli import register
+from curate.audit_sections import write_report
+from curate.audit_synth import build_synthetic_run
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory) -> Path:
+    return build_synthetic_run(tmp_path_factory.mktemp("audit_checks") / "run", 600)
+
+
+@pytest.fixture
+def run(base_run, tmp_path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(base_run, copy)
+    return copy
+
+
+def _cli() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+    return app
+
+
+def _edit(run: Path, stage: str, **changes) -> None:
+    path = run / stage / "summary.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | changes))
+
+
+def test_a_clean_run_has_no_warning(run, tmp_path):
+    result = write_report(run, tmp_path / "r.html", tmp_path / "r.md")
+    assert result["warnings"] == [] and result["unfinished"] == []
+    assert all(r["unaccounted"] == 0 for r in result["sections"]["funnel"]["stages"])
+
+
+def test_unbalanced_summaries_and_view_counts_are_flagged_in_report_and_console(run, tmp_path):
+    web = json.loads((run / "web" / "summary.json").read_text())
+    dedup = json.loads((run / "dedup" / "summary.json").read_text())
+    _edit(run, "web", docs_in=web["docs_in"] + 10)  # 10 documents vanish
+    _edit(run, "dedup", docs_out=99_999)  # more out than in, and not what dedup/data holds
+    _edit(run, "decont", unaccounted=3)
+    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    md = (tmp_path / "r.md").read_text()
+    expected = [
+        f"web: summary.json does not add up: docs_in {web['docs_in'] + 10} != docs_out {web['docs_out']} + "
+        f"dropped {sum(web['dropped'].values())} (10 documents unaccounted for)",
+        "dedup: summary.json does not add up",
+        f"dedup: its data/ holds {dedup['docs_out']} documents (view dedup) but its summary.json says docs_out 99999",
+        "decont: summary.json reports unaccounted = 3",
+    ]
+    for line in expected:
+        assert f"> warning: {line}" in md, line
+        assert f"warning: {line}" in out.stderr, line
+    funnel = md.split("## Funnel")[1].split("\n## ")[0]
+    assert "warning: web" in funnel  # in the funnel, before its tables
+    html = (tmp_path / "r.html").read_text()
+    assert "warning: web: summary.json does not add up" in html
+
+
+def test_a_branch_task_whose_data_differs_from_its_summary_is_flagged(run, tmp_path):
+    qa = json.loads((run / "branches" / "qa" / "summary.json").read_text())
+    _edit(run, "branches/qa", docs_out=qa["docs_out"] + 1, docs_in=qa["docs_in"] + 1)
+    result = write_report(run, tmp_path / "r.html", None)
+    assert result["warnings"] == [
+        f"branches/qa: its data/ holds {qa['docs_out']} documents (view branches) but its summary.json says "
+        f"docs_out {qa['docs_out'] + 1}"
+    ]
+
+
+def test_an_unfinished_stage_is_named_where_the_corpus_reads_it(run, tmp_path):
+    (run / "decont" / "summary.json").unlink()
+    with AuditSession(run) as session:
+        assert session.relations["corpus"].startswith("= decont")
+        assert session.unfinished == [
+            "decont: an unfinished stage (no summary.json): not in summaries/stats or the report's funnel; "
+            "the views decont, corpus read its partial output"
+        ]
+    runner = CliRunner()
+    out = runner.invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    assert "warning: decont: an unfinished stage (no summary.json)" in out.stderr
+    assert "> warning: decont: an unfinished stage" in (tmp_path / "r.md").read_text()
+    out = runner.invoke(_cli(), ["audit", "sql", str(run), "SELECT count(*) AS n FROM corpus", "-f", "json"])
+    assert out.exit_code == 0 and "decont: an unfinished stage" in out.stderr, out.output
+    assert json.loads(out.stdout) == [{"n": len(list(_rows(run / "decont" / "data")))}]
+    (run / "decont" / "summary.json").write_text('{"docs_in": 1')  # half-written
+    with AuditSession(run) as session:
+        assert session.unfinished[0].startswith(
+            "decont: an unfinished stage (a summary.json that does not read)"
+        )
+
+
+def _rows(folder: Path):
+    import pyarrow.parquet as pq
+
+    return [r for f in sorted(folder.rglob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+
+
+def test_sections_not_computed_are_warned_on_the_console(run, tmp_path):
+    out = CliRunner().invoke(
+        _cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html"), "--memory-limit", "1MB"]
+    )
+    assert out.exit_code == 0, out.output
+    failed = (tmp_path / "r.md").read_text().count("> could not be computed: ")
+    assert failed >= 1
+    assert out.stderr.count(": could not be computed: ") == failed
+    assert all(
+        line.startswith("warning: ") for line in out.stderr.splitlines() if "could not be computed" in line
+    )
+
+
+def test_the_funnel_counts_each_rewriter_document_once(run, tmp_path):
+    result = write_report(run, tmp_path / "r.html", None)
+    stages = [r["stage"] for r in result["sections"]["funnel"]["stages"]]
+    assert "branches" not in stages and {"branches/qa", "branches/refine"} <= set(stages)
+    total = json.loads((run / "branches" / "summary.json").read_text())
+    rows = [r for r in result["sections"]["funnel"]["stages"] if r["stage"].startswith("branches/")]
+    assert sum(r["dropped_total"] for r in rows) == sum(total["dropped"].values())
+    # without per-task summaries the rewriter's total is the row
+    for task in ("qa", "refine"):
+        (run / "branches" / task / "summary.json").unlink()
+    result = write_report(run, tmp_path / "r2.html", None)
+    assert "branches" in [r["stage"] for r in result["sections"]["funnel"]["stages"]]
