@@ -72,6 +72,8 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
         "report": "report.html",
         "relations": sorted(result["relations"]),
         "sections": result["sections"],
+        # numbers that do not add up, unfinished stages, sections not computed
+        "warnings": result.get("warnings", []),
     }
     write_summary(ctx.out_dir, summary)
     return summary
