@@ -211,25 +211,34 @@ def write_result(
     if path is None:
         _write_text(reader, fmt, out or sys.stdout, max_width, max_rows)
         return
+    path = path.resolve() if path.is_symlink() else path  # a link is written through, not replaced
+    if path.exists() and not path.is_file():  # /dev/stdout, a FIFO, >(...): written through as they are
+        _write_to(reader, fmt, path, max_width, max_rows)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     tmp = Path(tmp_name)
     try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            os.close(fd)
-            with pq.ParquetWriter(tmp, reader.schema) as writer:
-                for batch in reader:
-                    writer.write_batch(batch)
-        else:
-            with open(fd, "w", encoding="utf-8", newline="") as stream:
-                _write_text(reader, fmt, stream, max_width, max_rows)
-        os.chmod(tmp, 0o666 & ~_umask())
+        _write_to(reader, fmt, tmp, max_width, max_rows)
+        # a file written over keeps its permissions; a new one gets the umask's, as open() would give it
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _write_to(reader: pa.RecordBatchReader, fmt: str, path: Path, max_width: int, max_rows: int) -> None:
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with pq.ParquetWriter(path, reader.schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch)
+    else:
+        with open(path, "w", encoding="utf-8", newline="") as stream:
+            _write_text(reader, fmt, stream, max_width, max_rows)
 
 
 def _umask() -> int:

@@ -125,6 +125,9 @@ def sql_cmd(
         fail(f"refused: {err}")
     except (duckdb.Error, ValueError) as err:
         fail(error_text(err))
+    except BrokenPipeError:  # `| head`: the reader has what it wanted, as with any Unix filter
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        raise typer.Exit(0) from None
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err))
     else:

@@ -166,3 +166,38 @@ def test_bad_option_values_are_refused(run_dir):
         out = _invoke(*args)
         assert out.exit_code == 2, args
         assert "Parser Error" not in out.output and "Traceback" not in out.output, args
+
+
+def test_a_closed_pipe_ends_quietly_with_exit_0(run_dir):
+    """`audit sql ... -f csv | head -1`: exit 2 and 'error: Broken pipe' broke `set -o pipefail` scripts."""
+    script = (
+        f"set -o pipefail; {sys.executable} -m mathmix audit sql {run_dir} "
+        "'SELECT range FROM range(300000)' -f csv | head -1"
+    )
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == '"range"\n', done.stderr
+    assert "error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_output_is_written_through_links_and_special_files(run_dir, tmp_path):
+    """-o through a symlink writes its target (the link was replaced by a file); a FIFO or /dev/stdout is written
+    to, not replaced; a file written over keeps its permissions."""
+    import os
+    import threading
+
+    target = tmp_path / "target.csv"
+    target.write_text("keep\n")
+    target.chmod(0o600)
+    link = tmp_path / "link.csv"
+    link.symlink_to(target.name)
+    assert _invoke("sql", str(run_dir), "SELECT 1 AS one", "-o", str(link)).exit_code == 0
+    assert link.is_symlink() and target.read_text() == '"one"\n1\n'
+    assert target.stat().st_mode & 0o777 == 0o600
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    assert _invoke("sql", str(run_dir), "SELECT 2 AS two", "-f", "csv", "-o", str(fifo)).exit_code == 0
+    reader.join(10)
+    assert got == ['"two"\n2\n'] and fifo.is_fifo()
