@@ -76,4 +76,10 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
         "warnings": result.get("warnings", []),
     }
     write_summary(ctx.out_dir, summary)
+    from rich.markup import escape
+
+    from mathmix.cli_util import console
+
+    for warning in summary["warnings"]:  # `mathmix run` shows them, not only audit/summary.json
+        console.print(f"[yellow]warning:[/] audit: {escape(str(warning))}", soft_wrap=True)
     return summary

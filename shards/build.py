@@ -200,10 +200,13 @@ def build_shards(
 def refuse_other_kind(out: Path) -> None:
     """Raise ValueError when OUT is another command's output folder (documents, or a job record of no
     `shards build`): its job record's differences would not say what the folder is."""
+    from mathmix.paths import _written_by_a_stage
+
     kind = f"the `{out.name}` stage folder of a run" if (out / "recipe-stage.json").is_file() else None
     if (out / "data").is_dir():
+        kind = kind or ("a stage folder" if _written_by_a_stage(out) else "a dataset folder")
         raise ValueError(
-            f"{out}: {kind or 'a stage folder'}, holding documents (data/), not shards; write the shards to a new folder"
+            f"{out}: {kind}, holding documents (data/), not shards; write the shards to a new folder"
         )
     try:
         record = json.loads((out / "job.json").read_text())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -155,7 +156,7 @@ def mix_cmd(
     total_tokens: int | None = typer.Option(
         None, "--total-tokens", min=1, help="override the mixture's total"
     ),
-    output: Path | None = typer.Option(None, "-o", "--output", help="write the blend report JSON here"),
+    output_arg: str | None = typer.Option(None, "-o", "--output", help="write the blend report JSON here"),
 ) -> None:
     """Build a mixture's blended document index and report per-source tokens, shares and epochs.
 
@@ -167,6 +168,9 @@ def mix_cmd(
     from mathmix.cli_util import format_validation_errors
     from shards.mixture import BlendedDocuments, MixtureConfig
 
+    if output_arg is not None and output_arg.endswith(("/", os.sep)):
+        fail(f"{output_arg}: names a folder; -o names the report file, e.g. {Path(output_arg) / 'mix.json'}")
+    output = Path(output_arg) if output_arg is not None else None
     if output is not None:
         _check_report_path(output)
     try:
@@ -199,7 +203,10 @@ def mix_cmd(
         )
     if output:
         try:
-            write_json(output, report)
+            if output.exists() and not output.is_file():  # /dev/stdout, a FIFO: written through, not replaced
+                output.write_text(json.dumps(report, indent=2) + "\n")
+            else:
+                write_json(output, report)
         except OSError as err:
             output.with_suffix(output.suffix + ".tmp").unlink(missing_ok=True)  # write_json's temporary file
             fail(f"{output}: cannot write the report ({err.strerror or err})")
@@ -221,12 +228,11 @@ def _is_mix_report(path: Path) -> bool:
 
 def _stage_folder(folder: Path) -> bool:
     """Whether FOLDER is a stage folder of a run or a command's output folder (its files are read as such)."""
-    from mathmix.paths import STAGE_MARKS
     from shards.manifest import MANIFEST
 
+    # a stage writes job.json (or the runner recipe-stage.json) before anything else; data/ and logs/ alone are no
+    # mark: a user's project folder has them too
     if (folder / "recipe-stage.json").is_file() or (folder / "job.json").is_file():
-        return True
-    if (folder / "data").is_dir() and any((folder / mark).exists() for mark in STAGE_MARKS):
         return True
     if (folder / "summary.json").is_file() and any(
         (folder / mark).exists() for mark in ("data", "logs", MANIFEST, "upstream.json", "rejects")
@@ -239,7 +245,8 @@ def _check_report_path(output: Path) -> None:
     """Fail (one line) where `mix -o OUTPUT` would replace another file, or write into a stage's folder."""
     if output.is_dir():
         fail(f"{output}: is a folder; -o names the report file, e.g. {output / 'mix.json'}")
-    if output.exists() and not _is_mix_report(output):
+    replaceable = not output.is_file() or output.stat().st_size == 0 or _is_mix_report(output)
+    if output.exists() and not replaceable:  # /dev/stdout, a FIFO, an empty file: nothing lost
         fail(
             f"{output}: exists and is not a `shards mix` report; refusing to write over it (name a new file)"
         )

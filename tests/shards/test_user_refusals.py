@@ -198,3 +198,24 @@ def test_build_refuses_a_stage_folder_of_another_kind(tmp_path):
     (evals / "job.json").write_text(json.dumps({"command": "eval bench", "inputs": [], "settings": {}}))
     args[4] = str(evals)
     assert "written by `eval bench`" in _one_line_error(runner.invoke(app, args))
+
+
+def test_mix_output_allows_a_project_folder_an_empty_file_and_refuses_a_trailing_slash(tmp_path):
+    """A user's folder holding data/ and logs/ is no stage folder (every path under it was refused); an empty file
+    loses nothing; `-o newdir/` wrote a file named newdir."""
+    shards = _run_shards(tmp_path)
+    recipe = _mixture(tmp_path, str(shards / "corpus"))
+    project = tmp_path / "proj"
+    for sub in ("data", "logs", "reports"):
+        (project / sub).mkdir(parents=True)
+    report = project / "reports" / "mix.json"
+    result = runner.invoke(app, ["shards", "mix", str(recipe), "-o", str(report)])
+    assert result.exit_code == 0 and json.loads(report.read_text())["tokens"] == 16, result.output
+    empty = tmp_path / "empty.json"
+    empty.touch()
+    result = runner.invoke(app, ["shards", "mix", str(recipe), "-o", str(empty)])
+    assert result.exit_code == 0 and json.loads(empty.read_text())["tokens"] == 16, result.output
+    error = _one_line_error(
+        runner.invoke(app, ["shards", "mix", str(recipe), "-o", f"{tmp_path / 'newdir'}/"])
+    )
+    assert "names a folder" in error and not (tmp_path / "newdir").exists()
