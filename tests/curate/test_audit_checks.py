@@ -135,3 +135,16 @@ def test_the_funnel_counts_each_rewriter_document_once(run, tmp_path):
         (run / "branches" / task / "summary.json").unlink()
     result = write_report(run, tmp_path / "r2.html", None)
     assert "branches" in [r["stage"] for r in result["sections"]["funnel"]["stages"]]
+
+
+def test_the_recipe_audit_stage_records_and_prints_the_warnings(run, capsys):
+    """`mathmix run`'s audit stage: the warnings were in audit/summary.json only, never on the console."""
+    from pipelines.audit import Config, run_stage
+    from pipelines.executors import ExecutorConfig
+    from pipelines.stages import StageContext
+
+    _edit(run, "decont", unaccounted=3)
+    ctx = StageContext(run_dir=run, out_dir=run / "audit2", inputs=[], executor=ExecutorConfig())
+    summary = run_stage(Config(), ctx)
+    assert any(w.startswith("decont: summary.json reports unaccounted = 3") for w in summary["warnings"])
+    assert "warning: audit: decont: summary.json reports unaccounted = 3" in capsys.readouterr().err
