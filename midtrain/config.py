@@ -18,6 +18,16 @@ from mathmix.cli_util import format_validation_errors
 from mathmix.yaml_files import load_yaml
 from midtrain.schedule import DecayShape
 
+# Names other architectures give the core settings; a key among them that the model type does not know is refused.
+ALIASES = {
+    **dict.fromkeys(("num_layers", "n_layer", "n_layers", "num_decoder_layers"), "num_hidden_layers"),
+    **dict.fromkeys(("d_model", "n_embd", "dim", "hidden_dim", "model_dim"), "hidden_size"),
+    **dict.fromkeys(("n_head", "n_heads", "num_heads"), "num_attention_heads"),
+    **dict.fromkeys(("n_kv_heads", "num_kv_heads", "multi_query_group_num"), "num_key_value_heads"),
+    **dict.fromkeys(("d_ff", "ffn_dim", "n_inner", "ffn_hidden_size"), "intermediate_size"),
+    **dict.fromkeys(("n_positions", "max_seq_len", "seq_length", "n_ctx"), "max_position_embeddings"),
+}
+
 
 class TrainRecipeError(ValueError):
     """A train recipe that cannot be read or does not validate; the message names the file and the key."""
@@ -80,6 +90,13 @@ class ModelConfig(BaseModel):
                 )
             )
         }
+        # Other architectures' names for a setting (GPT-2's n_layer, T5's d_model) are no typo, and are kept as
+        # plain attributes just the same: num_layers: 2 built a 32-layer Llama.
+        mapped = getattr(CONFIG_MAPPING[model_type], "attribute_map", {})
+        for key in kwargs:
+            meant = ALIASES.get(key)
+            if key not in defaults and key not in mapped and key not in typos and meant in defaults:
+                typos[key] = meant
         if typos:
             hints = ", ".join(f"{k} (did you mean {m}?)" for k, m in typos.items())
             raise ValueError(f"model.config: not a setting of a {model_type} model: {hints}")
@@ -169,7 +186,7 @@ class StageConfig(BaseModel):
     start_from: str | None = None  # a stage name of this recipe, or a checkpoint folder
     warmup_tokens: int = Field(0, ge=0)
     decay_shape: DecayShape = "cosine"
-    lr: float | None = None  # default: trainer.lr
+    lr: float | None = Field(None, gt=0)  # this stage's peak LR (default: trainer.lr)
 
     @model_validator(mode="after")
     def _check_kind(self) -> StageConfig:

@@ -88,6 +88,8 @@ def export_checkpoint(
     load_model_weights(path, model)
     model = model.to(getattr(torch, dtype))
     model.config.use_cache = True  # training turns the KV cache off; generation wants it on
+    if getattr(model, "generation_config", None) is not None:  # generate() reads this copy (it recomputed the
+        model.generation_config.use_cache = True  # whole prefix for every new token)
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"{out_dir}: exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -55,6 +55,14 @@ def check_run(
             trains = True
         planned.add(stage.name)
     if trains:
+        if recipe.trainer.tensorboard:  # it failed as a 51-line traceback after the model was built
+            import importlib.util
+
+            if importlib.util.find_spec("tensorboard") is None:
+                raise TrainRecipeError(
+                    "trainer.tensorboard: true, but the tensorboard package is not installed (pip install "
+                    "tensorboard), or set it false: metrics.jsonl is written either way"
+                )
         check_batch(recipe.trainer, world_size)
         check_vocabulary(recipe, manifests)
         check_model(recipe, manifests, notes)

@@ -135,22 +135,58 @@ def stage_identity(
 def check_stage_job(recipe: TrainRecipe, stage: StageConfig, record: bool) -> None:
     """Refuse (TrainRecipeError) a stage folder trained with other settings or on other shards; with `record`,
     write its job.json when it has none (only one process should record)."""
-    from pipelines.job_record import JOB_FILE, check_job, has_progress
+    from pipelines.job_record import JOB_FILE, check_job
 
+    check_start_stage(recipe, stage)
     stage_dir = recipe.stage_dir(stage.name)
     if not record and not (stage_dir / JOB_FILE).is_file():
         return
+    identity, _ = _folder_identity(recipe, stage)
+    try:
+        check_job(stage_dir, identity, what=f"training stage ({stage.name})")
+    except ValueError as err:
+        raise TrainRecipeError(str(err)) from None
+
+
+def _folder_identity(recipe: TrainRecipe, stage: StageConfig) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the identity the recipe gives STAGE, as its folder's record would hold it; the folder's job.json or None)."""
+    from pipelines.job_record import JOB_FILE, has_progress
+
+    stage_dir = recipe.stage_dir(stage.name)
     recorded = _recorded_settings(stage_dir / JOB_FILE)
     # A record written before shard identities were kept cannot tell the shards apart: its stage is compared
     # on its settings alone (not refused for lacking them); one without progress is simply recorded anew.
     legacy = (
         recorded is not None and not any(SHARD_KEY.match(k) for k in recorded) and has_progress(stage_dir)
     )
-    identity = stage_identity(recipe, stage, recorded, shards=not legacy)
     try:
-        check_job(stage_dir, identity, what=f"training stage ({stage.name})")
-    except ValueError as err:
-        raise TrainRecipeError(str(err)) from None
+        previous = json.loads((stage_dir / JOB_FILE).read_text())
+    except (OSError, ValueError):
+        previous = None
+    return stage_identity(recipe, stage, recorded, shards=not legacy), previous
+
+
+def check_start_stage(recipe: TrainRecipe, stage: StageConfig) -> None:
+    """Refuse (TrainRecipeError) a decay stage whose start stage's folder was trained with other settings than the
+    recipe now gives it: run alone (`--stage decay`), the branch trained from the old checkpoint while recording
+    the recipe's new start settings as its provenance."""
+    from pipelines.job_record import LATER_FIELDS, describe_difference, has_progress
+
+    if stage.start_from not in [s.name for s in recipe.stages]:
+        return
+    start = recipe.stage(stage.start_from)
+    if not has_progress(recipe.stage_dir(start.name)):
+        return  # nothing trained yet: a full run trains it first (a decay stage alone is refused as too early)
+    identity, previous = _folder_identity(recipe, start)
+    if not isinstance(previous, dict):
+        return  # a folder from before job records: nothing to compare with
+    seen = {k: v for k, v in identity.items() if k in previous or k not in LATER_FIELDS}
+    if previous != seen:
+        raise TrainRecipeError(
+            f"stage {stage.name} starts from stage {start.name}, whose folder {recipe.stage_dir(start.name)} was "
+            f"trained with other settings than the recipe now gives it ({describe_difference(previous, identity)}); "
+            f"put them back, or train {start.name} again into another run_dir"
+        )
 
 
 def _recorded_settings(path: Path) -> dict[str, Any] | None:

@@ -39,6 +39,8 @@ def test_export_loads_in_transformers_with_the_same_logits(trained, tmp_path):
         p.name for p in out.iterdir()
     }
     assert json.loads((out / "export.json").read_text())["stage"] == "decay"
+    # generate() reads generation_config.json: use_cache false recomputed the whole prefix for every token
+    assert json.loads((out / "generation_config.json").read_text()).get("use_cache", True) is True
 
     exported = AutoModelForCausalLM.from_pretrained(str(out)).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(out))

@@ -200,6 +200,9 @@ def test_a_start_checkpoint_trained_with_another_tokenizer_is_refused(tiny_shard
             "trainer.seq_len 32 is longer than the model's 16 learned positions",
         ),
         ({"config": {"intermediate_sise": 64}}, "intermediate_sise (did you mean intermediate_size?)"),
+        # another architecture's name: it trained a 32-layer, 4096-wide Llama without a word
+        ({"config": {"n_layer": 2}}, "n_layer (did you mean num_hidden_layers?)"),
+        ({"config": {"d_model": 32}}, "d_model (did you mean hidden_size?)"),
         (
             {"config": {"eos_token_id": 5}},
             "model.config.eos_token_id 5, but the shards end documents with token 0",
@@ -249,3 +252,23 @@ def test_keys_of_official_configs_pass_and_rope_past_its_positions_gets_a_note(t
     assert "note: trainer.seq_len 32 is past the model's max_position_embeddings 16" in " ".join(
         result.output.split()
     )
+
+
+def test_a_stage_lr_must_be_positive_and_tensorboard_installed(tiny_shards, tmp_path, mt, monkeypatch):
+    """A negative stage lr trained (loss rising), lr: 0 became trainer.lr; tensorboard without the package was a
+    51-line traceback after the model was built."""
+    import importlib.util
+
+    recipe = mt.recipe(tiny_shards, tmp_path / "out")
+    recipe["stages"][0]["lr"] = -1e-3
+    message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
+    assert "lr" in message and "greater than 0" in message, message
+    recipe["stages"][0].pop("lr")
+    recipe["trainer"]["tensorboard"] = True
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "tensorboard" else real(n, *a)
+    )
+    message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
+    assert "tensorboard package is not installed" in message, message
+    assert not (tmp_path / "out").exists()

@@ -126,3 +126,26 @@ def test_shard_identity_is_what_the_shards_hold(tiny_shards, tmp_path):
         tmp_path / "moved", [entry], tokenizer="t", tokenizer_sha256="abc", vocab_size=64, eos_id=0
     )
     assert shard_identity([str(tmp_path / "moved")])["tokenizer_sha256"] == "abc"
+
+
+def test_a_decay_branch_run_alone_is_refused_when_its_start_stage_was_trained_otherwise(
+    tiny_shards, tmp_path, mt
+):
+    """`--stage decay` after the recipe's stable stage changed: the branch trained from the old stable checkpoint
+    and recorded the new stable settings as where it started."""
+    recipe = mt.recipe(
+        tiny_shards, tmp_path / "out", stable_tokens=2 * 256, decay_tokens=256, checkpoint_every=1
+    )
+    path = mt.write_recipe(tmp_path / "r.yaml", recipe)
+    result = CliRunner().invoke(app, ["train", str(path), "--no-progress", "--stage", "stable"])
+    assert result.exit_code == 0, result.output
+    changed = json.loads(json.dumps(recipe))
+    changed["stages"][0]["warmup_tokens"] = 256
+    changed["stages"][0]["mixture"]["sources"][0]["weight"] = 0.5
+    path = mt.write_recipe(tmp_path / "r2.yaml", changed)
+    result = CliRunner().invoke(app, ["train", str(path), "--no-progress", "--stage", "decay"])
+    message = " ".join(result.output.split())
+    assert result.exit_code == 2 and "starts from stage stable" in message, result.output
+    assert "warmup_tokens: 512 -> 256" in message and not (tmp_path / "out" / "decay").exists()
+    result = CliRunner().invoke(app, ["train", str(tmp_path / "r.yaml"), "--no-progress", "--stage", "decay"])
+    assert result.exit_code == 0, result.output  # the recipe the stable stage was trained with
