@@ -112,6 +112,28 @@ def test_eval_stage_runs_on_the_run_folder(tiny_model_dir, tmp_path):
     }  # 8/4 asked, 3 there
 
 
+def _kill_at_step_2(monkeypatch, model, prompts, out, config, bench) -> None:
+    """Run the probe until its step-2 validation, then die (steps 0 and 1 validated and checkpointed)."""
+    import evals.rl_probe as probe
+
+    real, calls = probe.validate, []
+
+    def killed_at_step_2(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(probe, "validate", killed_at_step_2)
+    try:
+        run_probe(model, prompts, out, config, bench)
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the probe was not interrupted")
+    monkeypatch.setattr(probe, "validate", real)
+
+
 def test_a_killed_probe_resumes_from_its_last_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
     import evals.rl_probe as probe
 
@@ -120,20 +142,7 @@ def test_a_killed_probe_resumes_from_its_last_checkpoint(tiny_model_dir, tmp_pat
                          eval_every=1, heldout=2, heldout_samples=2, math500_limit=2)  # fmt: skip
     out = tmp_path / "probe"
     real, calls = probe.validate, []
-
-    def killed_at_step_2(*args):
-        calls.append(1)
-        if len(calls) == 3:  # steps 0 and 1 validated and checkpointed, then the machine dies
-            raise KeyboardInterrupt
-        return real(*args)
-
-    monkeypatch.setattr(probe, "validate", killed_at_step_2)
-    try:
-        run_probe(tiny_model_dir, prompts, out, config, bench)
-    except KeyboardInterrupt:
-        pass
-    else:
-        raise AssertionError("the probe was not interrupted")
+    _kill_at_step_2(monkeypatch, tiny_model_dir, prompts, out, config, bench)
     kept = (out / "validation.csv").read_text().splitlines()
     assert len(kept) == 3 and (out / "trainer" / "checkpoint-1").is_dir()
 
@@ -198,18 +207,7 @@ def test_a_broken_checkpoint_is_not_resumed_and_the_probe_starts_over(tiny_model
     prompts, bench = probe_inputs(tmp_path)
     out, config = tmp_path / "probe", _tiny_probe(2)
     real_validate, calls = probe.validate, []
-
-    def killed_at_step_2(*args):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real_validate(*args)
-
-    monkeypatch.setattr(probe, "validate", killed_at_step_2)
-    try:
-        run_probe(tiny_model_dir, prompts, out, config, bench)
-    except KeyboardInterrupt:
-        pass
+    _kill_at_step_2(monkeypatch, tiny_model_dir, prompts, out, config, bench)
     (out / "trainer" / "checkpoint-1" / "optimizer.pt").unlink()  # killed while the checkpoint was written
     calls.clear()
     monkeypatch.setattr(probe, "validate", lambda *args: calls.append(1) or real_validate(*args))
