@@ -25,6 +25,14 @@ from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 MODEL_KEYS = {"path", "config", "tokenizer"}
 TRAINER_KEYS = {"seq_len", "global_batch_tokens", "intra_document", "lr", "min_lr_ratio", "weight_decay",
                 "betas", "eps", "grad_clip", "seed"}  # fmt: skip
+# Settings a stable stage never uses (its LR never reaches the floor): a decay branch added with another floor
+# used to be refused for the finished stable stage it starts from. Older stable records holding them still match.
+DECAY_ONLY = {"min_lr_ratio"}
+
+
+def _unused(stage: StageConfig) -> set[str]:
+    """The flat settings keys that do not make STAGE's job (`trainer.min_lr_ratio` for a stable stage)."""
+    return {f"trainer.{key}" for key in DECAY_ONLY} if stage.kind == "stable" else set()
 
 
 # The shard identity's keys (`shards.NAME.*`, `start.shards.NAME.*` for a decay stage's start); a mixture source
@@ -126,7 +134,11 @@ def stage_identity(
 
     settings = {
         "model": recipe.model.model_dump(mode="json", include=MODEL_KEYS, exclude_defaults=True),
-        "trainer": recipe.trainer.model_dump(mode="json", include=TRAINER_KEYS, exclude_defaults=True),
+        "trainer": recipe.trainer.model_dump(
+            mode="json",
+            include=TRAINER_KEYS - (DECAY_ONLY if stage.kind == "stable" else set()),
+            exclude_defaults=True,
+        ),
         **_stage_settings(recipe, stage, (recorded or {}) if shards else None),
     }
     return job_identity([], _flat(settings), run_dir=recipe.run_dir)
@@ -143,7 +155,7 @@ def check_stage_job(recipe: TrainRecipe, stage: StageConfig, record: bool) -> No
         return
     identity, _ = _folder_identity(recipe, stage)
     try:
-        check_job(stage_dir, identity, what=f"training stage ({stage.name})")
+        check_job(stage_dir, identity, what=f"training stage ({stage.name})", ignore=_unused(stage))
     except ValueError as err:
         raise TrainRecipeError(str(err)) from None
 
@@ -170,7 +182,7 @@ def check_start_stage(recipe: TrainRecipe, stage: StageConfig) -> None:
     """Refuse (TrainRecipeError) a decay stage whose start stage's folder was trained with other settings than the
     recipe now gives it: run alone (`--stage decay`), the branch trained from the old checkpoint while recording
     the recipe's new start settings as its provenance."""
-    from pipelines.job_record import LATER_FIELDS, describe_difference, has_progress
+    from pipelines.job_record import LATER_FIELDS, describe_difference, has_progress, without_settings
 
     if stage.start_from not in [s.name for s in recipe.stages]:
         return
@@ -178,6 +190,7 @@ def check_start_stage(recipe: TrainRecipe, stage: StageConfig) -> None:
     if not has_progress(recipe.stage_dir(start.name)):
         return  # nothing trained yet: a full run trains it first (a decay stage alone is refused as too early)
     identity, previous = _folder_identity(recipe, start)
+    previous = without_settings(previous, _unused(start))
     if not isinstance(previous, dict):
         return  # a folder from before job records: nothing to compare with
     seen = {k: v for k, v in identity.items() if k in previous or k not in LATER_FIELDS}

@@ -8,7 +8,7 @@ same job resumes; a different one is refused with the differences named.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,16 +107,18 @@ def check_job(
     what: str = "job",
     filename: str = JOB_FILE,
     progress: Callable[[Path], bool] | None = None,
+    ignore: Collection[str] = (),
 ) -> bool:
     """Record IDENTITY in OUT/job.json, or refuse (ValueError) when OUT holds the work of a different job.
 
-    `progress(OUT)` says whether OUT holds finished work (default `has_progress`). Returns True when OUT already
-    held the record of this very job (a rerun: its finished work may be kept), False when it was written now.
+    `progress(OUT)` says whether OUT holds finished work (default `has_progress`). `ignore`: settings an older
+    record may hold that no longer make a job (`without_settings`). Returns True when OUT already held the record
+    of this very job (a rerun: its finished work may be kept), False when it was written now.
     """
     path = Path(out_dir) / filename
     if path.is_file():
         try:
-            previous = json.loads(path.read_text())
+            previous = without_settings(json.loads(path.read_text()), ignore)
         except ValueError:
             previous = None
         if isinstance(previous, dict):
@@ -135,6 +137,13 @@ def check_job(
     tmp.write_text(json.dumps(identity, indent=1, ensure_ascii=False) + "\n")
     tmp.replace(path)
     return False
+
+
+def without_settings(record: Any, keys: Collection[str]) -> Any:
+    """A job record without the given `settings` keys (settings that once were recorded and no longer count)."""
+    if not keys or not isinstance(record, dict) or not isinstance(record.get("settings"), dict):
+        return record
+    return {**record, "settings": {k: v for k, v in record["settings"].items() if k not in keys}}
 
 
 def has_progress(out_dir: Path) -> bool:

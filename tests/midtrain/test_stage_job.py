@@ -149,3 +149,26 @@ def test_a_decay_branch_run_alone_is_refused_when_its_start_stage_was_trained_ot
     assert "warmup_tokens: 512 -> 256" in message and not (tmp_path / "out" / "decay").exists()
     result = CliRunner().invoke(app, ["train", str(tmp_path / "r.yaml"), "--no-progress", "--stage", "decay"])
     assert result.exit_code == 0, result.output  # the recipe the stable stage was trained with
+
+
+def test_a_decay_floor_changed_after_the_stable_stage_is_no_change_to_it(tiny_shards, tmp_path, mt):
+    """trainer.min_lr_ratio is never reached in a stable stage: a decay branch added with another floor was refused
+    because the finished stable stage 'changed'; a stable record that still holds the key keeps matching."""
+    recipe = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=2 * 256, checkpoint_every=1)
+    assert _train(mt.write_recipe(tmp_path / "r.yaml", recipe))[0].exit_code == 0
+    with_decay = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=2 * 256, decay_tokens=256,
+                           checkpoint_every=1, min_lr_ratio=0.2)  # fmt: skip
+    result, _ = _train(mt.write_recipe(tmp_path / "r2.yaml", with_decay))
+    assert result.exit_code == 0 and (tmp_path / "out" / "decay" / "done.json").is_file(), result.output
+    decay = json.loads((tmp_path / "out" / "decay" / "job.json").read_text())["settings"]
+    assert decay["trainer.min_lr_ratio"] == 0.2  # a decay stage's floor is still part of its job
+    job = tmp_path / "out" / "stable" / "job.json"
+    record = json.loads(job.read_text())
+    assert "trainer.min_lr_ratio" not in record["settings"]
+    record["settings"]["trainer.min_lr_ratio"] = 0.2  # as written before the key stopped counting
+    job.write_text(json.dumps(record))
+    assert _train(tmp_path / "r2.yaml")[0].exit_code == 0
+    changed = json.loads(json.dumps(with_decay))
+    changed["trainer"]["min_lr_ratio"] = 0.3
+    result, message = _train(mt.write_recipe(tmp_path / "r3.yaml", changed))
+    assert result.exit_code == 2 and "settings.trainer.min_lr_ratio: 0.2 -> 0.3" in message  # the decay's
