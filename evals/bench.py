@@ -62,48 +62,35 @@ def bench_identity(
     """What a results folder was evaluated from: the model (a local folder by path, size and a sample of its
     weights, else its hub name), the benchmark folder, the prompt file and the settings that change the outputs
     (not the batch size). Paths inside RUN_DIR (a recipe's run folder) are recorded relative to it."""
-    from pipelines.job_record import job_identity, weights_digest
+    from pipelines.job_record import model_job_identity
 
-    local = Path(model).exists()
-    inputs = [str(model)] if local else []
-    inputs += [str(data_dir)] + ([str(prompt_file)] if prompt_file else [])
+    inputs = [data_dir, *([prompt_file] if prompt_file else [])]
     settings = {"benchmarks": [list(b) for b in benchmarks], **settings}
-    if not local:
-        settings["model"] = str(model)
-    extra = {"model_digest": digest} if (digest := weights_digest(model)) else {}
-    return job_identity(inputs, settings, run_dir=run_dir, command="eval bench", **extra)
+    return model_job_identity("eval bench", model, inputs, settings, run_dir)
 
 
-def _finished(out_dir: Path) -> bool:
-    """Whether a folder holds finished work: a benchmark's results, or another command's output (a probe, a stage)."""
+def has_eval_output(out_dir: Path) -> bool:
+    """Whether a folder holds finished work of eval bench (a benchmark's results), rl-probe (validation rows, a
+    checkpoint) or any stage (`has_progress`): another job may not write there."""
     from pipelines.job_record import has_progress
 
-    names = [*BENCHMARKS, "results", "validation"]
-    return has_progress(out_dir) or any(
-        (out_dir / f"{n}.{ext}").is_file() for n in names for ext in ("json", "csv")
+    files = [f"{name}.json" for name in BENCHMARKS] + ["results.json", "validation.csv"]
+    return (
+        has_progress(out_dir)
+        or any((out_dir / f).is_file() for f in files)
+        or any((out_dir / "trainer").glob("checkpoint-*"))
     )
 
 
-def _kept_result(path: Path, shots: int, n: int) -> dict[str, Any] | None:
-    """A benchmark's results file from an earlier run of the same job, if whole and of the same size."""
+def _read_json(path: Path) -> dict[str, Any] | None:
+    """An earlier run's JSON file, if there and whole (a mapping); else None."""
     import json
 
     try:
-        result = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if isinstance(result, dict) and result.get("shots") == shots and result.get("n") == n:
-        return result
-    return None
-
-
-def _kept_seconds(path: Path, default: float) -> float:
-    import json
-
-    try:
-        return float(json.loads(path.read_text())["seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return default
+    return data if isinstance(data, dict) else None
 
 
 def plan_bench(
@@ -185,11 +172,11 @@ def run_bench(
     identity = bench_identity(
         model, benchmarks, data_dir, run_dir, {**settings, "backend": backend}, prompt_file
     )
-    rerun = check_job(out_dir, identity, "eval bench", progress=_finished)
+    rerun = check_job(out_dir, identity, "eval bench", progress=has_eval_output)
     kept = {}
-    for name, _, items, exemplars in plan:
-        result = _kept_result(out_dir / f"{name}.json", len(exemplars), len(items)) if rerun else None
-        if result is not None:
+    for name, _, items, exemplars in plan:  # a results file of this job, whole and of the same size
+        result = _read_json(out_dir / f"{name}.json") if rerun else None
+        if result is not None and (result.get("shots"), result.get("n")) == (len(exemplars), len(items)):
             kept[name] = result
     summary: dict[str, Any] = {"model": str(model), "backend": None, "benchmarks": {}, "skipped": skipped}
     if kept:
@@ -232,8 +219,9 @@ def run_bench(
                 row["truncated_prompts"] = result["truncated_prompts"]
             summary["benchmarks"][name] = row
     summary["seconds"] = round(time.time() - start, 2)
-    if not todo and (out_dir / "results.json").is_file():  # nothing evaluated now: keep the real timing
-        summary["seconds"] = _kept_seconds(out_dir / "results.json", summary["seconds"])
+    earlier = _read_json(out_dir / "results.json") if not todo else None
+    if earlier is not None and isinstance(earlier.get("seconds"), int | float):  # nothing evaluated now
+        summary["seconds"] = earlier["seconds"]  # keep the real timing
     write_json(out_dir / "results.json", summary)
     return summary
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evals.bench import has_eval_output
 from evals.benchmarks import load_benchmark
 from evals.generate import load_pretrained
 from evals.grading import boxed_reward
@@ -210,18 +211,6 @@ def updates_per_step(config: ProbeConfig) -> int:
     return max(1, config.prompts_per_step // config.mini_batch)
 
 
-def _has_work(out_dir: Path) -> bool:
-    """Whether a folder holds finished work: a probe's validation rows, summary or checkpoint, or another command's
-    output (eval bench results, a pipeline stage)."""
-    from pipelines.job_record import has_progress
-
-    return (
-        has_progress(out_dir)
-        or any((out_dir / f).is_file() for f in ("validation.csv", "results.json"))
-        or any((out_dir / "trainer").glob("checkpoint-*"))
-    )
-
-
 WEIGHTS = (
     "model.safetensors",
     "model.safetensors.index.json",
@@ -254,15 +243,12 @@ def probe_identity(model: str | Path, prompts_path: Path, data_dir: Path | None,
     """What a probe folder was produced from: the model (a local folder by path, size and a sample of its weights,
     else its hub name), the prompt file, the benchmark folder and the settings that shape the curve: not
     `checkpoints`, `vllm` or `micro_batch`, which a resumed probe may change (a full disk, a GPU gone)."""
-    from pipelines.job_record import job_identity, weights_digest
+    from pipelines.job_record import model_job_identity
 
-    local = Path(model).exists()
-    inputs = [str(p) for p in (model if local else None, prompts_path, data_dir) if p is not None]
-    extra = {} if local else {"model": str(model)}
-    if digest := weights_digest(model):
-        extra["model_digest"] = digest
     settings = config.model_dump(mode="json", exclude={"checkpoints", "vllm", "micro_batch"})
-    return job_identity(inputs, settings, command="rl-probe", **extra)
+    return model_job_identity(
+        "rl-probe", model, [p for p in (prompts_path, data_dir) if p is not None], settings
+    )
 
 
 def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
@@ -322,7 +308,7 @@ def run_probe(
     start = time.time()
     out_dir.mkdir(parents=True, exist_ok=True)
     rerun = check_job(out_dir, probe_identity(model, prompts_path, data_dir, config), "rl-probe",
-                      progress=_has_work)  # fmt: skip
+                      progress=has_eval_output)  # fmt: skip
     if rerun and (out_dir / "summary.json").is_file():
         console.print(f"{out_dir}: this probe already finished; its summary.json is kept", soft_wrap=True)
         shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # killed while its checkpoints were removed

@@ -161,8 +161,21 @@ def format_validation_errors(err: Any, prefix: str = "") -> str:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename), so a killed run never leaves half a file."""
+    """Write JSON atomically (temp file + rename), so a killed run never leaves half a file.
+
+    A symlink is written through to its target, and /dev/stdout or a FIFO is written to as it is (a rename would
+    replace them with a file); a failed write leaves no temp file.
+    """
+    text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+    path = path.resolve() if path.is_symlink() else path
+    if path.exists() and not path.is_file():
+        path.write_text(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -97,6 +97,23 @@ def weights_digest(folder: str | Path) -> str | None:
     return digest.hexdigest()[:16]
 
 
+def model_job_identity(
+    command: str,
+    model: str | Path,
+    inputs: Sequence[str | Path],
+    settings: dict[str, Any],
+    run_dir: Path | str | None = None,
+) -> dict[str, Any]:
+    """The identity of a job that reads MODEL: a local folder is an input (path, size) with a digest of its
+    weights (`weights_digest`); a hub name is a setting (`model`). COMMAND names the job kind, so that another
+    command's folder is told apart (`describe_difference`)."""
+    local = Path(model).exists()
+    settings = dict(settings) if local else {**settings, "model": str(model)}
+    extra = {"model_digest": digest} if (digest := weights_digest(model)) else {}
+    paths = [model, *inputs] if local else list(inputs)
+    return job_identity(paths, settings, run_dir=run_dir, command=command, **extra)
+
+
 # Fields added to job.json after it first shipped: a record written before one existed still matches.
 LATER_FIELDS = ("input_sizes",)
 

@@ -203,12 +203,8 @@ def mix_cmd(
         )
     if output:
         try:
-            if output.exists() and not output.is_file():  # /dev/stdout, a FIFO: written through, not replaced
-                output.write_text(json.dumps(report, indent=2) + "\n")
-            else:
-                write_json(output, report)
+            write_json(output, report)  # written through /dev/stdout or a FIFO
         except OSError as err:
-            output.with_suffix(output.suffix + ".tmp").unlink(missing_ok=True)  # write_json's temporary file
             fail(f"{output}: cannot write the report ({err.strerror or err})")
 
 
