@@ -7,6 +7,7 @@ recipe decides whether that becomes a LocalPipelineExecutor, a SlurmPipelineExec
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import subprocess
 import sys
@@ -139,11 +140,9 @@ class ExecutorConfig(BaseModel):
         """
         if self.kind == "ray":
             start_ray(self)
-        if self.kind == "slurm" and slurm_jobs(executor.job_name):
-            raise JobsSubmitted(
-                f"jobs {executor.job_name} of an earlier submission are still in the Slurm queue (squeue --name "
-                f"{executor.job_name}); rerun once they have finished"
-            )
+        logs = Path(str(executor.logging_dir.path))
+        if self.kind == "slurm":
+            self._check_earlier_submission(executor, logs)
         pending = executor.get_incomplete_ranks()  # none: datatrove submits nothing
         try:
             executor.run()
@@ -151,6 +150,8 @@ class ExecutorConfig(BaseModel):
             detail = err.stderr or err.output or ""
             detail = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
             raise ValueError(f"sbatch refused the job (exit {err.returncode}) {detail}".strip()) from None
+        if self.kind == "slurm" and pending:
+            (logs / SUBMITTED_FILE).write_text(json.dumps({"job_name": executor.job_name, "ranks": pending}))
         if self.kind == "slurm" and not self.wait and pending:
             raise JobsSubmitted(
                 f"submitted {executor.job_name} to Slurm without waiting (wait: false); rerun the same command once "
@@ -158,18 +159,74 @@ class ExecutorConfig(BaseModel):
             )
         if self.kind == "slurm":
             wait_for_slurm_jobs(executor.job_name, self.poll_seconds)
+            (logs / SUBMITTED_FILE).unlink(missing_ok=True)
         incomplete = executor.get_incomplete_ranks()
         if incomplete:
             if self.kind == "slurm":
                 subprocess.run(["scancel", "--name", executor.job_name], check=False)
-            logs = Path(str(executor.logging_dir.path))
-            where = (
-                f"{logs / 'slurm_logs'} (Slurm's) and {logs / 'logs'}" if self.kind == "slurm" else str(logs)
+            raise RuntimeError(_incomplete_message(self.kind, executor, logs, incomplete))
+
+    def _check_earlier_submission(self, executor: Any, logs: Path) -> None:
+        """Before submitting: jobs of an earlier submission still queued stop the stage (JobsSubmitted); tasks of an
+        earlier submission that ended without completing are reported once (RuntimeError), and the next rerun
+        submits them again.
+
+        A failed array task leaves datatrove's stats job pending on DependencyNeverSatisfied for ever: it is
+        cancelled here, or a rerun would be told to wait for it without end.
+        """
+        jobs = slurm_jobs(executor.job_name)
+        if jobs and {reason.strip() for _, reason in jobs} != {"DependencyNeverSatisfied"}:
+            raise JobsSubmitted(
+                f"jobs {executor.job_name} of an earlier submission are still in the Slurm queue (squeue --name "
+                f"{executor.job_name}); rerun once they have finished"
             )
+        if jobs:
+            subprocess.run(["scancel", "--name", executor.job_name], check=False)
+        marker = logs / SUBMITTED_FILE
+        if not marker.is_file():
+            return
+        marker.unlink()
+        incomplete = executor.get_incomplete_ranks()
+        if incomplete:
             raise RuntimeError(
-                f"{len(incomplete)} of {executor.world_size} tasks did not complete (ranks {incomplete[:10]}); "
-                f"see the task logs under {where}"
+                _incomplete_message(self.kind, executor, logs, incomplete, earlier=True)
+                + "; rerun to submit them again"
             )
+
+
+SUBMITTED_FILE = (
+    "mathmix-submitted.json"  # {job_name, ranks}: Slurm tasks submitted and not yet seen finished
+)
+
+
+def _incomplete_message(kind: str, executor: Any, logs: Path, ranks: list[int], earlier: bool = False) -> str:
+    """ "N of M tasks did not complete (ranks ...); see the task logs under ...", with the end of the first one's log."""
+    where = f"{logs / 'slurm_logs'} (Slurm's) and {logs / 'logs'}" if kind == "slurm" else str(logs)
+    what = f"{len(ranks)} of {executor.world_size} tasks"
+    message = (
+        f"{what} {'submitted earlier ' if earlier else ''}did not complete (ranks {ranks[:10]}); "
+        f"see the task logs under {where}"
+    )
+    tail = _log_tail(logs, ranks[0])
+    return message + (f"\nend of {tail[0]}:\n{tail[1]}" if tail else "")
+
+
+def _log_tail(logs: Path, rank: int, lines: int = 8) -> tuple[Path, str] | None:
+    """The newest log of task `rank` (datatrove's task log, or Slurm's output of the array task that ran it) and its
+    last lines; None when the task left no log."""
+    candidates = [logs / "logs" / f"task_{rank:05d}.log"]
+    try:
+        ranks = json.loads((logs / "ranks_to_run.json").read_text())
+        index = ranks.index(rank)
+        candidates += (logs / "slurm_logs").glob(f"*_{index}.out")
+    except (OSError, ValueError):
+        pass
+    found = [path for path in candidates if path.is_file()]
+    if not found:
+        return None
+    newest = max(found, key=lambda path: path.stat().st_mtime)
+    text = [line for line in newest.read_text(errors="replace").splitlines() if line.strip()]
+    return newest, "\n".join(text[-lines:])
 
 
 def _current_venv() -> str | None:

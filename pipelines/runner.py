@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from mathmix.cli_util import console, print_summary
 from mathmix.paths import expand_inputs
 from pipelines.executors import JobsSubmitted
@@ -120,7 +122,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             )
             summary = stage_module(name).run_stage(step["config"], ctx)
         except JobsSubmitted as err:  # no result yet: the stages after it cannot run
-            console.print(f"[bold]{name}[/]: {err}", soft_wrap=True, markup=False)
+            console.print(f"[bold]{escape(name)}[/]: {escape(str(err))}", soft_wrap=True)
             return summaries
         except (OSError, ValueError, RuntimeError) as err:
             raise StageFailed(name, err) from err

@@ -10,6 +10,7 @@ import getpass
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -143,13 +144,81 @@ def test_slurm_without_waiting_stops_after_the_stage_and_reruns_go_on(local_run,
     deadline, summaries = time.monotonic() + 900, {}  # a loaded machine runs the jobs slowly
     try:
         while "decont" not in summaries and time.monotonic() < deadline:
-            if not subprocess.run(["squeue", "-h"], capture_output=True, text=True).stdout.strip():
-                summaries = run_recipe(load_recipe(recipe))
-            time.sleep(1)
+            # as a user would: rerun now and then; a failed task raises StageFailed with its log
+            time.sleep(3)
+            summaries = run_recipe(load_recipe(recipe))
+        state = _slurm_state()
     finally:  # jobs left queued would fail the next test's empty-queue check
         subprocess.run(["scancel", "-u", getpass.getuser()], check=False)
-    assert "decont" in summaries, "the submitted stages did not finish within 15 minutes"
+    assert "decont" in summaries, f"the submitted stages did not finish within 15 minutes\n{state}"
     _assert_same(run_dir, local_dir)
+
+
+def _queue() -> str:
+    return subprocess.run(
+        ["squeue", "-h", "-o", "%i %j %T %r"], capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _slurm_state() -> str:
+    """The queue with pending reasons and the node's state and reason: what a hang in CI needs to be read."""
+    node = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%N %T %E"], capture_output=True, text=True
+    ).stdout.strip()
+    return f"queue (id name state reason):\n{_queue() or '(empty)'}\nnode (name state reason): {node}"
+
+
+def test_slurm_without_waiting_a_failed_task_is_reported_then_resubmitted(local_run, slurm):
+    """A failed array task leaves datatrove's stats job pending forever (DependencyNeverSatisfied): a rerun used to
+    say "still in the Slurm queue, rerun once they have finished" for ever. It must name the failed task, clear the
+    queue, and the next rerun must submit the task again."""
+    import time
+
+    from pipelines.runner import StageFailed
+
+    tmp, _ = local_run
+    activate = Path(sys.prefix) / "bin" / "activate"
+    if sys.prefix == sys.base_prefix or not activate.is_file():
+        pytest.skip(
+            "the tests do not run in a virtual environment: the Slurm job has no activate script to wrap"
+        )
+    marker, flaky = tmp / "failed-once", tmp / "flaky-activate"
+    flaky.write_text(
+        f'if [ ! -e {marker} ]; then touch {marker}; echo "first try fails on purpose" >&2; exit 3; fi\n'
+        f"source {activate}\n"
+    )
+    run_dir = tmp / "nowaitfail"
+    shutil.copytree(tmp / "sample", run_dir / "sample")
+    recipe = tmp / "nowaitfail.yaml"
+    recipe.write_text(
+        f"name: nowaitfail\noutput_dir: {run_dir}\nexecutor: {{kind: slurm, partition: debug, tasks: 1, "
+        f"mem_per_cpu_gb: 1, wait: false, venv_path: {flaky}}}\n"
+        'stages:\n  web: {inputs: ["{run_dir}/sample/pages.warc.gz"]}\n'
+    )
+    try:
+        assert run_recipe(load_recipe(recipe)) == {}
+        deadline, failure = time.monotonic() + 600, None
+        while failure is None and time.monotonic() < deadline:
+            time.sleep(2)
+            try:
+                assert run_recipe(load_recipe(recipe)) == {}, "the failed task was taken as done"
+            except StageFailed as err:
+                failure = str(err)
+        assert failure is not None, f"a rerun never reported the failed task\n{_slurm_state()}"
+        assert "1 of 1 tasks submitted earlier did not complete" in failure and "slurm_logs" in failure, (
+            failure
+        )
+        assert "first try fails on purpose" in failure, "the failed task's log is not quoted"
+        assert not _queue(), "the stats job that can never start was left in the queue"
+        summaries: dict = {}
+        assert run_recipe(load_recipe(recipe)) == {}, "the rerun did not submit the failed task again"
+        while "web" not in summaries and time.monotonic() < deadline:
+            time.sleep(2)
+            summaries = run_recipe(load_recipe(recipe))
+        assert "web" in summaries, f"the resubmitted task did not finish\n{_slurm_state()}"
+        assert summaries["web"]["docs_out"] > 0
+    finally:
+        subprocess.run(["scancel", "-u", getpass.getuser()], check=False)
 
 
 def test_slurm_jobs_that_can_never_start_fail_the_stage(local_run, slurm):
