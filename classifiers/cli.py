@@ -145,11 +145,12 @@ def eval_cmd(
     nonmath: list[Path] = typer.Option([], "--nonmath", help="non-math inputs"),
     ood_math: list[Path] = typer.Option([], help="out-of-distribution math inputs"),
     ood_nonmath: list[Path] = typer.Option([], help="out-of-distribution non-math inputs"),
+    # Checked below, not with typer's min/max: those print an inclusive [0<=x<=1] in --help, and 0 is refused.
     target_precision: float = typer.Option(
-        0.95, min=0, max=1, help="report the threshold reaching this precision"
+        0.95, help="report the threshold reaching this precision, in (0, 1]"
     ),
     top_percent: float = typer.Option(
-        10.0, min=0, max=100, help="report the threshold keeping this top share (percent)"
+        10.0, help="report the threshold keeping this top share (percent), in (0, 100]"
     ),
     plot: Path = typer.Option(None, help="PR-curve PNG (default: MODEL.pr.png)"),
     json_out: bool = typer.Option(
@@ -165,8 +166,10 @@ def eval_cmd(
 
     if not math and not nonmath:
         fail("give --math and/or --nonmath inputs")
-    if target_precision == 0 or top_percent == 0:
-        fail("--target-precision and --top-percent must be above 0")
+    if not 0 < target_precision <= 1:
+        fail(f"--target-precision must be in (0, 1] (got {target_precision})")
+    if not 0 < top_percent <= 100:
+        fail(f"--top-percent must be in (0, 100] (got {top_percent})")
     try:
         result = evaluate_model(
             model,

@@ -6,8 +6,11 @@ came from), so that train/test splits and the eval command can make sure no sour
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import random
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +26,20 @@ BENCH_FIELDS = [
     ("question", "final_answer"),
     ("prompt", "answer"),
 ]
-CORPUS_SUFFIXES = (".parquet", ".jsonl", ".json")
+# Matched case-insensitively; `.jsonl.gz` as web and dedup read it.
+CORPUS_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json")
+
+
+def is_corpus_file(path: Path) -> bool:
+    """A Parquet, JSONL (gzipped or not) or JSON file, by its name in any case."""
+    return path.name.lower().endswith(CORPUS_SUFFIXES)
+
+
+def _kind(path: Path) -> str:
+    """`parquet`, `jsonl`, `jsonl.gz` or `json`: how a corpus file is read (named in errors)."""
+    return next(
+        s[1:] for s in sorted(CORPUS_SUFFIXES, key=len, reverse=True) if path.name.lower().endswith(s)
+    )
 
 
 class InputError(ValueError):
@@ -60,11 +76,28 @@ def source_name(path: Path) -> str:
     return "/".join(parts[-2:]) if len(parts) >= 2 else path.name
 
 
+def _gzip_records(path: Path) -> Iterator[tuple[int, object]]:
+    """(0-based line, JSON value) of a gzipped JSONL file, with `read_records`' errors (file and line named)."""
+    with gzip.open(path, "rb") as f:
+        for line_no, raw in enumerate(f):
+            try:
+                line = raw.decode("utf-8").strip()
+                if line:
+                    yield line_no, json.loads(line)
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{line_no + 1}: not UTF-8 text") from None
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{line_no + 1}: not valid JSON ({err.msg})") from None
+
+
 def _iter_json_rows(path: Path) -> Iterator[dict]:
+    gzipped = _kind(path) == "jsonl.gz"
+    # MATH ships one problem per .json file
+    records = _gzip_records(path) if gzipped else read_records(path, one_object=True)
     try:
-        for position, record in read_records(path, one_object=True):  # MATH ships one problem per .json file
+        for position, record in records:
             if not isinstance(record, dict):
-                where = f"record {position}" if path.suffix == ".json" else f"line {position + 1}"
+                where = f"record {position}" if _kind(path) == "json" else f"line {position + 1}"
                 raise InputError(f"{path}: {where} is not a JSON object (a row with a `text` field)")
             yield record
     except InputError:
@@ -74,9 +107,9 @@ def _iter_json_rows(path: Path) -> Iterator[dict]:
 
 
 def iter_rows(path: Path) -> Iterator[dict]:
-    """Rows of a Parquet, JSONL or JSON file as dicts; a file that cannot be read is an InputError naming it."""
+    """Rows of a Parquet, JSONL (.gz) or JSON file as dicts; a file that cannot be read is an InputError naming it."""
     try:
-        if path.suffix == ".parquet":
+        if _kind(path) == "parquet":
             import pyarrow.parquet as pq
 
             for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
@@ -85,8 +118,9 @@ def iter_rows(path: Path) -> Iterator[dict]:
             yield from _iter_json_rows(path)
     except InputError:
         raise
-    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError; UnicodeDecodeError too
-        raise InputError(f"{path}: cannot be read as {path.suffix[1:]} ({_first_line(err)})") from None
+    # pyarrow's ArrowInvalid is a ValueError, UnicodeDecodeError too; a cut gzip stream is an EOFError
+    except (OSError, ValueError, EOFError, zlib.error) as err:
+        raise InputError(f"{path}: cannot be read as {_kind(path)} ({_first_line(err)})") from None
 
 
 def _first_line(err: Exception) -> str:
@@ -149,12 +183,12 @@ def read_input(path: str | Path) -> list[LabelledDoc]:
     if path.is_file():
         if path.suffix in (".html", ".htm"):
             return list(_read_pages([path], source))
-        if path.suffix not in CORPUS_SUFFIXES:
-            raise InputError(f"{path}: expected .parquet, .jsonl, .json, .html or a folder")
+        if not is_corpus_file(path):
+            raise InputError(f"{path}: expected .parquet, .jsonl, .jsonl.gz, .json, .html or a folder")
         return list(_read_file(path, source))
     if any(path.glob("*.htm*")):
         return list(_read_pages(sorted(path.glob("*.htm*")), source))
-    files = sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES)
+    files = sorted(p for p in path.rglob("*") if p.is_file() and is_corpus_file(p))
     if not files:
         raise InputError(f"{path}: folder holds no .html pages and no .parquet/.jsonl files")
     return [doc for f in files for doc in _read_file(f, source)]
@@ -168,7 +202,9 @@ def llm_seed_split(path: str | Path, threshold: float = 3.0, column: str = "math
     path = stage_data(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix in CORPUS_SUFFIXES)
+    files = (
+        [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and is_corpus_file(p))
+    )
     if not files:
         raise InputError(f"{path}: no .parquet/.jsonl files")
     positives: list[LabelledDoc] = []

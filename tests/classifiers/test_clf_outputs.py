@@ -1,0 +1,56 @@
+"""What eval, recall and train leave behind: errors for nothing to measure, whole model sets, guarded folders."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from classifiers.cli import load_training_data
+from classifiers.train import TrainSettings, train_model
+from mathmix.cli import app
+
+MATH_WORDS = "let x be integer prove theorem equation solve derivative integral $x^2$ lemma".split()
+TEXT_WORDS = "the match team season city mayor said market shares film actor recipe weather tour".split()
+FAST = TrainSettings(dim=16, lr=0.3, word_ngrams=2, epoch=10, bucket=10_000, holdout=0.25)
+
+
+def _docs(words: list[str], n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(words) for _ in range(40)) + f"\npage {i}" for i in range(n)]
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("trained")
+    math = _jsonl(d / "math.jsonl", [{"text": t, "url": f"https://m{i % 3}.org/q/{i}"} for i, t in
+                                     enumerate(_docs(MATH_WORDS, 24, 1))])  # fmt: skip
+    text = _jsonl(d / "text.jsonl", [{"text": t, "url": f"https://n{i % 3}.com/a/{i}"} for i, t in
+                                     enumerate(_docs(TEXT_WORDS, 24, 2))])  # fmt: skip
+    model = d / "model" / "model.bin"
+    train_model(load_training_data([math], [text], [], 3.0), model, FAST)
+    return {"math": math, "text": text, "model": model}
+
+
+def _words(output: str) -> str:
+    return " ".join(output.split())
+
+
+def test_eval_help_and_check_agree_on_the_target_precision_range(trained):
+    help_text = _words(CliRunner().invoke(app, ["classifier", "eval", "--help"]).output)
+    assert "0<=x<=1" not in help_text and "(0, 1]" in help_text
+    args = ["classifier", "eval", str(trained["model"]), "--math", str(trained["math"])]
+    result = CliRunner().invoke(app, [*args, "--target-precision", "0"])
+    assert result.exit_code == 2 and "--target-precision must be in (0, 1] (got 0.0)" in _words(result.output)
+    result = CliRunner().invoke(app, [*args, "--top-percent", "0"])
+    assert result.exit_code == 2 and "--top-percent must be in (0, 100] (got 0.0)" in _words(result.output)
+    assert re.search(r"--top-percent.*\(0, 100\]", help_text)
