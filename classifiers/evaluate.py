@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from classifiers.data import LabelledDoc, content_key, read_input
+from classifiers.data import InputError, LabelledDoc, content_key, read_input
 from classifiers.metrics import (
     at_threshold,
     pr_curve,
@@ -110,12 +110,28 @@ def plot_pr_curve(
     ax.set_ylim(0, 1.02)
     ax.set_xlim(0, 1.02)
     ax.set_title("math classifier: precision-recall")
-    ax.legend(loc="lower left")
+    if ax.get_legend_handles_labels()[
+        0
+    ]:  # no curve (one class only): an empty legend is a matplotlib warning
+        ax.legend(loc="lower left")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _nothing_to_evaluate(name: str, inputs: list, n_seen: int, model_path: str | Path) -> None:
+    """Raise an InputError: metrics of no document are all 0.0 and read like a model that finds nothing."""
+    options = {"heldout": "--math/--nonmath", "ood": "--ood-math/--ood-nonmath"}[name]
+    shown = ", ".join(str(p) for p in inputs[:3]) + (", ..." if len(inputs) > 3 else "")
+    if n_seen:
+        what = f"all {n_seen} documents" if n_seen > 1 else "the one document"
+        raise InputError(
+            f"nothing to evaluate from {options}: {what} of {shown} were training pages "
+            f"(listed in {train_pages_path(model_path)}); give pages the model never saw"
+        )
+    raise InputError(f"nothing to evaluate from {options}: {shown} hold no documents")
 
 
 def evaluate_model(
@@ -141,6 +157,8 @@ def evaluate_model(
     for name, (pos_inputs, neg_inputs) in sets.items():
         pos, n_pos_seen = unseen([d for p in pos_inputs for d in read_input(p)], keys)
         neg, n_neg_seen = unseen([d for p in neg_inputs for d in read_input(p)], keys)
+        if not pos and not neg:
+            _nothing_to_evaluate(name, [*pos_inputs, *neg_inputs], n_pos_seen + n_neg_seen, model_path)
         scores, labels, sources = score_set(clf, pos, neg)
         result[name] = report(scores, labels, sources, threshold, target_precision, top_percent)
         result[name]["left_out_seen_in_training"] = n_pos_seen + n_neg_seen

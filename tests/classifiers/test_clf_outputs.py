@@ -54,3 +54,40 @@ def test_eval_help_and_check_agree_on_the_target_precision_range(trained):
     result = CliRunner().invoke(app, [*args, "--top-percent", "0"])
     assert result.exit_code == 2 and "--top-percent must be in (0, 100] (got 0.0)" in _words(result.output)
     assert re.search(r"--top-percent.*\(0, 100\]", help_text)
+
+
+def _training_rows(trained: dict[str, Path], corpus: str) -> list[dict]:
+    pages = {
+        line.split("\t")[0]
+        for line in trained["model"].with_suffix(".train-pages.tsv").read_text().splitlines()
+    }
+    rows = [json.loads(line) for line in trained[corpus].read_text().splitlines()]
+    return [r for r in rows if r["url"] in pages]
+
+
+def test_eval_of_training_pages_only_is_an_error_not_zero_scores(trained, tmp_path):
+    seen = _jsonl(tmp_path / "seen.jsonl", _training_rows(trained, "text"))
+    args = ["classifier", "eval", str(trained["model"]), "--nonmath", str(seen), "--json"]
+    result = CliRunner().invoke(app, [*args, "--plot", str(tmp_path / "pr.png")])
+    assert result.exit_code == 2, result.output
+    words = _words(result.output)
+    assert "nothing to evaluate" in words and "all 18 documents" in words and "training pages" in words
+    assert "precision" not in words
+    empty = _jsonl(tmp_path / "empty.jsonl", [])
+    result = CliRunner().invoke(app, [*args[:3], "--math", str(empty), "--plot", str(tmp_path / "pr.png")])
+    assert result.exit_code == 2 and "nothing to evaluate" in _words(result.output)
+    assert "no documents" in _words(result.output)
+
+
+def test_eval_of_one_class_draws_no_empty_legend(trained, tmp_path):
+    import warnings
+
+    fresh = _jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in _docs(MATH_WORDS, 4, 50)])
+    args = ["classifier", "eval", str(trained["model"]), "--math", str(fresh), "--json"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(app, [*args, "--plot", str(tmp_path / "pr.png")])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output.strip().splitlines()[-1])["n_math"] == 4
+    assert not [w for w in caught if "artists" in str(w.message)]
+    assert (tmp_path / "pr.png").is_file()
