@@ -4,7 +4,9 @@ Never crashes, never hangs: each page runs in a worker process (datatrove's own 
 machinery as the stock extractors) that is killed and restarted when a page passes `timeout_s`, so even a hang
 inside C code (HTML parser, regex engine) or a memory blow-up costs one document, not the job. Pages over
 `max_bytes` are dropped before parsing, not truncated: a cut page loses its main content and its closing markup,
-and pages that large are data dumps, not articles. `isolation="alarm"` runs in-process with a SIGALRM timer
+and pages that large are data dumps, not articles. A document that is already text (`content_type` text/plain: WET
+`conversion` records) is not parsed as HTML, which would read `a<b and b>c` as a tag and join its lines: it gets
+only the text pass (lines kept, TeX delimited, lone `$` escaped), in this process, since that pass is linear. `isolation="alarm"` runs in-process with a SIGALRM timer
 instead (faster, but only interrupts Python code; falls back to no timer outside the main thread).
 """
 
@@ -20,6 +22,8 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 
 DEFAULT_MAX_BYTES = 5_000_000
+PLAIN_TEXT = "text/plain"  # curate.readers.PLAIN_TEXT: the content type of a document that is text already
+PLAIN_TEXT_EXTRACTOR = "plain-text"  # metadata["extractor"] of such a document
 
 
 def _safe_extract(html: str, url: str | None, engine: str) -> tuple[str, str]:
@@ -42,6 +46,15 @@ class _AlarmTimeout(BaseException):  # not Exception: _safe_extract must not swa
 
 def _raise_timeout(signum, frame):  # pragma: no cover - called by the signal
     raise _AlarmTimeout()
+
+
+def plain_text(text: str) -> str:
+    """Text that never was HTML, as an extracted page's text: lines kept, TeX delimited, lone `$` escaped (as on a
+    page with no TeX renderer)."""
+    from curate.dom_rewrite import strip_sentinels
+    from curate.extract_text import finalize_text
+
+    return finalize_text(strip_sentinels(text.replace("\r\n", "\n").replace("\r", "\n")), tex_page=False)
 
 
 def html_size_bytes(html: str, limit: int) -> int:
@@ -111,7 +124,8 @@ class MathAwareExtractor(PipelineStep):
             self._drop(doc, "empty_text")
             return None
         doc.text = value
-        doc.metadata["extractor"] = f"mathmix-{self.engine}"
+        is_text = doc.metadata.get("content_type") == PLAIN_TEXT
+        doc.metadata["extractor"] = PLAIN_TEXT_EXTRACTOR if is_text else f"mathmix-{self.engine}"
         self.update_doc_stats(doc)
         return doc
 
@@ -145,9 +159,12 @@ class MathAwareExtractor(PipelineStep):
                     if html is None:
                         continue
                     try:
-                        status, value = sandbox.process_document(
-                            (html, doc.metadata.get("url")), self._extract_job
-                        )
+                        if doc.metadata.get("content_type") == PLAIN_TEXT:
+                            status, value = "ok", plain_text(html)
+                        else:
+                            status, value = sandbox.process_document(
+                                (html, doc.metadata.get("url")), self._extract_job
+                            )
                     except TimeoutError:
                         status, value = "timeout", ""
                     except EOFError:  # the worker died (killed for memory): counted, a new one starts
@@ -168,7 +185,10 @@ class MathAwareExtractor(PipelineStep):
                     try:
                         if use_alarm:
                             signal.setitimer(signal.ITIMER_REAL, self.timeout_s)
-                        status, value = _safe_extract(html, doc.metadata.get("url"), self.engine)
+                        if doc.metadata.get("content_type") == PLAIN_TEXT:
+                            status, value = "ok", plain_text(html)
+                        else:
+                            status, value = _safe_extract(html, doc.metadata.get("url"), self.engine)
                     except _AlarmTimeout:
                         status, value = "timeout", ""
                     finally:

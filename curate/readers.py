@@ -23,6 +23,8 @@ WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".wet.gz", ".wat.gz")
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
 HTML_TYPES = ("text/html", "application/xhtml+xml", "text/xml", "application/xml")
+# The content type of a page that is already text (a WET `conversion` record): the extractor keeps it as it is.
+PLAIN_TEXT = "text/plain"
 DOC_RECORD_TYPES = ("response", "resource", "conversion")
 _CHARSET_META = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-:.]+)""", re.I)
 _CHARSET_HEADER = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-:.]+)", re.I)
@@ -94,7 +96,8 @@ def doc_id(*parts: object) -> str:
 
 
 class WebPageReader(BaseDiskReader):
-    """Reads WARC/ARC records, .html files and JSONL (`html` field) into documents whose text is the HTML.
+    """Reads WARC/ARC records, .html files and JSONL (`html` field) into documents whose text is the HTML (the
+    text itself for WET `conversion` records, marked `content_type` text/plain).
 
     Counts every candidate page as `docs_in`; a page it cannot use is counted as `dropped_<reason>`:
     warc_read_error, truncated_record, bad_record, not_html, binary_body, too_large, empty_page, undecodable, http_status.
@@ -219,7 +222,9 @@ class WebPageReader(BaseDiskReader):
             self._drop("http_status", path, offset, provenance["url"])
             return None
         ctype = provenance["content_type"]
-        if record.rec_type != "conversion" and ctype and not ctype.startswith(HTML_TYPES):
+        if record.rec_type == "conversion" and not (ctype or "").startswith(HTML_TYPES):
+            provenance["content_type"] = PLAIN_TEXT  # WET: the text of the page, not markup
+        elif ctype and not ctype.startswith(HTML_TYPES):
             self._drop("not_html", path, offset, provenance["url"])
             return None
         declared = _CHARSET_HEADER.search(content_type or "")

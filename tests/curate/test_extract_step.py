@@ -169,3 +169,13 @@ def test_in_a_datatrove_executor_with_worker_processes(tmp_path):
     assert summary["docs_in"] == 6 and summary["docs_out"] == 2
     assert summary["dropped"] == {"empty_text": 2, "too_deep": 2}
     assert is_balanced(summary)
+
+
+@pytest.mark.parametrize("isolation", ["process", "alarm"])
+def test_plain_text_documents_are_not_parsed_as_html(isolation):
+    text = "if a<b and b>c then\r\nx<y<z, costs $5\n\n\n\nend <p>"
+    step = MathAwareExtractor(isolation=isolation)
+    doc = Document(text=text, id="0", metadata={"content_type": "text/plain"})
+    [out] = list(step.run(iter([doc])))
+    assert out.text == "if a<b and b>c then\nx<y<z, costs \\$5\n\nend <p>"
+    assert out.metadata["extractor"] == "plain-text"
