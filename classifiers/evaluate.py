@@ -20,12 +20,13 @@ from classifiers.metrics import (
     threshold_for_precision,
     threshold_for_top_percent,
 )
-from classifiers.model import MathClassifier, train_pages_path
+from classifiers.model import MathClassifier, check_card_digest, read_card, train_pages_path
 
 
 def training_keys(model_path: str | Path) -> set[str]:
-    """Page names and content keys of the documents a model was trained on."""
+    """Page names and content keys of the documents a model was trained on (checked against the card's digest)."""
     path = train_pages_path(model_path)
+    check_card_digest(model_path, read_card(model_path), "train_pages", path, "training pages")
     keys: set[str] = set()
     if path.is_file():
         for line in path.read_text().splitlines():

@@ -7,6 +7,7 @@ wrong file is a clear error, never a silent wrong score. The JSON card next to t
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,44 @@ def train_pages_path(model_path: str | Path) -> Path:
 
 
 def read_card(model_path: str | Path) -> dict[str, Any]:
-    """The model's card, or {} when there is none."""
+    """The model's card, or {} when there is none; a card that is not a JSON object is a ModelError."""
     path = card_path(model_path)
-    return json.loads(path.read_text()) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        card = json.loads(path.read_text())
+    except (ValueError, OSError) as err:
+        raise ModelError(f"{path}: not a readable model card ({err})") from None
+    if not isinstance(card, dict):
+        raise ModelError(f"{path}: not a model card (a JSON {type(card).__name__}, not an object)")
+    return card
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file, read in 1 MiB blocks (0.15 s for a 200 MB model)."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_card_digest(model_path: str | Path, card: dict[str, Any], key: str, path: Path, what: str) -> None:
+    """Raise ModelError when MODEL's card records a SHA-256 for KEY (`model`, `train_pages`) and PATH differs.
+
+    A training writes the model, its card and its training pages as a set; a set mixed from two trainings (one
+    killed while writing) would score with another model's threshold and leave out another model's pages.
+    """
+    expected = (card.get("sha256") or {}).get(key)
+    if not expected:
+        return  # cards written before the digests: nothing to compare with
+    if not path.is_file():
+        raise ModelError(f"{path}: missing, and its card {card_path(model_path)} lists it: retrain the model")
+    if file_sha256(path) != expected:
+        raise ModelError(
+            f"{path}: not the {what} its card {card_path(model_path)} was written for (a training killed while "
+            "writing its files?): retrain into this path"
+        )
 
 
 def load_fasttext(model_path: str | Path):
@@ -66,10 +102,12 @@ def load_fasttext(model_path: str | Path):
 class MathClassifier:
     """A loaded math classifier: `score(texts)` -> P(math) per text, preprocessing included."""
 
-    def __init__(self, model_path: str | Path):
+    def __init__(self, model_path: str | Path, card: dict[str, Any] | None = None):
+        """CARD: the card to score by (training passes the one it is about to write); default MODEL's card."""
         self.path = Path(model_path)
         self.model = load_fasttext(self.path)
-        self.card = read_card(self.path)
+        self.card = read_card(self.path) if card is None else card
+        check_card_digest(self.path, self.card, "model", self.path, "model")
         if self.card and not self.card.get("preprocess", {}).get("formula_tokens"):
             # Trained when formulas were `<math>` delimiter tokens: today's tokens would give it wrong scores.
             raise ModelError(

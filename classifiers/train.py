@@ -8,6 +8,7 @@ the two classes are then made equal, so 7,500 MATH problems do not drown 20 math
 
 from __future__ import annotations
 
+import json
 import random
 import tempfile
 import time
@@ -26,6 +27,7 @@ from classifiers.model import (
     NONMATH_LABEL,
     MathClassifier,
     card_path,
+    file_sha256,
     train_pages_path,
 )
 from classifiers.preprocess import (
@@ -37,7 +39,6 @@ from classifiers.preprocess import (
     chunk_document,
     normalize,
 )
-from mathmix.cli_util import write_json
 
 
 @dataclass
@@ -182,7 +183,12 @@ def evaluate_docs(
 
 
 def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None) -> dict[str, Any]:
-    """Train on `data`, hold out pages, choose the threshold, write MODEL, its card and its training pages."""
+    """Train on `data`, hold out pages, choose the threshold, write MODEL, its card and its training pages.
+
+    The three files are written under temporary names, then renamed card first and model last, and the card
+    records the SHA-256 of the other two: a run killed between renames leaves a set that `MathClassifier` and
+    eval refuse (never a new model scored with the old card's threshold), and MODEL exists only when whole.
+    """
     s = s or TrainSettings()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -195,49 +201,59 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
                 f"holdout {s.holdout} leaves no {name} page for training ({len(given)} documents given): "
                 "lower the holdout or give more pages"
             )
-    with tempfile.TemporaryDirectory() as tmp:
-        train_file = Path(tmp) / "train.txt"
-        counts = build_training_file(pos_train, neg_train, s, train_file)
-        min_count = effective_min_count(s, counts["examples_written"])
-        out.unlink(missing_ok=True)
-        used = _fit(train_file, out, s, min_count)
-    _write_train_pages(out, pos_train + neg_train)
-    clf = MathClassifier(out)
-    threshold, held_out = _choose_threshold(clf, pos_test, neg_test, s.target_precision)
-    card = {
-        "model": out.name,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "labels": [MATH_LABEL, NONMATH_LABEL],
-        "inputs": data.inputs,
-        "counts": {
-            "positive_docs": len(data.positives),
-            "negative_docs": len(data.negatives),
-            "train_pages": {
-                "math": len({d.page for d in pos_train}),
-                "nonmath": len({d.page for d in neg_train}),
-            },
-            "heldout_pages": {
-                "math": len({d.page for d in pos_test}),
-                "nonmath": len({d.page for d in neg_test}),
-            },
-            "by_source": _source_counts(data.positives, data.negatives),
-            **counts,
-        },
-        "hyperparameters": {**asdict(s), "min_count_used": min_count, **used},
-        "preprocess": {
+    final = {"card": card_path(out), "pages": train_pages_path(out), "model": out}
+    temp = {key: path.with_name(path.name + ".tmp") for key, path in final.items()}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            train_file = Path(tmp) / "train.txt"
+            counts = build_training_file(pos_train, neg_train, s, train_file)
+            min_count = effective_min_count(s, counts["examples_written"])
+            used = _fit(train_file, temp["model"], s, min_count)
+        _write_train_pages(temp["pages"], pos_train + neg_train)
+        preprocess = {
             "max_doc_tokens": MAX_DOC_TOKENS,
             "formula_tokens": True,
             "unknown_token": UNKNOWN_TOKEN,
             "max_token_chars": MAX_TOKEN_CHARS,
             "chunk_tokens": s.chunk_tokens,
-        },
-        "threshold": threshold,
-        "metrics": {"heldout": held_out},
-        "train_pages_file": train_pages_path(out).name,
-        "recall_rounds": [],
-        "seconds": round(time.time() - start, 2),
-    }
-    write_json(card_path(out), card)
+        }
+        # Scored as the finished model will be (with `<unk>`), not by whatever card sits at OUT from before.
+        clf = MathClassifier(temp["model"], card={"preprocess": preprocess})
+        threshold, held_out = _choose_threshold(clf, pos_test, neg_test, s.target_precision)
+        card = {
+            "model": out.name,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "labels": [MATH_LABEL, NONMATH_LABEL],
+            "inputs": data.inputs,
+            "counts": {
+                "positive_docs": len(data.positives),
+                "negative_docs": len(data.negatives),
+                "train_pages": {
+                    "math": len({d.page for d in pos_train}),
+                    "nonmath": len({d.page for d in neg_train}),
+                },
+                "heldout_pages": {
+                    "math": len({d.page for d in pos_test}),
+                    "nonmath": len({d.page for d in neg_test}),
+                },
+                "by_source": _source_counts(data.positives, data.negatives),
+                **counts,
+            },
+            "hyperparameters": {**asdict(s), "min_count_used": min_count, **used},
+            "preprocess": preprocess,
+            "threshold": threshold,
+            "metrics": {"heldout": held_out},
+            "train_pages_file": final["pages"].name,
+            "recall_rounds": [],
+            "sha256": {"model": file_sha256(temp["model"]), "train_pages": file_sha256(temp["pages"])},
+            "seconds": round(time.time() - start, 2),
+        }
+        temp["card"].write_text(json.dumps(card, indent=2) + "\n")
+        for key in ("card", "pages", "model"):
+            temp[key].replace(final[key])
+    finally:
+        for path in temp.values():
+            path.unlink(missing_ok=True)
     return card
 
 
@@ -254,7 +270,6 @@ def _fit(train_file: Path, out: Path, s: TrainSettings, min_count: int) -> dict:
     after a failure later trainings in the same process can fail too. So each try runs in its own process
     (which also makes reruns give the same model), and the fallbacks are: half the lr, then word bigrams.
     """
-    import json
     import subprocess
     import sys
 
@@ -276,6 +291,7 @@ def _fit(train_file: Path, out: Path, s: TrainSettings, min_count: int) -> dict:
             verbose=0,
         )
         cmd = [sys.executable, "-c", _FIT_SCRIPT, json.dumps(kwargs), str(out)]
+        out.unlink(missing_ok=True)  # a file left by a killed run is not this try's model
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode == 0 and out.is_file():
             return {"lr_used": lr, "word_ngrams_used": ngrams}
@@ -316,7 +332,7 @@ def _source_counts(pos: list[LabelledDoc], neg: list[LabelledDoc]) -> dict[str, 
     }
 
 
-def _write_train_pages(model_path: Path, docs: list[LabelledDoc]) -> None:
+def _write_train_pages(path: Path, docs: list[LabelledDoc]) -> None:
     """One `page<TAB>content-key` line per training document: eval leaves these out."""
     rows = sorted({f"{d.page}\t{content_key(d.text)}" for d in docs})
-    train_pages_path(model_path).write_text("\n".join(rows) + "\n")
+    path.write_text("\n".join(rows) + "\n")

@@ -91,3 +91,77 @@ def test_eval_of_one_class_draws_no_empty_legend(trained, tmp_path):
     assert json.loads(result.output.strip().splitlines()[-1])["n_math"] == 4
     assert not [w for w in caught if "artists" in str(w.message)]
     assert (tmp_path / "pr.png").is_file()
+
+
+def _train(math: Path, text: Path, out: Path) -> Path:
+    train_model(load_training_data([math], [text], [], 3.0), out, FAST)
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_sets(trained, tmp_path_factory) -> dict[str, Path]:
+    """Two finished models (A: the module's inputs, B: other pages), each with its own card and pages."""
+    d = tmp_path_factory.mktemp("sets")
+    math_b = _jsonl(d / "math_b.jsonl", [{"text": t, "url": f"https://b.org/{i}"} for i, t in
+                                         enumerate(_docs(MATH_WORDS, 20, 60))])  # fmt: skip
+    text_b = _jsonl(d / "text_b.jsonl", [{"text": t, "url": f"https://c.com/{i}"} for i, t in
+                                         enumerate(_docs(TEXT_WORDS, 20, 61))])  # fmt: skip
+    return {"a": trained["model"], "b": _train(math_b, text_b, d / "b" / "model.bin"),
+            "math_b": math_b, "text_b": text_b}  # fmt: skip
+
+
+def _copy_set(model: Path, out: Path) -> Path:
+    import shutil
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in (".bin", ".card.json", ".train-pages.tsv"):
+        shutil.copy(model.with_suffix(suffix), out.with_suffix(suffix))
+    return out
+
+
+def test_a_model_next_to_another_trainings_card_is_refused(two_sets, tmp_path):
+    from classifiers.evaluate import training_keys
+    from classifiers.model import MathClassifier, ModelError
+
+    out = _copy_set(two_sets["a"], tmp_path / "model.bin")
+    out.write_bytes(two_sets["b"].read_bytes())  # what a kill right after the model was rewritten left
+    with pytest.raises(ModelError, match="not the model its card"):
+        MathClassifier(out)
+    result = CliRunner().invoke(app, ["classifier", "score", str(out), str(two_sets["math_b"])])
+    assert result.exit_code == 2 and "not the model its card" in _words(result.output)
+    out = _copy_set(two_sets["a"], tmp_path / "pages" / "model.bin")
+    out.with_suffix(".train-pages.tsv").write_text(two_sets["b"].with_suffix(".train-pages.tsv").read_text())
+    with pytest.raises(ModelError, match="not the training pages its card"):
+        training_keys(out)
+
+
+@pytest.mark.parametrize("renames_done", [0, 1, 2])
+def test_a_training_killed_while_writing_leaves_a_whole_set_or_a_refused_one(
+    two_sets, tmp_path, monkeypatch, renames_done
+):
+    """Retrain B's inputs over A's set, killed after each rename: never a model that loads with a wrong card."""
+    from classifiers.evaluate import training_keys
+    from classifiers.model import MathClassifier, ModelError
+
+    out = _copy_set(two_sets["a"], tmp_path / "model.bin")
+    real_replace, calls = Path.replace, []
+
+    def replace(self, target):
+        if len(calls) == renames_done:
+            raise KeyboardInterrupt("killed")
+        calls.append(target)
+        return real_replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        _train(two_sets["math_b"], two_sets["text_b"], out)
+    monkeypatch.undo()
+    try:
+        clf = MathClassifier(out)
+    except ModelError as err:
+        assert "retrain" in str(err)
+        return
+    whole = next(m for m in (two_sets["a"], two_sets["b"]) if m.read_bytes() == out.read_bytes())
+    expected = json.loads(whole.with_suffix(".card.json").read_text())
+    assert clf.card["inputs"] == expected["inputs"] and clf.threshold == expected["threshold"]
+    assert training_keys(out) == training_keys(whole)
