@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from mathmix.cli_util import console, fail, make_folder
+from mathmix.cli_util import check_output, console, fail, make_folder
 
 group = typer.Typer(
     help="fastText math classifier: train on positives/negatives, evaluate on unseen pages, iterate recall "
@@ -235,8 +235,7 @@ def recall_cmd(
     from classifiers.model import ModelError
     from classifiers.recall import recall_round
 
-    if output.exists() and not output.is_dir():
-        fail(f"{output}: exists and is not a folder")
+    check_output(output)  # not a file, a run folder or a recipe's stage folder; other output: recall_round
     try:
         summary = recall_round(model, corpus, output, threshold, domain_share, min_pages)
     except (InputError, ModelError, ValueError) as err:

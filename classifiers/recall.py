@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from classifiers.data import read_input
-from classifiers.model import MathClassifier, card_path, read_card
+from classifiers.model import MathClassifier, card_path, file_sha256, read_card
 from mathmix.cli_util import write_json
 
 
@@ -58,6 +58,35 @@ def find_math_domains(
     return math_domains
 
 
+OUTPUTS = ("domains.json", "candidates.jsonl")
+
+
+def check_out_dir(out_dir: Path, model_path: str | Path, corpus: list, settings: dict[str, Any]) -> None:
+    """Record this round's job in OUT/job.json, or raise ValueError when OUT holds other output.
+
+    Another command's folder (a web stage: its own job.json) or another round (other corpus, model or settings)
+    is refused as `mathmix web`, dedup and eval refuse it; a folder of other files with no job record is refused
+    naming a few (a rerun of the same round is what may write here).
+    """
+    from pipelines.job_record import JOB_FILE, check_job, has_progress, model_job_identity
+
+    if out_dir.is_dir() and not (out_dir / JOB_FILE).is_file():
+        others = sorted(p.name for p in out_dir.iterdir() if p.name not in OUTPUTS)
+        if others:
+            raise ValueError(
+                f"{out_dir}: holds files not written by classifier recall ({', '.join(others[:5])}"
+                f"{', ...' if len(others) > 5 else ''}); write to a new folder"
+            )
+    settings = {**settings, "model_sha256": file_sha256(model_path)}  # a retrained model at the same path
+    identity = model_job_identity("classifier recall", model_path, corpus, settings)
+    check_job(
+        out_dir,
+        identity,
+        "classifier recall",
+        progress=lambda d: has_progress(d) or any((d / name).is_file() for name in OUTPUTS),
+    )
+
+
 def recall_round(
     model_path: str | Path,
     corpus: list[str],
@@ -66,8 +95,14 @@ def recall_round(
     domain_share: float = 0.1,
     min_pages: int = 3,
 ) -> dict[str, Any]:
-    """Run one recall round; write OUT/domains.json and OUT/candidates.jsonl; record it in the card."""
+    """Run one recall round; write OUT/domains.json and OUT/candidates.jsonl; record it in the card.
+
+    A rerun into the same OUT (the same round: see `check_out_dir`) rewrites its files and its card entry.
+    """
     clf = MathClassifier(model_path)
+    out_dir = Path(out_dir)
+    settings = {"threshold": threshold, "domain_share": domain_share, "min_pages": min_pages}
+    check_out_dir(out_dir, model_path, corpus, settings)
     threshold = clf.threshold if threshold is None else threshold
     docs = [d for path in corpus for d in read_input(path) if d.url]
     if not docs:
@@ -88,16 +123,11 @@ def recall_round(
     math_domains = find_math_domains(rows, threshold, domain_share, min_pages)
     patterns = {p for stats in math_domains.values() for p in stats["patterns"]}
     candidates = [r for r in rows if r["math_score"] < threshold and r["pattern"] in patterns]
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "domains.json", math_domains)
-    with (out_dir / "candidates.jsonl").open("w") as fh:
-        for r in candidates:
-            rec = {"text": r["doc"].text, "url": r["url"], "domain": r["domain"], "pattern": r["pattern"]}
-            fh.write(json.dumps({**rec, "math_score": round(r["math_score"], 6)}) + "\n")
+    _write_candidates(out_dir / "candidates.jsonl", candidates)
     summary = {
         "corpus": [str(p) for p in corpus],
-        "out": str(out_dir),
+        "out": str(out_dir.resolve()),  # absolute: a rerun from another folder finds its round
         "threshold": threshold,
         "domain_share": domain_share,
         "min_pages": min_pages,
@@ -112,8 +142,28 @@ def recall_round(
     return summary
 
 
+def _write_candidates(path: Path, candidates: list[dict[str, Any]]) -> None:
+    """candidates.jsonl, written under a temporary name and renamed: a killed round leaves no half file."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w") as fh:
+        for r in candidates:
+            rec = {"text": r["doc"].text, "url": r["url"], "domain": r["domain"], "pattern": r["pattern"]}
+            fh.write(json.dumps({**rec, "math_score": round(r["math_score"], 6)}) + "\n")
+    tmp.replace(path)
+
+
 def _record_round(model_path: str | Path, summary: dict[str, Any]) -> None:
+    """Append the round to the card, or replace the round written to the same OUT (a rerun of it)."""
     card = read_card(model_path)
     rounds = card.setdefault("recall_rounds", [])
-    rounds.append({"round": len(rounds) + 1, **summary})
+    same = [i for i, r in enumerate(rounds) if _resolved(r.get("out")) == summary["out"]]
+    if same:
+        rounds[same[0]] = {"round": rounds[same[0]].get("round", same[0] + 1), **summary}
+    else:
+        rounds.append({"round": len(rounds) + 1, **summary})
     write_json(card_path(model_path), card)
+
+
+def _resolved(path: Any) -> str | None:
+    """A card's `out` as an absolute path (rounds recorded before outs were absolute held them as given)."""
+    return str(Path(path).resolve()) if isinstance(path, str) else None

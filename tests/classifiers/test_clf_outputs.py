@@ -165,3 +165,56 @@ def test_a_training_killed_while_writing_leaves_a_whole_set_or_a_refused_one(
     expected = json.loads(whole.with_suffix(".card.json").read_text())
     assert clf.card["inputs"] == expected["inputs"] and clf.threshold == expected["threshold"]
     assert training_keys(out) == training_keys(whole)
+
+
+def _web_stage_folder(path: Path) -> Path:
+    """A folder as `mathmix web` leaves it: its job record, data/, summary and logs."""
+    (path / "data").mkdir(parents=True)
+    (path / "logs").mkdir()
+    (path / "data" / "000_00000.parquet").write_bytes(b"PAR1")
+    (path / "summary.json").write_text(json.dumps({"docs_in": 3, "docs_out": 2}))
+    job = {"inputs": ["{run_dir}/math.warc.gz"], "settings": {}, "math_model": None, "tasks": 1}
+    (path / "job.json").write_text(json.dumps(job))
+    return path
+
+
+def test_recall_refuses_folders_of_other_output_and_a_rerun_adds_no_round(trained, tmp_path):
+    model = _copy_set(trained["model"], tmp_path / "clf" / "model.bin")
+    out = tmp_path / "round1"
+    args = [
+        "classifier",
+        "recall",
+        str(model),
+        "--corpus",
+        str(trained["math"]),
+        "--corpus",
+        str(trained["text"]),
+    ]
+    first = CliRunner().invoke(app, [*args, "-o", str(out)])
+    assert first.exit_code == 0, first.output
+    written = {name: (out / name).read_bytes() for name in ("domains.json", "candidates.jsonl")}
+    again = CliRunner().invoke(app, [*args, "-o", str(out)])
+    assert again.exit_code == 0, again.output
+    assert {name: (out / name).read_bytes() for name in written} == written
+    rounds = json.loads(model.with_suffix(".card.json").read_text())["recall_rounds"]
+    assert [r["round"] for r in rounds] == [1]  # the same round, not a second identical one
+    other = CliRunner().invoke(app, [*args, "-o", str(out), "--domain-share", "0.3"])
+    assert other.exit_code == 2 and "holds the output of another job" in _words(other.output)
+    assert "domain_share" in _words(other.output)
+    second = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "round2"), "--domain-share", "0.3"])
+    assert second.exit_code == 0, second.output
+    rounds = json.loads(model.with_suffix(".card.json").read_text())["recall_rounds"]
+    assert [r["round"] for r in rounds] == [1, 2]
+
+    web = _web_stage_folder(tmp_path / "wmath")
+    result = CliRunner().invoke(app, [*args, "-o", str(web)])
+    assert result.exit_code == 2 and "holds the output of another" in _words(result.output)
+    assert not (web / "domains.json").exists() and not (web / "candidates.jsonl").exists()
+    stray = tmp_path / "notes"
+    stray.mkdir()
+    (stray / "todo.txt").write_text("mine")
+    result = CliRunner().invoke(app, [*args, "-o", str(stray)])
+    assert result.exit_code == 2 and "todo.txt" in _words(result.output)
+    assert sorted(p.name for p in stray.iterdir()) == ["todo.txt"]
+    rounds = json.loads(model.with_suffix(".card.json").read_text())["recall_rounds"]
+    assert len(rounds) == 2
