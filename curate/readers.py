@@ -1,4 +1,5 @@
-"""Web page reader: WARC / ARC (gzipped or not), folders of .html files, JSONL with an `html` field.
+"""Web page reader: WARC / ARC (gzipped or not), folders of .html files, JSONL (or a JSON array) with an `html`
+field.
 
 datatrove's WarcReader dies on a truncated gzip member (EOFError kills the task) and yields nothing from
 WARC/0.18 files, so this reader iterates with warcio itself, survives every bad record and counts it under a
@@ -8,9 +9,7 @@ charset), so the bytes of any document can be fetched again.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +90,14 @@ def _next_record_start(path: str, after: int) -> int:
         return found if found >= 0 else len(data)
 
 
+def domain(url: str | None) -> str | None:
+    """The host of URL, None where there is none or the URL cannot be parsed (`http://[broken`)."""
+    try:
+        return (urlsplit(url).hostname or None) if url else None
+    except ValueError:
+        return None
+
+
 def doc_id(*parts: object) -> str:
     return hashlib.sha1("|".join(str(p) for p in parts).encode()).hexdigest()[:24]
 
@@ -100,7 +107,8 @@ class WebPageReader(BaseDiskReader):
     text itself for WET `conversion` records, marked `content_type` text/plain).
 
     Counts every candidate page as `docs_in`; a page it cannot use is counted as `dropped_<reason>`:
-    warc_read_error, truncated_record, bad_record, not_html, binary_body, too_large, empty_page, undecodable, http_status.
+    warc_read_error, truncated_record, damaged_file, bad_record, not_html, binary_body, too_large, empty_page,
+    undecodable, http_status.
     """
 
     name = "🕸 Web pages (WARC/HTML/JSONL)"
@@ -135,7 +143,7 @@ class WebPageReader(BaseDiskReader):
         if self._writer is not None:
             metadata = {
                 "url": url,
-                "domain": (urlsplit(url).hostname or None) if url else None,
+                "domain": domain(url),
                 "source_file": path,
                 "warc_offset": offset,
                 "filter_reason": reason,
@@ -231,28 +239,34 @@ class WebPageReader(BaseDiskReader):
         return self._page(body, path, offset, length, provenance, declared.group(1) if declared else None)
 
     def _read_jsonl(self, path: str) -> Iterator[Document]:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
-            for line_no, line in enumerate(handle):
-                if not line.strip():
-                    continue
+        """JSONL rows, or the elements of a `.json` array (`curate.page_rows`); where the file breaks off (cut or
+        corrupt gzip, a broken array) the rows before are kept and the rest is counted once, with a warning."""
+        from curate.page_rows import FileDamaged, field_text, rows
+
+        try:
+            for position, row in rows(path):
                 self.stat_update("docs_in")
                 try:
-                    row = json.loads(line)
                     html = row["html"]
                     if not isinstance(html, str):
                         raise TypeError("html is not a string")
-                except Exception:
-                    self._drop("bad_record", path, line_no)
+                    provenance = {
+                        "url": field_text(row, "url"),
+                        "record_id": field_text(row, "id"),
+                        "fetch_date": field_text(row, "date"),
+                    }
+                except (TypeError, KeyError):  # not an object, no html, a list where a URL should be...
+                    self._drop("bad_record", path, position)
                     continue
-                provenance = {
-                    "url": row.get("url"),
-                    "record_id": row.get("id"),
-                    "fetch_date": row.get("date"),
-                }
-                doc = self._page(html.encode("utf-8", "replace"), path, line_no, None, provenance, "utf-8")
+                doc = self._page(html.encode("utf-8", "replace"), path, position, None, provenance, "utf-8")
                 if doc:
                     yield doc
+        except FileDamaged as err:
+            from loguru import logger
+
+            logger.warning(f"{path}: unreadable from here on ({err}); counted as {err.reason}")
+            self.stat_update("docs_in")
+            self._drop(err.reason, path)
 
     # -- shared checks ------------------------------------------------------------------------------
     def _page(self, body, path, offset, length, provenance, declared=None) -> Document | None:
@@ -273,7 +287,7 @@ class WebPageReader(BaseDiskReader):
             return None
         metadata = {
             "url": url,
-            "domain": (urlsplit(url).hostname or None) if url else None,
+            "domain": domain(url),
             "source_file": path,
             "warc_offset": offset,
             "warc_length": length,

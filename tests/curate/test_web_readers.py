@@ -168,3 +168,69 @@ def test_reader_drops_are_written_to_rejects_with_their_reason(tmp_path):
     rows = pq.read_table(tmp_path / "rejects").to_pylist()
     got = sorted((r["metadata"]["url"], r["metadata"]["filter_reason"]) for r in rows)
     assert got == [("https://bad.example/bin", "binary_body"), ("https://bad.example/img", "not_html")]
+
+
+def _html_rows(n: int, tag: str = "p") -> list[dict]:
+    return [{"html": f"<{tag}>page {i}</{tag}>", "url": f"https://j.example/{tag}{i}"} for i in range(n)]
+
+
+def test_json_files_hold_an_array_or_one_object(tmp_path):
+    rows = [*_html_rows(2), "not an object", {"nohtml": 1}]
+    (tmp_path / "arr.json").write_text(json.dumps(rows))
+    (tmp_path / "pretty.json").write_text(json.dumps(rows, indent=1))
+    (tmp_path / "one.json").write_text(json.dumps(_html_rows(1, "b")[0], indent=2))
+    (tmp_path / "lines.json").write_text("".join(json.dumps(r) + "\n" for r in _html_rows(2, "i")))
+    docs, summary = _read(
+        tmp_path, [str(tmp_path / n) for n in ("arr.json", "pretty.json", "one.json", "lines.json")]
+    )
+    assert summary["docs_in"] == 4 + 4 + 1 + 2
+    assert summary["dropped"] == {"bad_record": 4}
+    assert sorted(d.text for d in docs) == sorted(
+        ["<p>page 0</p>", "<p>page 1</p>"] * 2 + ["<b>page 0</b>", "<i>page 0</i>", "<i>page 1</i>"]
+    )
+    by_file = {(Path(d.metadata["source_file"]).name, d.metadata["warc_offset"]) for d in docs}
+    assert ("pretty.json", 1) in by_file  # a record's position: its index in the array
+
+
+def test_damaged_json_and_gzip_files_are_read_up_to_the_damage(tmp_path):
+    lines = "".join(json.dumps(r) + "\n" for r in _html_rows(400))
+    packed = gzip.compress(lines.encode())
+    (tmp_path / "a_cut.jsonl.gz").write_bytes(packed[: len(packed) // 2])
+    (tmp_path / "b_plain.jsonl.gz").write_text(lines)  # not gzipped at all: read as what it is
+    garbled = bytearray(packed)
+    garbled[len(packed) // 2 : len(packed) // 2 + 64] = b"\xff" * 64
+    (tmp_path / "c_garbled.jsonl.gz").write_bytes(bytes(garbled))
+    (tmp_path / "d_cut.json").write_text(json.dumps(_html_rows(3))[:-30])
+    (tmp_path / "e_good.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _html_rows(3, "b")))
+    docs, summary = _read(tmp_path, [str(tmp_path)])
+    per_file = {}
+    for doc in docs:
+        name = Path(doc.metadata["source_file"]).name
+        per_file[name] = per_file.get(name, 0) + 1
+    assert 0 < per_file["a_cut.jsonl.gz"] < 400 and per_file["c_garbled.jsonl.gz"] < 400
+    assert per_file["b_plain.jsonl.gz"] == 400 and per_file["e_good.jsonl"] == 3
+    assert per_file["d_cut.json"] == 2
+    # garbled lines read before the CRC check fails are bad records; each file's damage is counted once
+    dropped = dict(summary["dropped"])
+    assert dropped.pop("bad_record", 0) < 100 and dropped == {"truncated_record": 2, "damaged_file": 1}
+    assert summary["docs_in"] == len(docs) + sum(summary["dropped"].values())
+
+
+def test_provenance_fields_of_other_types_are_coerced_or_counted(tmp_path):
+    rows = [
+        {"html": "<p>a</p>", "url": 123},
+        {"html": "<p>b</p>", "url": "https://ok.example/b", "date": 20240101, "id": 7},
+        {"html": "<p>c</p>", "url": "http://[broken/c"},
+        {"html": "<p>d</p>", "url": ["a"]},
+        {"html": "<p>e</p>", "url": {"x": 1}},
+        {"html": "<p>f</p>", "date": True},
+        {"html": "<p>g</p>", "id": [1]},
+    ]
+    (tmp_path / "odd.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    docs, summary = _read(tmp_path, [str(tmp_path / "odd.jsonl")])
+    assert summary["docs_in"] == 7 and summary["dropped"] == {"bad_record": 4}
+    meta = {d.text: d.metadata for d in docs}
+    assert meta["<p>a</p>"]["url"] == "123" and meta["<p>a</p>"]["domain"] is None
+    assert meta["<p>b</p>"]["fetch_date"] == "20240101" and meta["<p>b</p>"]["record_id"] == "7"
+    assert meta["<p>c</p>"]["url"] == "http://[broken/c" and meta["<p>c</p>"]["domain"] is None
+    assert {d.id for d in docs if d.text == "<p>b</p>"} == {"7"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 from pathlib import Path
@@ -19,10 +20,12 @@ PROOF = (
     "Theorem. For every prime p the equation $x^{p} = \\frac{1}{3}$ has a solution; the lemma proves it.\n"
 )
 PAGE = (
-    "<html><head><script src='mathjax.js'></script></head><body><article><h1>Quadratic equations</h1>"
-    + "<p>The roots of <script type='math/tex'>ax^2+bx+c=0</script> are given by the quadratic formula, and "
-    "we prove that the discriminant decides how many real solutions the equation has.</p>"
-    * 4
+    "<html><head><script src='mathjax.js'></script></head><body><article><h1>Quadratic equations NUM</h1>"
+    + "".join(
+        f"<p>Step {i}: the roots of <script type='math/tex'>ax^{i}+bx+c=0</script> are given by the quadratic "
+        "formula, and we prove that the discriminant decides how many real solutions the equation has.</p>"
+        for i in range(4)
+    )
     + "</article></body></html>"
 )
 
@@ -41,11 +44,14 @@ def _balanced(summary: dict) -> bool:
     return summary["docs_in"] == summary["docs_out"] + sum(summary["dropped"].values())
 
 
-def _page_rows(n: int) -> list[dict]:
+def _page_rows(n: int, name: str) -> list[dict]:
     return [
-        {"html": PAGE.replace("Quadratic", f"Quadratic {i}"), "url": f"https://j.example/{i}"}
-        for i in range(n)
+        {"html": PAGE.replace("NUM", f"{name}{i}"), "url": f"https://j.example/{name}{i}"} for i in range(n)
     ]
+
+
+def _jsonl(rows: list) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
 
 
 def test_wet_conversion_records_are_text_not_html(tmp_path):
@@ -69,3 +75,44 @@ def test_wet_conversion_records_are_text_not_html(tmp_path):
     assert "Inequalities and sums\n\nFor all real numbers" in row["text"]  # lines kept
     assert "$x^{p} = \\frac{1}{3}$" in row["text"]  # the text pass of extracted pages: TeX kept as math
     assert row["content_type"] == "text/plain" and row["extractor"] == "plain-text"
+
+
+def test_a_json_array_of_pages_is_read_as_its_records(tmp_path):
+    (tmp_path / "arr.json").write_text(json.dumps(_page_rows(3, "a")))
+    (tmp_path / "arr_pretty.json").write_text(json.dumps(_page_rows(3, "b"), indent=1))
+    result, summary = _web([tmp_path / "arr.json", tmp_path / "arr_pretty.json"], tmp_path / "w")
+    assert result.exit_code == 0, result.output
+    assert summary["docs_in"] == 6 and summary["docs_out"] == 6 and _balanced(summary)
+    assert sorted(r["url"] for r in _rows(tmp_path / "w")) == [
+        f"https://j.example/{n}{i}" for n in "ab" for i in range(3)
+    ]
+
+
+def test_a_damaged_gzip_is_counted_and_the_run_goes_on(tmp_path):
+    packed = gzip.compress(_jsonl(_page_rows(60, "c")).encode())
+    (tmp_path / "cut.jsonl.gz").write_bytes(packed[: len(packed) * 2 // 3])
+    (tmp_path / "notgz.jsonl.gz").write_text(_jsonl(_page_rows(2, "n")))
+    (tmp_path / "good.jsonl").write_text(_jsonl(_page_rows(2, "g")))
+    files = [tmp_path / n for n in ("cut.jsonl.gz", "notgz.jsonl.gz", "good.jsonl")]
+    result, summary = _web(files, tmp_path / "w")
+    assert result.exit_code == 0, result.output
+    assert summary["dropped"] == {"truncated_record": 1} and _balanced(summary)
+    urls = {r["url"] for r in _rows(tmp_path / "w")}
+    assert {
+        "https://j.example/n0",
+        "https://j.example/n1",
+        "https://j.example/g0",
+        "https://j.example/g1",
+    } <= urls
+    assert 4 < summary["docs_out"] < 64
+
+
+def test_provenance_fields_of_other_types_do_not_crash_the_run(tmp_path):
+    rows = _page_rows(4, "t")
+    rows[0]["url"], rows[1]["url"], rows[2]["date"], rows[3]["id"] = 123, ["a"], 20240101, {"k": 1}
+    (tmp_path / "odd.jsonl").write_text(_jsonl(rows))
+    result, summary = _web([tmp_path / "odd.jsonl"], tmp_path / "w")
+    assert result.exit_code == 0, result.output
+    assert summary["dropped"] == {"bad_record": 2} and summary["docs_out"] == 2
+    got = {r["url"]: r["fetch_date"] for r in _rows(tmp_path / "w")}
+    assert got == {"123": None, "https://j.example/t2": "20240101"}
