@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.readers.base import BaseDiskReader
 
+from curate.warc_bounds import cut_short, next_record_start
+
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".wet.gz", ".wat.gz")
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
@@ -78,16 +80,6 @@ def is_binary(body: bytes) -> bool:
         return True
     signatures = (b"%PDF", b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"PK\x03\x04", b"\x1f\x8b")
     return head.startswith(signatures)
-
-
-def _next_record_start(path: str, after: int) -> int:
-    """Byte offset of the next gzip member or `WARC/` header after `after` (the file size when there is none)."""
-    import mmap
-
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        marker = b"\x1f\x8b\x08" if data[:2] == b"\x1f\x8b" else b"WARC/"
-        found = data.find(marker, after)
-        return found if found >= 0 else len(data)
 
 
 def domain(url: str | None) -> str | None:
@@ -190,11 +182,14 @@ class WebPageReader(BaseDiskReader):
                         if doc:
                             yield doc
                     break
-                except Exception as err:  # garbage between records, bad headers
+                except Exception as err:  # garbage between records, bad headers, a record cut off
+                    failed = max(start, end)
+                    start = next_record_start(path, failed + 1)
+                    # the last record, declaring more bytes than the file holds: cut off, not malformed
+                    cut = start >= size and cut_short(path, failed)
                     self.stat_update("docs_in")
-                    self._drop("warc_read_error", path, max(start, end))
+                    self._drop("truncated_record" if cut else "warc_read_error", path, failed)
                     self.stat_update(f"warc_error_{type(err).__name__}")
-                    start = _next_record_start(path, max(start, end) + 1)
                     end = start if start < size else end
                     if start >= size:
                         return
@@ -204,6 +199,11 @@ class WebPageReader(BaseDiskReader):
             self._drop("truncated_record", path, end)
 
     def _warc_record(self, record, iterator, path: str) -> Document | None:
+        if not (record.rec_headers.get_header("Content-Length") or "").strip().isdigit():
+            # not a record: a line of text that warcio took for an ARC header (`a b c d warc`), a broken header
+            self.stat_update("warc_error_content_length")
+            self._drop("warc_read_error", path, iterator.get_record_offset())
+            return None
         try:
             headers = record.rec_headers
             body = record.content_stream().read(self.max_bytes + 1)

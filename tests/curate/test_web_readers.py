@@ -234,3 +234,27 @@ def test_provenance_fields_of_other_types_are_coerced_or_counted(tmp_path):
     assert meta["<p>b</p>"]["fetch_date"] == "20240101" and meta["<p>b</p>"]["record_id"] == "7"
     assert meta["<p>c</p>"]["url"] == "http://[broken/c" and meta["<p>c</p>"]["domain"] is None
     assert {d.id for d in docs if d.text == "<p>b</p>"} == {"7"}
+
+
+def test_a_record_cut_off_after_its_headers_is_truncated_and_text_is_not_a_warc(tmp_path):
+    good = tmp_path / "good.warc"
+    _warc(good, [("https://ok.example/0", b"<p>page 0</p>", "text/html")])
+    head = b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 999999\r\n\r\n"
+    (tmp_path / "c.warc").write_bytes(head + b"short")  # the review's file: no target URI either
+    uri = b"WARC-Target-URI: https://cut.example/\r\n"
+    (tmp_path / "d.warc").write_bytes(
+        good.read_bytes() + head.replace(b"\r\nContent", b"\r\n" + uri + b"Content")
+    )
+    gz = tmp_path / "e.warc.gz"
+    gz.write_bytes(gzip.compress(head + b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>cut"))
+    (tmp_path / "f.warc.gz").write_bytes(b"hello world this is not a warc\n")
+    for name, reason in (
+        ("c.warc", "truncated_record"),
+        ("d.warc", "truncated_record"),
+        ("e.warc.gz", "truncated_record"),
+        ("f.warc.gz", "warc_read_error"),
+    ):
+        (work := tmp_path / name.replace(".", "_")).mkdir()
+        docs, summary = _read(work, [str(tmp_path / name)])
+        assert summary["dropped"] == {reason: 1}, name
+        assert summary["docs_in"] == len(docs) + 1 and len(docs) == (name == "d.warc"), name
