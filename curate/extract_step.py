@@ -1,7 +1,7 @@
 """`MathAwareExtractor`: the datatrove step that turns documents whose `text` is HTML into math-aware text.
 
 Never crashes, never hangs: each page runs in a worker process (datatrove's own `ExtractorSandbox`, the same
-machinery as the stock extractors) that is killed and restarted when a page passes `timeout_s`, so even a hang
+machinery as the stock extractors, its worker ignoring Ctrl-C, which the parent handles) that is killed and restarted when a page passes `timeout_s`, so even a hang
 inside C code (HTML parser, regex engine) or a memory blow-up costs one document, not the job. Pages over
 `max_bytes` are dropped before parsing, not truncated: a cut page loses its main content and its closing markup,
 and pages that large are data dumps, not articles. A document that is already text (`content_type` text/plain: WET
@@ -20,6 +20,7 @@ from typing import Any
 
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.extractors.base import ExtractorSandbox
 
 DEFAULT_MAX_BYTES = 5_000_000
 PLAIN_TEXT = "text/plain"  # curate.readers.PLAIN_TEXT: the content type of a document that is text already
@@ -38,6 +39,15 @@ def _safe_extract(html: str, url: str | None, engine: str) -> tuple[str, str]:
         return "error", "out_of_memory"
     except Exception as e:  # noqa: BLE001 - bad pages must become a counted drop, whatever they raise
         return "error", f"{type(e).__name__}: {e}"[:300]
+
+
+class _Sandbox(ExtractorSandbox):
+    """datatrove's sandbox, whose worker leaves Ctrl-C to its parent: the terminal sends SIGINT to the whole process
+    group, and the worker printed a KeyboardInterrupt traceback before the parent, which ends it, could say one line."""
+
+    def _worker(self, conn, extract_fn):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        super()._worker(conn, extract_fn)
 
 
 class _AlarmTimeout(BaseException):  # not Exception: _safe_extract must not swallow it
@@ -150,9 +160,7 @@ class MathAwareExtractor(PipelineStep):
                 self._writer = None
 
     def _run_process(self, data: DocumentsPipeline) -> Iterator[Document]:
-        from datatrove.pipeline.extractors.base import ExtractorSandbox
-
-        with ExtractorSandbox(timeout=self.timeout_s, warmup_text=("<p>warm up</p>", None)) as sandbox:
+        with _Sandbox(timeout=self.timeout_s, warmup_text=("<p>warm up</p>", None)) as sandbox:
             for doc in data:
                 with self.track_time():
                     html = self._prepare(doc)

@@ -179,3 +179,44 @@ def test_plain_text_documents_are_not_parsed_as_html(isolation):
     [out] = list(step.run(iter([doc])))
     assert out.text == "if a<b and b>c then\nx<y<z, costs \\$5\n\nend <p>"
     assert out.metadata["extractor"] == "plain-text"
+
+
+def test_ctrl_c_stops_the_worker_process_without_a_traceback(tmp_path):
+    """Ctrl-C reaches the whole process group: the extraction worker must leave it to its parent, which ends it
+    (it printed a KeyboardInterrupt traceback, before the CLI's one clean line, whenever it got there first)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import itertools, multiprocessing, time\n"
+        "from datatrove.data import Document\n"
+        "from curate.extract_step import MathAwareExtractor\n"
+        f"page = {GOOD!r}\n"
+        "docs = (Document(text=page, id=str(i), metadata={}) for i in itertools.count())\n"
+        "try:\n"
+        "    for i, doc in enumerate(MathAwareExtractor(isolation='process').run(docs)):\n"
+        "        if i == 0:\n"
+        "            print(*[p.pid for p in multiprocessing.active_children()], flush=True)\n"
+        "        time.sleep(0.01)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    [worker] = proc.stdout.readline().split()
+    os.kill(int(worker), signal.SIGINT)  # the worker first, as when its parent is slower to react
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert out == "interrupted\n"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
