@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import typer
@@ -30,6 +31,10 @@ NOT_HTML_MAGIC = {
 }
 
 
+NO_MARKUP = "text without markup"
+_TAG = re.compile(rb"<(?:[A-Za-z][A-Za-z0-9]*[\s/>]|!--|!doctype)", re.I)
+
+
 def html_files(paths: list[Path]) -> list[Path]:
     """The HTML files to extract: each file as given, each folder's .html/.htm/.xhtml files (recursive).
 
@@ -48,6 +53,8 @@ def html_files(paths: list[Path]) -> list[Path]:
             files += found
         elif path.is_file():
             problem = not_html(path)
+            if problem == NO_MARKUP:
+                fail(f"{path}: {problem}, not HTML; `mathmix web extract` reads HTML pages")
             if problem:
                 fail(f"{path}: {problem}, not HTML; `mathmix web {path} -o OUT` reads WARC, HTML and JSONL")
             files.append(path)
@@ -57,8 +64,9 @@ def html_files(paths: list[Path]) -> list[Path]:
 
 
 def not_html(path: Path) -> str | None:
-    """What the file is when its first bytes say it is not HTML (compressed, WARC, binary), else None."""
-    from curate.readers import WARC_SUFFIXES
+    """What the file is when its first bytes or its name say it is not HTML (compressed, WARC, binary, JSON/JSONL,
+    text without a tag in its first 8 KiB and no HTML name), else None."""
+    from curate.readers import HTML_SUFFIXES, JSONL_SUFFIXES, WARC_SUFFIXES
 
     try:
         with path.open("rb") as fh:
@@ -72,6 +80,11 @@ def not_html(path: Path) -> str | None:
         return "a WARC/ARC file"
     if b"\x00" in head:
         return "a binary file"
+    name = path.name.lower()
+    if name.endswith(JSONL_SUFFIXES):  # its rows' `html` would be printed as one JSON string of "text"
+        return "a JSON/JSONL file"
+    if not name.endswith(HTML_SUFFIXES) and not _TAG.search(head):
+        return NO_MARKUP
     return None
 
 
@@ -81,14 +94,18 @@ def extract_cmd(
     engine: str = typer.Option("fast", "--engine", help="fast (resiliparse) or clean (trafilatura)"),
 ) -> None:
     """Extract math-aware text from HTML files (a folder: its .html/.htm/.xhtml files, recursively); prints one JSON object per file:
-    {"path", "text"}. A WARC, compressed or binary file is an error (the web stage reads those)."""
+    {"path", "text"}, bytes decoded as the web stage does (<meta> charset, else UTF-8, else cp1252). A WARC,
+    compressed, binary or JSON/JSONL file, or text with no markup, is an error (the web stage reads the first)."""
     from curate.extract import extract
+    from curate.readers import decode_html
 
     if engine not in ("fast", "clean"):
         fail(f"--engine must be fast or clean, got {engine!r}")
     for path in html_files(files):
-        html = path.read_bytes().decode("utf-8", errors="replace")
-        print(json.dumps({"path": str(path), "text": extract(html, engine=engine)}, ensure_ascii=False))
+        html, _ = decode_html(path.read_bytes(), None)
+        if html is None:  # the web stage drops it as `undecodable`
+            fail(f"{path}: undecodable: neither its <meta> charset, UTF-8 nor cp1252 decodes it")
+        print(json.dumps({"path": str(path), "text": extract(html or "", engine=engine)}, ensure_ascii=False))
 
 
 def check_inputs(inputs: list[Path]) -> None:

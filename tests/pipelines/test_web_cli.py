@@ -128,3 +128,39 @@ def test_group_help_names_the_default_command():
             out.exit_code == 0
             and f"`mathmix {group} ARGS...` without a command name runs `run`" in out.output
         )
+
+
+def test_extract_decodes_pages_as_the_web_stage_does(tmp_path):
+    body = "<html><body><article><p>Théorème de Pythagore : la somme des carrés des côtés.</p></article></body></html>"
+    meta = tmp_path / "meta.html"
+    meta.write_bytes(
+        body.replace("<html>", "<html><head><meta charset='iso-8859-1'></head>").encode("latin-1")
+    )
+    nometa = tmp_path / "nometa.html"
+    nometa.write_bytes(body.encode("latin-1"))
+    result = CliRunner().invoke(app, ["web", "extract", str(meta), str(nometa)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in io.StringIO(result.stdout) if line.strip()]
+    assert all("Théorème de Pythagore" in r["text"] and "\ufffd" not in r["text"] for r in rows), rows
+
+
+def test_extract_refuses_json_and_text_files(tmp_path):
+    jsonl = tmp_path / "pages.jsonl"
+    jsonl.write_text(json.dumps({"html": "<p>one</p>"}) + "\n")
+    array = tmp_path / "pages.json"
+    array.write_text(json.dumps([{"html": "<p>one</p>"}]))
+    text = tmp_path / "notes.txt"
+    text.write_text("plain notes, no markup at all: 1 < 2 and 3 > 2\n")
+    for path, kind in (
+        (jsonl, "a JSON/JSONL file"),
+        (array, "a JSON/JSONL file"),
+        (text, "text without markup"),
+    ):
+        result = CliRunner().invoke(app, ["web", "extract", str(path)])
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+        assert f"{path}: {kind}, not HTML" in _out(result) and "mathmix web" in _out(result)
+        assert result.stdout == ""
+    snippet = tmp_path / "snippet.txt"
+    snippet.write_text("<p>A page saved under another name, about sets and functions and their graphs.</p>")
+    result = CliRunner().invoke(app, ["web", "extract", str(snippet)])
+    assert result.exit_code == 0 and "sets and functions" in result.stdout
