@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from mathmix.cli_util import check_output, console, fail, make_folder
 
@@ -185,6 +186,8 @@ def eval_cmd(
         fail(str(err))
     except OSError as err:
         fail(os_error_message(err))
+    for name, options in (("heldout", "--math/--nonmath: "), ("ood", "--ood-math/--ood-nonmath: ")):
+        warn_skipped(result.get(name, {}).get("skipped"), options)
     if json_out:
         keys = ("precision", "recall", "f1", "threshold", "n_math", "n_nonmath")
         print(json.dumps({k: result["heldout"][k] for k in keys}))
@@ -246,6 +249,7 @@ def recall_cmd(
         f"{summary['math_domains']} math domains of {summary['domains']}, "
         f"{summary['candidates']} candidates -> {output}/candidates.jsonl"
     )
+    warn_skipped(summary["skipped"])
 
 
 @group.command("score")
@@ -254,18 +258,28 @@ def score_cmd(
     inputs: list[Path] = typer.Argument(..., help="inputs (corpus, html folder, benchmark JSONL)"),
 ) -> None:
     """Print `score<TAB>source<TAB>page` for every document of the inputs (reads them like train)."""
-    from classifiers.data import InputError, read_input
+    from classifiers.data import InputError, Skipped, read_input
     from classifiers.model import MathClassifier, ModelError
 
+    skipped = Skipped()
     try:
         clf = MathClassifier(model)
-        docs = [d for p in inputs for d in read_input(p)]
+        docs = [d for p in inputs for d in read_input(p, skipped)]
     except (InputError, ModelError) as err:
         fail(str(err))
     except OSError as err:
         fail(os_error_message(err))
     for doc, score in zip(docs, clf.score([d.text for d in docs]), strict=True):
         print(f"{score:.4f}\t{doc.source}\t{doc.page}")
+    warn_skipped(skipped.as_dict())
+
+
+def warn_skipped(skipped: dict | None, what: str = "") -> None:
+    """One stderr line naming what the inputs held that was not read (`Skipped.as_dict()`; nothing when empty)."""
+    from classifiers.skips import describe
+
+    if skipped:
+        console.print(f"[yellow]warning:[/] {what}{escape(describe(skipped))}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

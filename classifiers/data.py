@@ -1,4 +1,7 @@
-"""Reading classifier inputs: corpora (Parquet/JSONL with `text`), folders of HTML pages, benchmark JSONL.
+"""Reading classifier inputs: corpora (Parquet/JSONL with `text`), HTML pages, WARC archives, benchmark JSONL.
+
+A folder is read whole and recursively, every supported kind, names in any case, as `mathmix web` finds its
+inputs; what it holds that cannot be used is counted in a `Skipped` (see `classifiers.skips`), never dropped unseen.
 
 Every document carries a `source` (for balanced sampling and per-source reports) and a `page` key (the page it
 came from), so that train/test splits and the eval command can make sure no source page is on both sides.
@@ -15,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from classifiers.pages import PageFiles, extract_page, is_archive_file, is_page_file
+from classifiers.skips import Skipped
 from mathmix.paths import StageFoldersInside
 from mathmix.paths import stage_data as _stage_data
 from mathmix.records import read_records
@@ -28,6 +33,7 @@ BENCH_FIELDS = [
 ]
 # Matched case-insensitively; `.jsonl.gz` as web and dedup read it.
 CORPUS_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json")
+KINDS = ".html pages (.htm, .xhtml), WARC/ARC archives or .parquet/.jsonl(.gz)/.json files"
 
 
 def is_corpus_file(path: Path) -> bool:
@@ -138,60 +144,106 @@ def row_text(row: dict) -> str | None:
     return None
 
 
-def _read_file(path: Path, source: str) -> Iterator[LabelledDoc]:
+def _read_file(path: Path, source: str, name: str, skipped: Skipped) -> Iterator[LabelledDoc]:
+    """Documents of a corpus file: `text` rows, benchmark pairs and web-page rows (`html`, run through the
+    extractor); other rows are counted as `no_text_field`, and a file with no usable row at all is an error."""
     n_rows = n_text = 0
-    for row in iter_rows(path):
+    for position, row in enumerate(iter_rows(path)):
         n_rows += 1
-        text = row_text(row)
-        if text is None:
-            continue
-        n_text += 1
+        text, kind = row_text(row), "corpus" if isinstance(row.get("text"), str) else "bench"
         meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
         url = row.get("url") or meta.get("url")
+        if text is None and isinstance(row.get("html"), str):
+            n_text += 1
+            text, reason = extract_page(row["html"], url)
+            kind = "html"
+            if reason:
+                skipped.add(reason, str(url or row.get("id") or f"{name} row {position}"))
+                continue
+        elif text is None:
+            skipped.add("no_text_field", f"{name} row {position}")
+            continue
+        else:
+            n_text += 1
+        if not text.strip():
+            skipped.add("empty_text", f"{name} row {position}")
+            continue
         page = str(url or row.get("id") or row.get("unique_id") or content_key(text))
-        kind = "corpus" if isinstance(row.get("text"), str) else "bench"
         yield LabelledDoc(text=text, source=source, page=page, url=url, kind=kind)
     if n_rows and not n_text:
-        raise InputError(
-            f"{path}: no row has a `text` field or a benchmark pair ({', '.join('+'.join(p) for p in BENCH_FIELDS)})"
-        )
+        pairs = ", ".join("+".join(p) for p in BENCH_FIELDS)
+        raise InputError(f"{path}: no row has a `text` field, a benchmark pair ({pairs}) or an `html` page")
 
 
-def _read_pages(pages: list[Path], source: str) -> Iterator[LabelledDoc]:
-    """HTML pages through the project's extractor; a page it cannot read or that has no text is skipped."""
-    from curate.extract import extract
-
-    for page in pages:
-        html = page.read_text(encoding="utf-8", errors="replace")
-        try:
-            text = extract(html, url=None)
-        except Exception:  # noqa: BLE001 - a page the extractor cannot read is skipped, not fatal
-            continue
-        if text and text.strip():
-            yield LabelledDoc(text=text, source=source, page=page.name, kind="html")
+def is_input_file(path: Path) -> bool:
+    """A file the classifier reads: a page, a WARC/ARC archive or a corpus file (names in any case)."""
+    return is_page_file(path) or is_archive_file(path) or is_corpus_file(path)
 
 
-def read_input(path: str | Path) -> list[LabelledDoc]:
-    """All documents of one input: a corpus file, a folder of corpus files, a folder of HTML pages, or one page.
+class _FileReader:
+    """Reads one input's files under its source name; the web page reader is made on the first page."""
 
-    A stage folder (one holding `data/`) means its `data/`: its summary, logs and rejects are not documents.
+    def __init__(self, source: str, skipped: Skipped):
+        self.source, self.skipped = source, skipped
+        self._pages: PageFiles | None = None
+
+    def read(self, path: Path, name: str) -> list[LabelledDoc]:
+        """All documents of PATH (NAME: PATH relative to the input). Its skips are added once the whole file was
+        read: a file that fails is one `bad_file`, not its rows and then the file."""
+        skipped = Skipped()
+        if is_page_file(path) or is_archive_file(path):
+            self._pages = self._pages or PageFiles()
+            found = self._pages.read(path, name, skipped)
+            docs = [LabelledDoc(text, self.source, key, url, kind="html") for text, key, url in found]
+        else:
+            docs = list(_read_file(path, self.source, name, skipped))
+        self.skipped.update(skipped)
+        return docs
+
+
+def read_input(path: str | Path, skipped: Skipped | None = None) -> list[LabelledDoc]:
+    """All documents of one input: a file, or every page, archive and corpus file of a folder and its subfolders.
+
+    A stage folder (one holding `data/`) means its `data/`: its summary, logs and rejects are not documents. A file
+    given as the input must be readable (an InputError names it); in a folder, files of other kinds, files that
+    cannot be read, and pages or rows with no text are added to SKIPPED by reason, with a few names.
     """
     path = stage_data(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
-    source = source_name(path)
+    skipped = Skipped() if skipped is None else skipped
+    reader = _FileReader(source_name(path), skipped)
     if path.is_file():
-        if path.suffix in (".html", ".htm"):
-            return list(_read_pages([path], source))
-        if not is_corpus_file(path):
-            raise InputError(f"{path}: expected .parquet, .jsonl, .jsonl.gz, .json, .html or a folder")
-        return list(_read_file(path, source))
-    if any(path.glob("*.htm*")):
-        return list(_read_pages(sorted(path.glob("*.htm*")), source))
-    files = sorted(p for p in path.rglob("*") if p.is_file() and is_corpus_file(p))
-    if not files:
-        raise InputError(f"{path}: folder holds no .html pages and no .parquet/.jsonl files")
-    return [doc for f in files for doc in _read_file(f, source)]
+        if not is_input_file(path):
+            raise InputError(f"{path}: expected {KINDS}, or a folder of them")
+        return reader.read(path, path.name)
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    if not any(is_input_file(f) for f in files):
+        names = [f.relative_to(path).as_posix() for f in files[:3]]
+        held = f" (it holds {', '.join(names)}{', ...' if len(files) > 3 else ''})" if files else ""
+        raise InputError(f"{path}: folder holds no {KINDS}{held}")
+    docs: list[LabelledDoc] = []
+    for f in files:
+        name = f.relative_to(path).as_posix()
+        if not is_input_file(f):
+            skipped.add("unsupported_file", name)
+            continue
+        try:
+            docs += reader.read(f, name)
+        except (InputError, OSError) as err:
+            skipped.add("bad_file", f"{name}: {_why(err, f)}")
+    return docs
+
+
+def _why(err: Exception, path: Path) -> str:
+    """A file's error without its path: `line 2: not valid JSON (...)`, `cannot be read as parquet (...)`."""
+    if isinstance(err, OSError):
+        return err.strerror or str(err)
+    text = _first_line(err)
+    if text.startswith(f"{path}:"):
+        rest = text[len(str(path)) + 1 :]
+        return f"line {rest}" if rest[:1].isdigit() else rest.strip()
+    return text
 
 
 def llm_seed_split(path: str | Path, threshold: float = 3.0, column: str = "math_score_llm"):

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from classifiers.data import InputError, LabelledDoc, content_key, read_input
+from classifiers.data import InputError, LabelledDoc, Skipped, content_key, read_input
 from classifiers.metrics import (
     at_threshold,
     pr_curve,
@@ -122,10 +122,13 @@ def plot_pr_curve(
     return path
 
 
-def _nothing_to_evaluate(name: str, inputs: list, n_seen: int, model_path: str | Path) -> None:
+def _nothing_to_evaluate(
+    name: str, inputs: list, n_seen: int, model_path: str | Path, skipped: Skipped
+) -> None:
     """Raise an InputError: metrics of no document are all 0.0 and read like a model that finds nothing."""
     options = {"heldout": "--math/--nonmath", "ood": "--ood-math/--ood-nonmath"}[name]
     shown = ", ".join(str(p) for p in inputs[:3]) + (", ..." if len(inputs) > 3 else "")
+    shown += f" ({skipped.describe()})" if skipped else ""
     if n_seen:
         what = f"all {n_seen} documents" if n_seen > 1 else "the one document"
         raise InputError(
@@ -156,13 +159,17 @@ def evaluate_model(
     result: dict[str, Any] = {}
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, (pos_inputs, neg_inputs) in sets.items():
-        pos, n_pos_seen = unseen([d for p in pos_inputs for d in read_input(p)], keys)
-        neg, n_neg_seen = unseen([d for p in neg_inputs for d in read_input(p)], keys)
+        skipped = Skipped()
+        pos, n_pos_seen = unseen([d for p in pos_inputs for d in read_input(p, skipped)], keys)
+        neg, n_neg_seen = unseen([d for p in neg_inputs for d in read_input(p, skipped)], keys)
         if not pos and not neg:
-            _nothing_to_evaluate(name, [*pos_inputs, *neg_inputs], n_pos_seen + n_neg_seen, model_path)
+            _nothing_to_evaluate(
+                name, [*pos_inputs, *neg_inputs], n_pos_seen + n_neg_seen, model_path, skipped
+            )
         scores, labels, sources = score_set(clf, pos, neg)
         result[name] = report(scores, labels, sources, threshold, target_precision, top_percent)
         result[name]["left_out_seen_in_training"] = n_pos_seen + n_neg_seen
+        result[name]["skipped"] = skipped.as_dict()
         curves[name] = (scores, labels)
     if plot_path:
         result["pr_curve"] = str(plot_pr_curve(curves, result, Path(plot_path)))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from classifiers.data import read_input
+from classifiers.data import Skipped, read_input
 from classifiers.model import MathClassifier, card_path, file_sha256, read_card
 from mathmix.cli_util import write_json
 
@@ -104,7 +104,13 @@ def recall_round(
     settings = {"threshold": threshold, "domain_share": domain_share, "min_pages": min_pages}
     check_out_dir(out_dir, model_path, corpus, settings)
     threshold = clf.threshold if threshold is None else threshold
-    docs = [d for path in corpus for d in read_input(path) if d.url]
+    skipped = Skipped()
+    docs = []
+    for doc in (d for path in corpus for d in read_input(path, skipped)):
+        if doc.url:
+            docs.append(doc)
+        else:
+            skipped.add("no_url", doc.page)
     if not docs:
         raise ValueError(
             "recall needs documents with a `url` (column or metadata.url); none found in the corpus"
@@ -136,6 +142,7 @@ def recall_round(
         "math_domains": len(math_domains),
         "url_patterns": sorted(patterns),
         "candidates": len(candidates),
+        "skipped": skipped.as_dict(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     _record_round(model_path, summary)

@@ -7,6 +7,9 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
 from classifiers.data import read_input
 
 MATH_WORDS = "let x be integer prove theorem equation solve derivative integral lemma".split()
@@ -29,3 +32,119 @@ def test_gzipped_jsonl_is_read_as_web_and_dedup_read_it(tmp_path):
     (tmp_path / "sub").mkdir()
     _jsonl_gz(tmp_path / "sub" / "more.JSONL.GZ", rows[:1])
     assert len(read_input(tmp_path)) == 4
+
+
+def _page(body: str) -> str:
+    return f"<html><head><title>t</title></head><body><article><p>{body}</p></article></body></html>"
+
+
+def _warc(path: Path, pages: dict[str, str]) -> Path:
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    with path.open("wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for url, html in pages.items():
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.0")
+            payload = io.BytesIO(html.encode())
+            writer.write_record(
+                writer.create_warc_record(url, "response", payload=payload, http_headers=headers)
+            )
+    return path
+
+
+@pytest.fixture
+def mixed_folder(tmp_path) -> Path:
+    """Every kind the classifier reads, in subfolders and upper case, plus what it must skip and name."""
+    texts = _docs(9, 1)
+    root = tmp_path / "mixdir"
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / "upper").mkdir()
+    (root / "top.html").write_text(_page(texts[0]))
+    (root / "sub" / "deeper" / "deep.html").write_text(_page(texts[1]))
+    (root / "upper" / "PAGE.HTM").write_text(_page(texts[2]))
+    (root / "latin1.html").write_bytes(
+        b'<html><head><meta charset="iso-8859-1"></head><body><article><p>'
+        + texts[3].encode()
+        + " caf\xe9 na\xefve".encode("latin-1")
+        + b"</p></article></body></html>"
+    )
+    rows = [
+        {"html": _page(texts[4]), "url": "https://j.org/1"},
+        {"html": _page(texts[5]), "url": "https://j.org/2"},
+    ]
+    (root / "sub" / "pages.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "sub" / "corpus.jsonl").write_text(json.dumps({"text": texts[6]}) + "\n")
+    _warc(root / "crawl.warc.gz", {"https://w.org/1": _page(texts[7]), "https://w.org/2": _page(texts[8])})
+    (root / "notes.txt").write_text("hello")
+    (root / "sub" / "broken.jsonl").write_text("{not json\n")
+    (root / "blank.html").write_text("<html><body><div></div></body></html>")
+    return root
+
+
+def test_folders_are_read_whole_recursively_and_skips_are_named(mixed_folder):
+    from classifiers.data import Skipped
+
+    skipped = Skipped()
+    docs = read_input(mixed_folder, skipped)
+    pages = {d.page for d in docs}
+    assert {"top.html", "sub/deeper/deep.html", "upper/PAGE.HTM", "latin1.html"} <= pages
+    assert {"https://j.org/1", "https://j.org/2", "https://w.org/1", "https://w.org/2"} <= pages
+    assert len(docs) == 9
+    latin = next(d for d in docs if d.page == "latin1.html")
+    assert "café naïve" in latin.text  # decoded by its meta charset, as the web stage does
+    assert dict(skipped.counts) == {"unsupported_file": 1, "bad_file": 1, "empty_text": 1}
+    text = skipped.describe()
+    assert (
+        "notes.txt" in text
+        and "sub/broken.jsonl" in text
+        and "not valid JSON" in text
+        and "blank.html" in text
+    )
+
+
+def test_score_reads_every_kind_and_says_what_it_skipped(mixed_folder, tmp_path):
+    from classifiers.cli import load_training_data
+    from classifiers.train import TrainSettings, train_model
+    from mathmix.cli import app
+
+    math = tmp_path / "m.jsonl"
+    math.write_text("".join(json.dumps({"text": t}) + "\n" for t in _docs(12, 5)))
+    text = tmp_path / "t.jsonl"
+    rng = random.Random(0)
+    words = "the match team season city mayor said market".split()
+    text.write_text(
+        "".join(json.dumps({"text": " ".join(rng.choices(words, k=40))}) + "\n" for _ in range(12))
+    )
+    model = tmp_path / "model.bin"
+    train_model(
+        load_training_data([math], [text], [], 3.0), model, TrainSettings(dim=8, epoch=5, bucket=5000)
+    )
+    result = CliRunner().invoke(app, ["classifier", "score", str(model), str(mixed_folder)])
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.strip().splitlines()) == 9
+    warning = " ".join(result.stderr.split())
+    assert "skipped" in warning and "notes.txt" in warning and "sub/broken.jsonl" in warning
+    upper = CliRunner().invoke(
+        app, ["classifier", "score", str(model), str(mixed_folder / "upper" / "PAGE.HTM")]
+    )
+    assert upper.exit_code == 0 and len(upper.stdout.strip().splitlines()) == 1
+
+
+def test_a_folder_with_nothing_readable_names_what_it_holds(tmp_path):
+    from classifiers.data import InputError
+
+    (tmp_path / "a.txt").write_text("x")
+    with pytest.raises(InputError, match=r"no \.html pages.*a\.txt"):
+        read_input(tmp_path)
+
+
+def test_shared_html_folder_is_read_through_its_subfolders(shared_data):
+    from classifiers.data import Skipped
+
+    skipped = Skipped()
+    docs = read_input(shared_data / "html", skipped)
+    assert len(docs) + skipped.counts["empty_text"] == 333
+    assert skipped.counts["unsupported_file"] == 1 and "manifest.csv" in skipped.describe()
