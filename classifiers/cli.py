@@ -85,6 +85,7 @@ def train_cmd(
         fail(os_error_message(err))
     held = card["metrics"]["heldout"] or {}
     console.print(f"wrote {output} (threshold {card['threshold']:.3f}); held-out pages: " + _fmt(held))
+    warn_skipped(card["counts"]["skipped"])
 
 
 def check_output_file(path: Path) -> None:
@@ -105,14 +106,21 @@ def os_error_message(err: OSError) -> str:
 
 
 def load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_per_input=0, seed=0):
-    """Read every input into a TrainData (LLM seeds split into both classes by threshold)."""
+    """Read every input into a TrainData (LLM seeds split into both classes by threshold).
+
+    A file reached through both classes is refused (the same folder as -p and -n trained on a coin toss), a file
+    reached twice in one class is read once, and what the inputs held that was not read is kept for the card.
+    """
     import random
 
-    from classifiers.data import llm_seed_split, read_input
+    from classifiers.data import Skipped, llm_seed_split, read_input
     from classifiers.train import TrainData
 
+    check_classes_apart(positives, negatives)
+    skipped, seen = Skipped(), set()
+
     def read(path):
-        docs = read_input(path)
+        docs = read_input(path, skipped, seen)
         if max_docs_per_input and len(docs) > max_docs_per_input:
             docs = random.Random(seed).sample(docs, max_docs_per_input)
         return docs
@@ -130,8 +138,26 @@ def load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_
         "llm_threshold": llm_threshold,
     }
     if not pos or not neg:
-        raise ValueError(f"need positives and negatives with text; got {len(pos)} and {len(neg)} documents")
-    return TrainData(pos, neg, inputs)
+        why = f" ({skipped.describe()})" if skipped else ""
+        raise ValueError(
+            f"need positives and negatives with text; got {len(pos)} and {len(neg)} documents{why}"
+        )
+    return TrainData(pos, neg, inputs, skipped.as_dict())
+
+
+def check_classes_apart(positives, negatives) -> None:
+    """Raise InputError when a file is an input of both classes (the same folder, or a file inside the other's)."""
+    from classifiers.data import InputError, input_files
+
+    math = {f.resolve(): p for p in positives for f in input_files(p)}
+    both = [(f, math[f], n) for n in negatives for f in input_files(n) if f.resolve() in math]
+    if both:
+        file, p, n = both[0]
+        more = f", and {len(both) - 1} more" if len(both) > 1 else ""
+        raise InputError(
+            f"{len(both)} file(s) are inputs of both math (-p/positives) and non-math (-n/negatives): {file} "
+            f"(through {p} and {n}){more}; a page cannot be both: give each file to one class"
+        )
 
 
 def _fmt(m: dict) -> str:

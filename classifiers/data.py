@@ -201,22 +201,44 @@ class _FileReader:
         return docs
 
 
-def read_input(path: str | Path, skipped: Skipped | None = None) -> list[LabelledDoc]:
+def input_files(path: str | Path) -> list[Path]:
+    """The files `read_input` reads of an input (a stage folder: its data/), sorted; missing is an InputError."""
+    path = stage_data(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file() and is_input_file(p))
+
+
+def read_input(
+    path: str | Path, skipped: Skipped | None = None, seen: set[Path] | None = None
+) -> list[LabelledDoc]:
     """All documents of one input: a file, or every page, archive and corpus file of a folder and its subfolders.
 
     A stage folder (one holding `data/`) means its `data/`: its summary, logs and rejects are not documents. A file
     given as the input must be readable (an InputError names it); in a folder, files of other kinds, files that
-    cannot be read, and pages or rows with no text are added to SKIPPED by reason, with a few names.
+    cannot be read, and pages or rows with no text are added to SKIPPED by reason, with a few names. SEEN: the
+    resolved files read through earlier inputs, read again as `given_twice` (`-p X -p X/` counted every page twice).
     """
     path = stage_data(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     skipped = Skipped() if skipped is None else skipped
     reader = _FileReader(source_name(path), skipped)
+    seen = set() if seen is None else seen
+
+    def first_time(f: Path, name: str) -> bool:
+        if f.resolve() in seen:
+            skipped.add("given_twice", name)
+            return False
+        seen.add(f.resolve())
+        return True
+
     if path.is_file():
         if not is_input_file(path):
             raise InputError(f"{path}: expected {KINDS}, or a folder of them")
-        return reader.read(path, path.name)
+        return reader.read(path, path.name) if first_time(path, str(path)) else []
     files = sorted(p for p in path.rglob("*") if p.is_file())
     if not any(is_input_file(f) for f in files):
         names = [f.relative_to(path).as_posix() for f in files[:3]]
@@ -227,6 +249,8 @@ def read_input(path: str | Path, skipped: Skipped | None = None) -> list[Labelle
         name = f.relative_to(path).as_posix()
         if not is_input_file(f):
             skipped.add("unsupported_file", name)
+            continue
+        if not first_time(f, name):
             continue
         try:
             docs += reader.read(f, name)

@@ -109,6 +109,7 @@ class TrainData:
     positives: list[LabelledDoc]
     negatives: list[LabelledDoc]
     inputs: dict[str, list[str]] = field(default_factory=dict)  # {"positives": [...], "negatives": [...]}
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)  # what was not read (`Skipped.as_dict`)
 
 
 def _examples(
@@ -237,6 +238,7 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
                     "nonmath": len({d.page for d in neg_test}),
                 },
                 "by_source": _source_counts(data.positives, data.negatives),
+                "skipped": data.skipped,
                 **counts,
             },
             "hyperparameters": {**asdict(s), "min_count_used": min_count, **used},

@@ -148,3 +148,60 @@ def test_shared_html_folder_is_read_through_its_subfolders(shared_data):
     docs = read_input(shared_data / "html", skipped)
     assert len(docs) + skipped.counts["empty_text"] == 333
     assert skipped.counts["unsupported_file"] == 1 and "manifest.csv" in skipped.describe()
+
+
+@pytest.fixture
+def page_folders(tmp_path) -> dict[str, Path]:
+    """Math and non-math page folders (one non-math page has no text), as the quickstart sample lays them out."""
+    rng = random.Random(3)
+    words = "the match team season city mayor said market shares film actor recipe".split()
+    folders = {"math": tmp_path / "html" / "math", "nonmath": tmp_path / "html" / "nonmath"}
+    for folder in folders.values():
+        folder.mkdir(parents=True)
+    for i, text in enumerate(_docs(12, 7)):
+        (folders["math"] / f"m{i}.html").write_text(_page(text))
+    for i in range(12):
+        (folders["nonmath"] / f"n{i}.html").write_text(_page(" ".join(rng.choices(words, k=40))))
+    (folders["nonmath"] / "blank.html").write_text("<html><body><div></div></body></html>")
+    return folders
+
+
+def _train_args(out: Path, *inputs: str) -> list[str]:
+    return ["classifier", "train", *inputs, "-o", str(out), "--dim", "8", "--epoch", "5", "--bucket", "5000"]
+
+
+def test_the_same_files_as_math_and_nonmath_are_refused(page_folders, tmp_path):
+    from mathmix.cli import app
+
+    math = page_folders["math"]
+    for negative in (str(math) + "/", str(math / "m3.html"), str(math.parent)):
+        out = tmp_path / "m.bin"
+        result = CliRunner().invoke(app, _train_args(out, "-p", str(math), "-n", negative))
+        words = " ".join(result.output.split())
+        assert result.exit_code == 2, words
+        assert "both math (-p/positives) and non-math (-n/negatives)" in words, words
+        assert "m3.html" in words or "m0.html" in words
+        assert not out.exists()
+
+
+def test_an_input_given_twice_is_read_once_and_said(page_folders):
+    from classifiers.cli import load_training_data
+
+    math, nonmath = page_folders["math"], page_folders["nonmath"]
+    data = load_training_data([math, Path(str(math) + "/"), math / "m0.html"], [nonmath], [], 3.0)
+    assert len(data.positives) == 12 and len(data.negatives) == 12
+    assert data.skipped["given_twice"]["n"] == 13
+    assert data.skipped["empty_text"] == {"n": 1, "examples": ["blank.html"]}
+
+
+def test_pages_with_no_text_are_counted_in_the_card_and_the_summary(page_folders, tmp_path):
+    from mathmix.cli import app
+
+    out = tmp_path / "m.bin"
+    args = _train_args(out, "-p", str(page_folders["math"]), "-n", str(page_folders["nonmath"]))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    card = json.loads(out.with_suffix(".card.json").read_text())
+    assert card["counts"]["negative_docs"] == 12
+    assert card["counts"]["skipped"] == {"empty_text": {"n": 1, "examples": ["blank.html"]}}
+    assert "1 empty_text (blank.html)" in " ".join(result.output.split())
