@@ -1,8 +1,8 @@
 """Readers and writer shared by the dedup and decont jobs: Parquet / JSONL documents with `id` and `text`.
 
 Documents keep their ids; every other input column travels in metadata and comes back as a column of
-OUT/data/*.parquet (schema: the inputs' Parquet schema plus the stage's own columns, so every output file has
-the same columns). Rows with empty or missing text are read as a single space (and written back empty), so that
+OUT/data/*.parquet (schema: the inputs' Parquet schemas and JSONL columns plus the stage's own columns, so every
+output file has the same columns; a column whose type differs between inputs is text: `curate.dedup_schema`). Rows with empty or missing text are read as a single space (and written back empty), so that
 they are counted (dedup drops them as `empty`) instead of datatrove's readers skipping them silently; a JSONL
 line that is not JSON is dropped as `bad_record` by the reader (`curate.doc_readers`).
 """
@@ -83,23 +83,40 @@ def _common_root(paths: list[Path]) -> str:
     return os.path.commonpath([str(p.resolve().parent) for p in paths])
 
 
-def output_schema(parquet_files: list[Path], extra: list[tuple[str, pa.DataType]]) -> pa.Schema | None:
-    """The inputs' unified Parquet schema plus `extra` columns (None for JSONL-only input: inferred)."""
+def output_schema(
+    parquet_files: list[Path], extra: list[tuple[str, pa.DataType]], jsonl_files: list[Path] | None = None
+) -> pa.Schema | None:
+    """id and text (strings), the inputs' columns and `extra` (the stage's own, with their types).
+
+    Input columns: the Parquet files' schemas and, given `jsonl_files`, the columns of every JSONL row (one pass
+    over them, `curate.dedup_schema.jsonl_types`); a column whose type differs between files or rows is text.
+    None when there is neither (JSONL not scanned: the writer takes the schema from its first batch)."""
     import pyarrow.parquet as pq
 
-    schemas = []
+    from curate.dedup_schema import merge_type
+
+    types: dict[str, pa.DataType] = {"id": pa.string(), "text": pa.string()}
+    found = False
     for path in parquet_files:
         try:
-            schemas.append(pq.read_schema(path))
+            schema = pq.read_schema(path)
         except (pa.ArrowException, OSError):  # a damaged file: the reader counts it as unreadable
             continue
-    if not schemas:
+        found = True
+        for field in schema:
+            if field.name not in _INTERNAL and field.name != "metadata":
+                types[field.name] = merge_type(types.get(field.name), field.type)
+    if jsonl_files:
+        from curate.dedup_schema import jsonl_types
+
+        found = True
+        for name, dtype in jsonl_types(jsonl_files, skip=_INTERNAL).items():
+            types[name] = merge_type(types.get(name), dtype)
+    if not found:
         return None
-    schema = pa.unify_schemas(schemas, promote_options="permissive")
-    fields = [f for f in schema if f.name not in _INTERNAL and f.name != "metadata"]
-    names = {f.name for f in fields}
-    fields += [pa.field(name, dtype) for name, dtype in extra if name not in names]
-    return pa.schema(fields)
+    types.update(extra)  # the stage writes these itself
+    types["id"] = types["text"] = pa.string()  # the readers hand both on as strings
+    return pa.schema([(name, pa.string() if pa.types.is_null(t) else t) for name, t in types.items()])
 
 
 def minimal_schema(extra: list[tuple[str, pa.DataType]]) -> pa.Schema:
@@ -108,19 +125,23 @@ def minimal_schema(extra: list[tuple[str, pa.DataType]]) -> pa.Schema:
 
 
 def _write_adapter(names: tuple[str, ...] | None, self, document) -> dict:
+    from curate.dedup_schema import SOURCE_KEY
+
     row = {"id": document.id, "text": "" if document.metadata.get("_empty_text") else document.text}
     row.update((k, v) for k, v in document.metadata.items() if k not in _INTERNAL and k not in row)
     if names is not None:
         row = {name: row.get(name) for name in names}
+    row[SOURCE_KEY] = document.metadata.get("file_path")  # named in a warning if a value does not fit
     return row
 
 
 def build_writer(out_folder: Path, schema: pa.Schema | None, filename: str = "${rank}.parquet") -> Any:
-    """A ParquetWriter with the given schema (metadata flattened into columns)."""
-    from datatrove.pipeline.writers import ParquetWriter
+    """A Parquet writer with the given schema (metadata flattened into columns); a value that does not fit its
+    column is written as text or null, never fails the task (`curate.dedup_schema.ConformingParquetWriter`)."""
+    from curate.dedup_schema import ConformingParquetWriter
 
     names = tuple(schema.names) if schema is not None else None
-    return ParquetWriter(
+    return ConformingParquetWriter(
         str(out_folder),
         output_filename=filename,
         adapter=functools.partial(_write_adapter, names),

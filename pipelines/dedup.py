@@ -125,7 +125,7 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
             ],
             1,
         )
-    schema = output_schema(files[0], EXTRA_COLUMNS)
+    schema = output_schema(files[0], EXTRA_COLUMNS, files[1])
     run("6_filter", _filter_pipeline(config, files, out_dir, schema), tasks)
     ensure_data_file(out_dir / "data", schema or minimal_schema(EXTRA_COLUMNS))
     summary = summarize_logs(logs / "6_filter", seconds=time.time() - start)
