@@ -39,7 +39,7 @@ def document_files(inputs: Sequence[str | Path]) -> tuple[list[Path], list[Path]
         parquet += [p for p in found if p.name.endswith(PARQUET_SUFFIXES)]
         jsonl += [p for p in found if p.name.endswith(JSONL_SUFFIXES)]
     if not parquet and not jsonl:
-        raise FileNotFoundError(f"no .parquet or .jsonl files in {[str(p) for p in inputs]}")
+        raise FileNotFoundError(f"no .parquet or .jsonl files in {', '.join(str(p) for p in inputs)}")
     return unique_files(parquet), unique_files(jsonl)
 
 

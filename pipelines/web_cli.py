@@ -110,7 +110,7 @@ def extract_cmd(
 
 def check_inputs(inputs: list[Path]) -> None:
     """Fail on an input file of a kind the reader skips (it would read 0 pages from it and exit 0)."""
-    from curate.readers import HTML_SUFFIXES, JSONL_SUFFIXES, WARC_SUFFIXES
+    from curate.readers import HTML_SUFFIXES, JSONL_SUFFIXES, WARC_SUFFIXES, input_files
 
     kinds = WARC_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES
     for path in inputs:
@@ -120,6 +120,8 @@ def check_inputs(inputs: list[Path]) -> None:
             )
         if not path.exists():
             fail(f"{path}: no such file or folder")
+    if not input_files([str(p) for p in inputs]):  # folders without a page file
+        fail(f"no WARC, .html or JSONL files in {', '.join(str(p) for p in inputs)}")
 
 
 @web_app.command("run")

@@ -105,3 +105,13 @@ def test_types_that_differ_between_files_and_formats_give_one_schema(tmp_path):
     assert (
         rows["a0"]["n"] == 1.0 and rows["p0"]["only_parquet"] is True and rows["a0"]["only_parquet"] is None
     )
+
+
+def test_inputs_without_documents_are_named_plainly(tmp_path):
+    readme, notes = tmp_path / "readme.txt", tmp_path / "notes"
+    readme.write_text("not documents")
+    notes.mkdir()
+    result = CliRunner().invoke(app, ["dedup", str(readme), str(notes), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert f"error: no .parquet or .jsonl files in {readme}, {notes}" in _out(result)
+    assert "[" not in result.output and "'" not in result.output

@@ -164,3 +164,11 @@ def test_extract_refuses_json_and_text_files(tmp_path):
     snippet.write_text("<p>A page saved under another name, about sets and functions and their graphs.</p>")
     result = CliRunner().invoke(app, ["web", "extract", str(snippet)])
     assert result.exit_code == 0 and "sets and functions" in result.stdout
+
+
+def test_inputs_without_pages_are_named_plainly(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(app, ["web", str(empty), "-o", str(tmp_path / "w")])
+    assert result.exit_code == 2 and f"error: no WARC, .html or JSONL files in {empty}" in _out(result)
+    assert "[" not in result.output and not (tmp_path / "w").exists()
