@@ -97,6 +97,30 @@ def weights_digest(folder: str | Path) -> str | None:
     return digest.hexdigest()[:16]
 
 
+def file_digest(path: str | Path) -> str | None:
+    """`SIZE:SHA` of a file a job reads besides its inputs (a model, a blocklist, a benchmark); None if missing.
+
+    Sizes alone miss a model retrained into the same file or a list edited in place. Files up to 64 MiB are
+    hashed whole; a larger one (a fastText model of GBs) by its size and 1 MiB from its start, middle and end.
+    """
+    import hashlib
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    size, block = path.stat().st_size, 1 << 20
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        if size <= 64 * block:
+            for chunk in iter(lambda: handle.read(block), b""):
+                digest.update(chunk)
+        else:
+            for at in (0, size // 2 - block // 2, size - block):
+                handle.seek(at)
+                digest.update(handle.read(block))
+    return f"{size}:{digest.hexdigest()[:16]}"
+
+
 def model_job_identity(
     command: str,
     model: str | Path,
@@ -115,7 +139,7 @@ def model_job_identity(
 
 
 # Fields added to job.json after it first shipped: a record written before one existed still matches.
-LATER_FIELDS = ("input_sizes",)
+LATER_FIELDS = ("input_sizes", "file_digests")
 
 
 def check_job(
@@ -125,35 +149,55 @@ def check_job(
     filename: str = JOB_FILE,
     progress: Callable[[Path], bool] | None = None,
     ignore: Collection[str] = (),
+    earlier: Sequence[dict[str, Any]] = (),
 ) -> bool:
     """Record IDENTITY in OUT/job.json, or refuse (ValueError) when OUT holds the work of a different job.
 
     `progress(OUT)` says whether OUT holds finished work (default `has_progress`). `ignore`: settings an older
-    record may hold that no longer make a job (`without_settings`). Returns True when OUT already held the record
-    of this very job (a rerun: its finished work may be kept), False when it was written now.
+    record may hold that no longer make a job (`without_settings`). `earlier`: older forms of IDENTITY (before
+    the command recorded its name, say): a record equal to one is this job, rewritten in today's form.
+    Returns True when OUT already held the record of this very job (a rerun: its finished work may be kept),
+    False when it was written now.
     """
-    path = Path(out_dir) / filename
+    out, path = Path(out_dir), Path(out_dir) / filename
+    previous: Any = None
     if path.is_file():
         try:
             previous = without_settings(json.loads(path.read_text()), ignore)
         except ValueError:
             previous = None
-        if isinstance(previous, dict):
-            identity_seen = {k: v for k, v in identity.items() if k in previous or k not in LATER_FIELDS}
-            if previous == identity_seen and identity_seen != identity:
-                previous = None  # an older record of the same job: rewritten below with the new fields
-        if previous is not None and previous != identity and (progress or has_progress)(Path(out_dir)):
+    if previous == identity:
+        return True
+    if isinstance(previous, dict) and any(_older_record_of(previous, form) for form in (identity, *earlier)):
+        previous = None  # an older record of the same job: rewritten below with the new fields
+    if previous is not None:
+        difference = describe_difference(previous, _closest_form(previous, identity, earlier))
+        other = f"another job than this {what} ({difference})"
+        if (progress or has_progress)(out):
             raise ValueError(
-                f"{out_dir} holds the output of another job than this {what} "
-                f"({describe_difference(previous, identity)}); write to a new folder, or delete this one to start over"
+                f"{out_dir} holds the output of {other}; write to a new folder, or delete this one to start over"
             )
-        if previous == identity:
-            return True
+    record = identity
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(identity, indent=1, ensure_ascii=False) + "\n")
+    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     tmp.replace(path)
     return False
+
+
+def _older_record_of(previous: dict[str, Any], identity: dict[str, Any]) -> bool:
+    """PREVIOUS is IDENTITY as recorded before some of its `LATER_FIELDS` existed."""
+    return previous == {k: v for k, v in identity.items() if k in previous or k not in LATER_FIELDS}
+
+
+def _closest_form(
+    previous: dict[str, Any], identity: dict[str, Any], earlier: Sequence[dict]
+) -> dict[str, Any]:
+    """The form of IDENTITY to name PREVIOUS's differences against: for a record without a command, a form from
+    before this command recorded its name (else the record is another command's)."""
+    if isinstance(previous, dict) and "command" not in previous:
+        return next((form for form in earlier if "command" not in form), identity)
+    return identity
 
 
 def without_settings(record: Any, keys: Collection[str]) -> Any:
@@ -178,21 +222,25 @@ def has_progress(out_dir: Path) -> bool:
 
 def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
     """`inputs differ`, `settings.ngram: 13 -> 8`, `tasks: 2 -> 4` ... (the first few; a setting missing on one
-    side was at its default)."""
+    side was at its default). Never empty: a record of other fields than this job's is another command's."""
 
     def show(d: dict[str, Any], k: str) -> str:
         return repr(d[k]) if k in d else "(default)"
 
-    if (
-        "command" in new and old.get("command") != new["command"]
-    ):  # another command's folder: settings unalike
+    if old.get("command") != new.get("command"):  # another command's folder: settings unalike
         return f"it holds the output of {old.get('command') or 'another command'}"
+    fields = sorted((set(old) ^ set(new)) - set(LATER_FIELDS))
+    if fields and "command" not in old:  # e.g. web's math_model for dedup: commands that record no name
+        return f"it holds the output of another command: {', '.join(fields)} in one record only"
     parts = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
-        if a == b:
+        if (key in old) == (key in new) and a == b or key in LATER_FIELDS and not (key in old and key in new):
             continue
-        if isinstance(a, dict) and isinstance(b, dict):
+        if key == "file_digests" and isinstance(a, dict) and isinstance(b, dict):
+            parts += [f"{k}: other contents at the same path" for k in sorted(set(a) & set(b))
+                      if a[k] != b[k] and _path_of(a[k]) == _path_of(b[k])]  # fmt: skip
+        elif isinstance(a, dict) and isinstance(b, dict):
             parts += [
                 f"{key}.{k}: {show(a, k)} -> {show(b, k)}"
                 for k in sorted(set(a) | set(b))
@@ -206,5 +254,13 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
             if old.get("inputs") == new.get("inputs"):  # with other paths the sizes differ too: said above
                 parts.append("the input files changed (other sizes at the same paths)")
         else:
-            parts.append(f"{key}: {a!r} -> {b!r}")
+            parts.append(f"{key}: {show(old, key)} -> {show(new, key)}")
+    parts = parts or [
+        f"{', '.join(k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))} differ"
+    ]
     return "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")
+
+
+def _path_of(entry: Any) -> Any:
+    """The path of a `file_digests` entry ([path, digest]); another path is named by its setting, not here."""
+    return entry[0] if isinstance(entry, list) and entry else None

@@ -184,7 +184,7 @@ def run_web(
     """Run the web stage over `inputs` into `out_dir`; returns (and writes) the summary."""
     from curate.readers import input_files
     from curate.summary import summarize_logs, write_summary
-    from pipelines.job_record import check_job, job_identity
+    from pipelines.job_record import check_job
 
     out_dir = Path(out_dir)
     files = input_files(inputs)
@@ -192,9 +192,8 @@ def run_web(
         raise FileNotFoundError(f"no WARC, .html or JSONL files found in {inputs}")
     start = time.time()
     tasks = min(config.tasks or executor.tasks, len(files))
-    check_job(
-        out_dir, job_identity(files, config, out_dir.parent, math_model=math_model, tasks=tasks), "web run"
-    )
+    identity, earlier = web_job_identity(config, files, out_dir.parent, math_model, tasks)
+    check_job(out_dir, identity, "web run", earlier=earlier)
     pipeline = build_pipeline(config, files, out_dir, math_model)
     executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-web", tasks=tasks))
     ensure_data_file(out_dir / "data", WEB_SCHEMA)
@@ -202,6 +201,26 @@ def run_web(
     summary["input_files"] = len(files)
     write_summary(out_dir, summary)
     return summary
+
+
+def web_job_identity(
+    config: Config, files: list[str], run_dir: Path, math_model: str | None, tasks: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The web job's identity, and its form from before web recorded its command (a record in that form is
+    this job too).
+
+    The math model and the blocklist are read besides the inputs: their contents count (`file_digests`), so a
+    model retrained, or a list edited, at the same path is another job.
+    """
+    from pipelines.job_record import file_digest, job_identity
+
+    read = {"math_model": math_model, "blocklist": config.blocklist}
+    digests = {what: [path, file_digest(path)] for what, path in read.items() if path}
+    extra: dict[str, Any] = {"file_digests": digests} if digests else {}
+    identity = job_identity(
+        files, config, run_dir, command="web", math_model=math_model, tasks=tasks, **extra
+    )
+    return identity, [{k: v for k, v in identity.items() if k != "command"}]
 
 
 def resolve_paths(config: Config, run_dir: Path | str) -> dict[str, Any]:
