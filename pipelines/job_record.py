@@ -140,6 +140,8 @@ def model_job_identity(
 
 # Fields added to job.json after it first shipped: a record written before one existed still matches.
 LATER_FIELDS = ("input_sizes", "file_digests")
+# What a job writes in OUT, kept in its record beside (not in) its identity: cleared when another job takes OUT.
+OUTPUTS_KEY = "outputs"
 
 
 def check_job(
@@ -149,6 +151,7 @@ def check_job(
     filename: str = JOB_FILE,
     progress: Callable[[Path], bool] | None = None,
     ignore: Collection[str] = (),
+    outputs: Collection[str] = (),
     earlier: Sequence[dict[str, Any]] = (),
 ) -> bool:
     """Record IDENTITY in OUT/job.json, or refuse (ValueError) when OUT holds the work of a different job.
@@ -156,6 +159,7 @@ def check_job(
     `progress(OUT)` says whether OUT holds finished work (default `has_progress`). `ignore`: settings an older
     record may hold that no longer make a job (`without_settings`). `earlier`: older forms of IDENTITY (before
     the command recorded its name, say): a record equal to one is this job, rewritten in today's form.
+    `outputs`: the files and folders this job writes in OUT (`data`, `logs` ...); see `take_over`.
     Returns True when OUT already held the record of this very job (a rerun: its finished work may be kept),
     False when it was written now.
     """
@@ -166,6 +170,7 @@ def check_job(
             previous = without_settings(json.loads(path.read_text()), ignore)
         except ValueError:
             previous = None
+    written = previous.pop(OUTPUTS_KEY, None) if isinstance(previous, dict) else None
     if previous == identity:
         return True
     if isinstance(previous, dict) and any(_older_record_of(previous, form) for form in (identity, *earlier)):
@@ -177,7 +182,11 @@ def check_job(
             raise ValueError(
                 f"{out_dir} holds the output of {other}; write to a new folder, or delete this one to start over"
             )
-    record = identity
+        take_over(out, written, outputs, filename, other)
+    # the outputs that hold nothing yet: only those are this job's to clear if another job takes OUT over
+    record = (
+        {**identity, OUTPUTS_KEY: [n for n in outputs if not _holds_files(out / n)]} if outputs else identity
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
@@ -198,6 +207,41 @@ def _closest_form(
     if isinstance(previous, dict) and "command" not in previous:
         return next((form for form in earlier if "command" not in form), identity)
     return identity
+
+
+def take_over(out: Path, written: Any, outputs: Collection[str], record_file: str, other: str) -> None:
+    """Clear what the job recorded in OUT wrote (nothing of it finished), before another job writes there.
+
+    WRITTEN: the outputs that job's record lists, only those that did not exist when it started: nothing else is
+    deleted (a user's files, a folder that held files before). Refused (ValueError, naming OTHER) while any of
+    this job's OUTPUTS still holds files: new output would mix with files no record says are disposable.
+    """
+    import shutil
+
+    names = [n for n in written if _plain_name(n, record_file)] if isinstance(written, list) else []
+    left = [name for name in outputs if name not in names and _holds_files(out / name)]
+    if left:  # refused before anything is deleted
+        raise ValueError(
+            f"{out} holds unfinished output of {other}: {', '.join(left)}, which its record does not list as its "
+            f"own; delete {' and '.join(left)} (or the folder), or write to a new folder"
+        )
+    for name in names:
+        target = out / name
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)
+
+
+def _plain_name(name: Any, record_file: str) -> bool:
+    """A file or folder directly in OUT (a damaged record: never a path outside OUT, never the record itself)."""
+    return isinstance(name, str) and name not in ("", ".", "..", record_file) and not {"/", "\\"} & set(name)
+
+
+def _holds_files(path: Path) -> bool:
+    if path.is_symlink() or path.is_file():
+        return True
+    return path.is_dir() and any(not p.is_dir() for p in path.rglob("*"))
 
 
 def without_settings(record: Any, keys: Collection[str]) -> Any:

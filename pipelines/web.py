@@ -193,7 +193,7 @@ def run_web(
     start = time.time()
     tasks = min(config.tasks or executor.tasks, len(files))
     identity, earlier = web_job_identity(config, files, out_dir.parent, math_model, tasks)
-    check_job(out_dir, identity, "web run", earlier=earlier)
+    check_job(out_dir, identity, "web run", outputs=OUTPUTS, earlier=earlier)
     pipeline = build_pipeline(config, files, out_dir, math_model)
     executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-web", tasks=tasks))
     ensure_data_file(out_dir / "data", WEB_SCHEMA)
@@ -201,6 +201,9 @@ def run_web(
     summary["input_files"] = len(files)
     write_summary(out_dir, summary)
     return summary
+
+
+OUTPUTS = ("data", "logs", "rejects")  # what a web job writes in OUT, besides job.json and summary.json
 
 
 def web_job_identity(

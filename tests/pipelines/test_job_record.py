@@ -1,4 +1,4 @@
-"""Job records (pipelines.job_record): what a refusal says."""
+"""Job records (pipelines.job_record): what a refusal says, what a new job taking over a folder clears."""
 
 from __future__ import annotations
 
@@ -57,3 +57,64 @@ def test_a_record_from_before_the_command_was_recorded_is_the_same_job(tmp_path)
         check_job(out, new, "decont run", earlier=[{"inputs": ["/a"], "settings": {}}])
     with pytest.raises(ValueError, match=r"\(it holds the output of another command\)"):
         check_job(out, new, "decont run")  # no earlier form without a command: another command's record
+
+
+def _killed(out: Path, identity: dict, outputs: tuple[str, ...]) -> None:
+    """OUT as a job killed before finishing anything leaves it: its record, a 0-byte Parquet file, a log."""
+    check_job(out, identity, "web run", outputs=outputs)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    (out / "data" / "000_00001.parquet").write_bytes(b"")
+    (out / "logs").mkdir(exist_ok=True)
+    (out / "logs" / "task_00000.log").write_text("started\n")
+
+
+def test_a_new_job_taking_over_a_folder_clears_what_the_killed_job_wrote(tmp_path):
+    out = tmp_path / "X"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")  # not the job's: kept
+    _killed(out, {"inputs": ["/big"], "settings": {}}, ("data", "logs", "rejects"))
+    assert not check_job(out, {"inputs": ["/math"], "settings": {}}, "web run", outputs=("data", "logs"))
+    assert sorted(p.name for p in out.iterdir()) == ["job.json", "notes.txt"]
+    assert json.loads((out / "job.json").read_text())["inputs"] == ["/math"]
+
+
+def test_the_same_job_resumed_keeps_its_partial_output(tmp_path):
+    out = tmp_path / "X"
+    identity = {"inputs": ["/big"], "settings": {}}
+    _killed(out, identity, ("data", "logs"))
+    assert check_job(out, identity, "web run", outputs=("data", "logs"))
+    assert (out / "data" / "000_00001.parquet").is_file()
+
+
+def test_a_takeover_is_refused_where_the_output_is_not_known_to_be_the_killed_jobs(tmp_path):
+    # data/ was there before the first job started (a user's folder): never deleted
+    out = tmp_path / "X"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "mine.parquet").write_bytes(b"PAR1")
+    _killed(out, {"inputs": ["/big"], "settings": {}}, ("data", "logs"))
+    with pytest.raises(ValueError, match=r"X holds unfinished output of another job .*: data"):
+        check_job(out, {"inputs": ["/math"], "settings": {}}, "web run", outputs=("data", "logs"))
+    assert (out / "data" / "mine.parquet").is_file() and (out / "logs").is_dir()
+    # a record written before jobs listed their outputs: what is in data/ is unknown, so it is kept
+    old = tmp_path / "Y"
+    _record(old, {"inputs": ["/big"], "settings": {}})
+    (old / "data").mkdir()
+    (old / "data" / "000_00001.parquet").write_bytes(b"")
+    with pytest.raises(ValueError, match="delete data"):
+        check_job(old, {"inputs": ["/math"], "settings": {}}, "web run", outputs=("data", "logs"))
+    assert (old / "data" / "000_00001.parquet").is_file()
+
+
+def test_a_recorded_output_outside_the_folder_is_never_deleted(tmp_path):
+    out = tmp_path / "X"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    _record(out, {"inputs": ["/big"], "settings": {}, "outputs": ["../outside", "/tmp", "", ".", "job.json"]})
+    (out / "link").symlink_to(outside)
+    record = {"inputs": ["/big"], "settings": {}, "outputs": ["link"]}
+    _record(tmp_path / "Z", record)
+    (tmp_path / "Z" / "link").symlink_to(outside)
+    check_job(out, {"inputs": ["/math"], "settings": {}}, "web run")
+    check_job(tmp_path / "Z", {"inputs": ["/math"], "settings": {}}, "web run")
+    assert (outside / "keep.txt").is_file() and not (tmp_path / "Z" / "link").exists()

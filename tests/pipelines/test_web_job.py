@@ -1,4 +1,5 @@
-"""The web stage's job record: the files it reads besides its inputs (the math model, the blocklist), its command."""
+"""The web stage's job record: the files it reads besides its inputs (the math model, the blocklist), its command,
+and a killed job's partial output when another job takes the folder."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import random
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipelines.executors import ExecutorConfig
@@ -83,3 +85,17 @@ def test_a_web_record_names_its_command_and_an_older_one_is_still_this_job(tmp_p
     run_web(Config(), [str(pages)], out, ONE_TASK)
     assert json.loads((out / "job.json").read_text())["command"] == "web"
     assert (out / "data").is_dir() and summary
+
+
+def test_a_job_taking_over_a_killed_jobs_folder_leaves_no_file_of_it(tmp_path):
+    out = tmp_path / "X"
+    run_web(Config(), [str(_pages(tmp_path / "big", 3))], out, ONE_TASK)
+    # as the killed job left it: its record, a log and a 0-byte Parquet file, nothing finished
+    (out / "summary.json").unlink()
+    for marker in (out / "logs" / "completions").iterdir():
+        marker.unlink()
+    (out / "data" / "000_00001.parquet").write_bytes(b"")
+    summary = run_web(Config(), [str(_pages(tmp_path / "one", 1))], out, ONE_TASK)
+    table = pq.read_table(out / "data")  # read whole, as the next stage reads it
+    assert summary["docs_in"] == 1 and table.num_rows == summary["docs_out"]
+    assert not (out / "data" / "000_00001.parquet").exists()
