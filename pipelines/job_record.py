@@ -244,6 +244,31 @@ def _holds_files(path: Path) -> bool:
     return path.is_dir() and any(not p.is_dir() for p in path.rglob("*"))
 
 
+def check_output_outside_inputs(
+    out_dir: Path | str, inputs: Sequence[str | Path], what: str = "input"
+) -> None:
+    """ValueError when OUT is an input folder or lies inside one.
+
+    A rerun would read OUT's own files as inputs, or refuse the input folder for the stage folder now in it.
+    A file input in the same folder is fine: a rerun reads that file alone.
+    """
+    from mathmix.paths import expand_inputs
+
+    out = Path(out_dir).expanduser().resolve()
+    for raw in inputs:
+        try:
+            paths = expand_inputs([raw])
+        except (OSError, ValueError):
+            continue  # a glob that matches nothing: its reader names it
+        for given in paths:
+            folder = Path(given).resolve()
+            if folder.is_dir() and (out == folder or folder in out.parents):
+                raise ValueError(
+                    f"{out_dir} is inside the {what} folder {given}: a rerun would find this output among the "
+                    f"{what}s; write to a folder outside {given}"
+                )
+
+
 def without_settings(record: Any, keys: Collection[str]) -> Any:
     """A job record without the given `settings` keys (settings that once were recorded and no longer count)."""
     if not keys or not isinstance(record, dict) or not isinstance(record.get("settings"), dict):

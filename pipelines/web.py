@@ -184,9 +184,10 @@ def run_web(
     """Run the web stage over `inputs` into `out_dir`; returns (and writes) the summary."""
     from curate.readers import input_files
     from curate.summary import summarize_logs, write_summary
-    from pipelines.job_record import check_job
+    from pipelines.job_record import check_job, check_output_outside_inputs
 
     out_dir = Path(out_dir)
+    check_output_outside_inputs(out_dir, inputs)
     files = input_files(inputs)
     if not files:
         raise FileNotFoundError(f"no WARC, .html or JSONL files found in {inputs}")

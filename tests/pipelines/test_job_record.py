@@ -1,4 +1,5 @@
-"""Job records (pipelines.job_record): what a refusal says, what a new job taking over a folder clears."""
+"""Job records (pipelines.job_record): what a refusal says, what a new job taking over a folder clears, and an
+output folder placed inside an input folder."""
 
 from __future__ import annotations
 
@@ -118,3 +119,16 @@ def test_a_recorded_output_outside_the_folder_is_never_deleted(tmp_path):
     check_job(out, {"inputs": ["/math"], "settings": {}}, "web run")
     check_job(tmp_path / "Z", {"inputs": ["/math"], "settings": {}}, "web run")
     assert (outside / "keep.txt").is_file() and not (tmp_path / "Z" / "link").exists()
+
+
+def test_an_output_folder_inside_an_input_folder_is_refused(tmp_path):
+    from pipelines.job_record import check_output_outside_inputs
+
+    ddin = tmp_path / "ddin"
+    ddin.mkdir()
+    (ddin / "a.jsonl").write_text("{}\n")
+    for out in (ddin / "out", ddin, ddin / "x" / "y"):
+        with pytest.raises(ValueError, match=r"is inside the input folder .*ddin"):
+            check_output_outside_inputs(out, [str(ddin)])
+    check_output_outside_inputs(ddin / "out", [str(ddin / "a.jsonl")])  # a file: a rerun reads the same file
+    check_output_outside_inputs(tmp_path / "out", [str(ddin), str(tmp_path / "nope*")])

@@ -1,5 +1,5 @@
 """The web stage's job record: the files it reads besides its inputs (the math model, the blocklist), its command,
-and a killed job's partial output when another job takes the folder."""
+a killed job's partial output when another job takes the folder, and an output folder inside an input folder."""
 
 from __future__ import annotations
 
@@ -99,3 +99,10 @@ def test_a_job_taking_over_a_killed_jobs_folder_leaves_no_file_of_it(tmp_path):
     table = pq.read_table(out / "data")  # read whole, as the next stage reads it
     assert summary["docs_in"] == 1 and table.num_rows == summary["docs_out"]
     assert not (out / "data" / "000_00001.parquet").exists()
+
+
+def test_an_output_folder_inside_an_input_folder_is_refused(tmp_path):
+    pages = _pages(tmp_path / "pages", 1)
+    with pytest.raises(ValueError, match=r"pages/out is inside the input folder"):
+        run_web(Config(), [str(pages)], pages / "out", ONE_TASK)
+    assert not (pages / "out").exists()
