@@ -12,6 +12,8 @@ from pathlib import Path
 
 from classifiers.skips import Skipped
 
+# The web reader's own lists (`curate.readers`, checked equal in the tests), written out here: importing that
+# module loads datatrove (0.2 s), and every classifier command reads inputs.
 PAGE_SUFFIXES = (".html", ".htm", ".xhtml")
 ARCHIVE_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".wet.gz", ".wat.gz")
 

@@ -205,3 +205,10 @@ def test_pages_with_no_text_are_counted_in_the_card_and_the_summary(page_folders
     assert card["counts"]["negative_docs"] == 12
     assert card["counts"]["skipped"] == {"empty_text": {"n": 1, "examples": ["blank.html"]}}
     assert "1 empty_text (blank.html)" in " ".join(result.output.split())
+
+
+def test_page_and_archive_kinds_are_the_web_readers():
+    from classifiers.pages import ARCHIVE_SUFFIXES, PAGE_SUFFIXES
+    from curate.readers import HTML_SUFFIXES, WARC_SUFFIXES
+
+    assert set(PAGE_SUFFIXES) == set(HTML_SUFFIXES) and set(ARCHIVE_SUFFIXES) == set(WARC_SUFFIXES)
