@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -66,23 +67,18 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         output_schema,
     )
     from curate.summary import ensure_data_file, summarize_logs, write_summary
-    from pipelines.job_record import check_job, job_identity
+    from pipelines.job_record import check_job, check_output_outside_inputs
 
     out_dir, start = Path(out_dir), time.time()
+    check_output_outside_inputs(out_dir, inputs)
+    check_output_outside_inputs(out_dir, benchmarks, "benchmark")
     files = document_files(inputs)
     # also: a missing file fails here, named
     index = BenchmarkIndex(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
     work = out_dir / "work"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
-    identity = job_identity(
-        [*files[0], *files[1]],
-        # the benchmarks read are `benchmarks` (resolved below), not the block's patterns
-        config.model_dump(mode="json", exclude={"benchmarks"}, exclude_defaults=True),
-        out_dir.parent,
-        benchmarks=[str(Path(b).resolve()) for b in benchmarks],
-        tasks=tasks,
-    )
-    check_job(out_dir, identity, "decont run")
+    identity, earlier = decont_job_identity(config, [*files[0], *files[1]], out_dir.parent, benchmarks, tasks)
+    check_job(out_dir, identity, "decont run", outputs=OUTPUTS, earlier=earlier)
     rejects = build_rejects_writer(out_dir / "rejects", "${rank}.parquet") if config.write_rejects else None
     step = DecontFilter(
         benchmarks,
@@ -127,6 +123,35 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     )
     write_summary(out_dir, summary)
     return summary
+
+
+# What a decont job writes in OUT besides job.json and summary.json (cleared when another job takes over a
+# folder where this one finished nothing).
+OUTPUTS = ("data", "logs", "rejects", "work", "contamination.jsonl", "contamination.tmp")
+
+
+def decont_job_identity(
+    config: Config, files: Sequence[str | Path], run_dir: Path, benchmarks: list[str], tasks: int
+) -> tuple[dict, list[dict]]:
+    """The decont job's identity, and its form from before benchmarks were recorded as files (a record in that
+    form is this job too).
+
+    Benchmarks are recorded as the files read, resolved (a folder and the files in it are the same benchmarks),
+    with their contents (`file_digests`, by benchmark name): a benchmark file replaced at the same path is
+    another job.
+    """
+    from curate.decont_sources import benchmark_files
+    from pipelines.job_record import file_digest, job_identity
+
+    named = [(name, str(path.resolve())) for name, path in benchmark_files(benchmarks)]
+    # the benchmarks read are these files, not the block's patterns
+    settings = config.model_dump(mode="json", exclude={"benchmarks"}, exclude_defaults=True)
+    digests = {f"benchmark {name}": [path, file_digest(path)] for name, path in named}
+    identity = job_identity(files, settings, run_dir, command="decont", benchmarks=[p for _, p in named],
+                            tasks=tasks, file_digests=digests)  # fmt: skip
+    typed = job_identity([], {}, run_dir, benchmarks=[str(Path(b).resolve()) for b in benchmarks])
+    legacy = {k: v for k, v in identity.items() if k not in ("command", "file_digests")}
+    return identity, [{**legacy, "benchmarks": typed["benchmarks"]}]
 
 
 def _merge_report(report_dir: Path, out_path: Path) -> Counter:
