@@ -1,7 +1,7 @@
 """The dedup stage: exact URL / text dedup, then MinHash LSH in datatrove's four stages, every boundary on disk.
 
 Jobs, in order (each a datatrove executor; `N` = tasks, one per input shard):
-  1. exact hashes (N)   reader -> ExactDedupHasher                     -> work/exact_hashes/RANK.npy
+  1. exact hashes (N)   reader -> IdRecorder -> ExactDedupHasher       -> work/exact_hashes/RANK.npy, work/ids/
   2. exact groups (1)   ExactDedupIndex                                -> work/exact_groups/RANK.exact.npy
   3. signatures (N)     reader -> ExactDedupFilter -> FastMinhashSignature -> work/signatures/bucket_XXX/*.sig
   4. buckets (bands)    datatrove MinhashDedupBuckets (one task per band) -> work/buckets/*.dups
@@ -70,6 +70,7 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     from datatrove.pipeline.dedup.minhash import MinhashDedupBuckets
 
     from curate.dedup_exact import ExactDedupFilter, ExactDedupHasher, ExactDedupIndex
+    from curate.dedup_ids import IdRecorder, duplicate_ids
     from curate.dedup_io import build_readers, document_files, minimal_schema, output_schema
     from curate.minhash import FastMinhashSignature
     from curate.minhash_cluster import MinhashClusterByRule
@@ -96,7 +97,11 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
 
     run(
         "1_exact_hashes",
-        [*build_readers(files, work), ExactDedupHasher(work / "exact_hashes", config.score_key)],
+        [
+            *build_readers(files, work),
+            IdRecorder(work / "ids"),
+            ExactDedupHasher(work / "exact_hashes", config.score_key),
+        ],
         tasks,
     )
     run(
@@ -132,6 +137,8 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     summary.update(_report(work / "report", out_dir / "clusters.jsonl"))
     summary["stage_seconds"] = stage_seconds
     summary.update(_minhash_counts(logs))
+    if shared := duplicate_ids(work / "ids"):  # clusters.jsonl and rejects name documents by id
+        summary["duplicate_ids"] = shared
     summary["minhash"] = (
         {"n_grams": config.n_grams, "bands": config.bands, "rows": config.rows} if config.minhash else None
     )

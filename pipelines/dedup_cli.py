@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel
+from rich.markup import escape
 
 from mathmix.cli_util import check_output, console, fail, print_summary, write_json
 
@@ -57,6 +58,15 @@ def dedup(
         fail(str(err))
         return
     print_summary(summary, title="dedup summary")
+    if shared := summary.get("duplicate_ids"):
+        names = ", ".join(shared["examples"]) + (", ..." if shared["ids"] > len(shared["examples"]) else "")
+        console.print(
+            f"[yellow]warning:[/] {shared['ids']:,} {'id is' if shared['ids'] == 1 else 'ids are'} shared by "
+            f"{shared['documents']:,} documents "
+            f"({escape(names)}): they are kept as they are, but clusters.jsonl and rejects/ name documents by id, "
+            "so their entries there may be about another document with the same id",
+            soft_wrap=True,
+        )
     console.print(f"wrote {output}/data/*.parquet, {output}/summary.json and {output}/clusters.jsonl")
 
 

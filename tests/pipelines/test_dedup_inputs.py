@@ -115,3 +115,23 @@ def test_inputs_without_documents_are_named_plainly(tmp_path):
     assert result.exit_code == 2
     assert f"error: no .parquet or .jsonl files in {readme}, {notes}" in _out(result)
     assert "[" not in result.output and "'" not in result.output
+
+
+def test_duplicate_ids_are_warned_about(tmp_path):
+    folder = tmp_path / "ddin"
+    _jsonl(folder / "a.jsonl", [{"id": f"orig{i}", "text": _text(i)} for i in range(4)])
+    _jsonl(
+        folder / "b.jsonl",
+        [
+            {"id": "exact_copy", "text": _text(0)},  # removes a.jsonl's orig0 (or is removed by it)
+            {"id": "orig0", "text": _text(30)},  # another document under the same id
+            {"id": "orig1", "text": _text(31)},
+            {"id": "orig1", "text": _text(32)},
+        ],
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["dedup", str(folder), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["duplicate_ids"] == {"ids": 2, "documents": 5, "examples": ["orig0", "orig1"]}
+    assert "warning: 2 ids are shared by 5 documents (orig0, orig1)" in _out(result)
