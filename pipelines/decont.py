@@ -105,12 +105,13 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     )
     ensure_data_file(out_dir / "data", schema or minimal_schema(EXTRA_COLUMNS))
     summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
-    hits = _merge_report(work / "report", out_dir / "contamination.jsonl")
+    hits, contaminated = _merge_report(work / "report", out_dir / "contamination.jsonl")
     summary.update(
         {
             "mode": config.mode,
             "ngram": config.ngram,
-            "flagged": sum(hits.values()) if config.mode == "flag" else 0,
+            # documents, however many benchmarks each one hit (hits_per_benchmark counts them per benchmark)
+            "flagged": contaminated if config.mode == "flag" else 0,
             "hits_per_benchmark": dict(sorted(hits.items())),
             "benchmark_records": dict(sorted(index.benchmarks.items())),
             # records found only whole (short problems), and records the rules cannot find at all
@@ -154,18 +155,20 @@ def decont_job_identity(
     return identity, [{**legacy, "benchmarks": typed["benchmarks"]}]
 
 
-def _merge_report(report_dir: Path, out_path: Path) -> Counter:
-    """Concatenate the per-task reports; count contaminated documents per benchmark."""
+def _merge_report(report_dir: Path, out_path: Path) -> tuple[Counter, int]:
+    """Concatenate the per-task reports; count contaminated documents per benchmark, and in all."""
     hits: Counter = Counter()
+    documents = 0
     tmp = out_path.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as out:
         for path in sorted(report_dir.glob("*.jsonl")):
             for line in path.read_text(encoding="utf-8").splitlines():
                 row = json.loads(line)
                 hits.update({o["benchmark"] for o in row["overlaps"]})
+                documents += 1
                 out.write(line + "\n")
     tmp.replace(out_path)
-    return hits
+    return hits, documents
 
 
 def check_prompts(

@@ -1,5 +1,5 @@
-"""The decont stage's job record: benchmark files by their contents and resolved paths, and an output folder
-inside an input."""
+"""The decont stage's job record and summary: benchmark files by their contents and resolved paths, documents
+counted once however many benchmarks they hit, and an output folder inside an input."""
 
 from __future__ import annotations
 
@@ -86,6 +86,19 @@ def test_a_record_of_benchmark_paths_as_typed_is_still_this_job(tmp_path):
     (out / "job.json").write_text(json.dumps({**old, "benchmarks": ["{run_dir}/bench/gsm8k"]}))
     run_decont(Config(), [str(docs)], out, ONE_TASK, [str(bench.parent)])
     assert json.loads((out / "job.json").read_text())["benchmarks"] == record["benchmarks"]
+
+
+def test_flagged_counts_documents_not_document_benchmark_pairs(tmp_path):
+    docs = _docs(tmp_path / "docs.jsonl", 3)
+    bench = _bench(tmp_path / "bench", 3)
+    _jsonl(tmp_path / "bench" / "math" / "test.jsonl", [{"problem": PROBLEM.format(n=100), "answer": "11"}])
+    summary = run_decont(
+        Config(mode="flag"), [str(docs)], tmp_path / "out", ONE_TASK, [str(bench.parent.parent)]
+    )
+    assert summary["hits_per_benchmark"] == {"gsm8k/test": 3, "math/test": 1}
+    assert summary["flagged"] == 3
+    flagged = pq.read_table(tmp_path / "out" / "data").column("contaminated").to_pylist()
+    assert flagged.count(True) == 3
 
 
 def test_a_job_taking_over_a_killed_decont_folder_leaves_no_file_of_it(tmp_path):
