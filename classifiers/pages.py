@@ -59,7 +59,15 @@ class PageFiles:
         for doc in self.reader.read_file(str(path.resolve())):
             url = doc.metadata.get("url")
             key = name if is_page_file(path) else str(url or doc.metadata.get("record_id") or doc.id)
-            text, reason = extract_page(doc.text, url)
+            if (
+                doc.metadata.get("content_type") == "text/plain"
+            ):  # a WET record: text already, as web keeps it
+                from curate.extract_step import plain_text
+
+                text = plain_text(doc.text)
+                reason = None if text.strip() else "empty_text"
+            else:
+                text, reason = extract_page(doc.text, url)
             if reason:
                 skipped.add(reason, key)
             else:

@@ -212,3 +212,20 @@ def test_page_and_archive_kinds_are_the_web_readers():
     from curate.readers import HTML_SUFFIXES, WARC_SUFFIXES
 
     assert set(PAGE_SUFFIXES) == set(HTML_SUFFIXES) and set(ARCHIVE_SUFFIXES) == set(WARC_SUFFIXES)
+
+
+def test_wet_records_are_read_as_the_text_they_are(tmp_path):
+    import io
+
+    from warcio.warcwriter import WARCWriter
+
+    text = "if a<b and b>c then\nthe theorem holds for every integer x"
+    path = tmp_path / "crawl.warc.wet.gz"
+    with path.open("wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        record = writer.create_warc_record(
+            "https://w.org/1", "conversion", payload=io.BytesIO(text.encode()), warc_content_type="text/plain"
+        )
+        writer.write_record(record)
+    docs = read_input(path)
+    assert len(docs) == 1 and "a<b and b>c" in docs[0].text and "then\nthe theorem" in docs[0].text
