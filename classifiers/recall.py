@@ -66,10 +66,17 @@ def check_out_dir(out_dir: Path, model_path: str | Path, corpus: list, settings:
 
     Another command's folder (a web stage: its own job.json) or another round (other corpus, model or settings)
     is refused as `mathmix web`, dedup and eval refuse it; a folder of other files with no job record is refused
-    naming a few (a rerun of the same round is what may write here).
+    naming a few (a rerun of the same round is what may write here); so is OUT inside a corpus folder.
     """
-    from pipelines.job_record import JOB_FILE, check_job, has_progress, model_job_identity
+    from pipelines.job_record import (
+        JOB_FILE,
+        check_job,
+        check_output_outside_inputs,
+        has_progress,
+        model_job_identity,
+    )
 
+    check_output_outside_inputs(out_dir, corpus, "corpus")  # a rerun would read its candidates as corpus
     if out_dir.is_dir() and not (out_dir / JOB_FILE).is_file():
         others = sorted(p.name for p in out_dir.iterdir() if p.name not in OUTPUTS)
         if others:

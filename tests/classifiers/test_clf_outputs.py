@@ -218,3 +218,14 @@ def test_recall_refuses_folders_of_other_output_and_a_rerun_adds_no_round(traine
     assert sorted(p.name for p in stray.iterdir()) == ["todo.txt"]
     rounds = json.loads(model.with_suffix(".card.json").read_text())["recall_rounds"]
     assert len(rounds) == 2
+
+
+def test_recall_into_its_own_corpus_folder_is_refused(trained, tmp_path):
+    model = _copy_set(trained["model"], tmp_path / "clf" / "model.bin")
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / "pages.jsonl").write_text(trained["math"].read_text())
+    args = ["classifier", "recall", str(model), "--corpus", str(crawl), "-o", str(crawl / "round1")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "inside the corpus folder" in _words(result.output)
+    assert not (crawl / "round1").exists()  # a rerun would have read its candidates as corpus
