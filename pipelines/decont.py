@@ -56,7 +56,7 @@ class Config(BaseModel):
 
 def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, benchmarks: list[str]) -> dict:
     """Run decontamination over `inputs` into `out_dir`; returns (and writes) the summary."""
-    from curate.decont import BenchmarkIndex, DecontFilter
+    from curate.decont import BenchmarkIndex, validate_benchmarks
     from curate.dedup_io import (
         build_readers,
         build_rejects_writer,
@@ -67,20 +67,26 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         output_schema,
     )
     from curate.summary import ensure_data_file, summarize_logs, write_summary
+    from mathmix.cli_util import console
+    from pipelines.decont_index import INDEX_FILE, SavedIndexFilter, save_index
     from pipelines.job_record import check_job, check_output_outside_inputs
 
     out_dir, start = Path(out_dir), time.time()
     check_output_outside_inputs(out_dir, inputs)
     check_output_outside_inputs(out_dir, benchmarks, "benchmark")
     files = document_files(inputs)
-    # also: a missing file fails here, named
-    index = BenchmarkIndex(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
+    # a missing file, or benchmarks with nothing to check, fail here, before the job is recorded
+    validate_benchmarks(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
     work = out_dir / "work"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
     identity, earlier = decont_job_identity(config, [*files[0], *files[1]], out_dir.parent, benchmarks, tasks)
     check_job(out_dir, identity, "decont run", outputs=OUTPUTS, earlier=earlier)
+    console.print(f"[dim]decont: indexing {len(identity['benchmarks'])} benchmark file(s)[/]")
+    index = BenchmarkIndex(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
+    save_index(index, work / INDEX_FILE)
     rejects = build_rejects_writer(out_dir / "rejects", "${rank}.parquet") if config.write_rejects else None
-    step = DecontFilter(
+    step = SavedIndexFilter(
+        work / INDEX_FILE,
         benchmarks,
         config.ngram,
         config.mode,
@@ -103,6 +109,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     executor.run(
         executor.build(pipeline, out_dir / "logs", job_name="mathmix-decont", tasks=tasks, workers=workers)
     )
+    (work / INDEX_FILE).unlink(missing_ok=True)  # every task has finished with it
     ensure_data_file(out_dir / "data", schema or minimal_schema(EXTRA_COLUMNS))
     summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
     hits, contaminated = _merge_report(work / "report", out_dir / "contamination.jsonl")

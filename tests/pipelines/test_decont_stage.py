@@ -1,5 +1,5 @@
 """The decont stage's job record and summary: benchmark files by their contents and resolved paths, documents
-counted once however many benchmarks they hit, and an output folder inside an input."""
+counted once however many benchmarks they hit, the index built once, and an output folder inside an input."""
 
 from __future__ import annotations
 
@@ -99,6 +99,38 @@ def test_flagged_counts_documents_not_document_benchmark_pairs(tmp_path):
     assert summary["flagged"] == 3
     flagged = pq.read_table(tmp_path / "out" / "data").column("contaminated").to_pylist()
     assert flagged.count(True) == 3
+
+
+def test_the_benchmark_index_is_built_once(tmp_path, monkeypatch, capfd):
+    import curate.decont
+
+    built = []
+    original = curate.decont.BenchmarkIndex.__init__
+
+    def counting(self, *args, **kwargs):
+        built.append(args)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(curate.decont.BenchmarkIndex, "__init__", counting)
+    docs = _docs(tmp_path / "docs.jsonl", 3)
+    bench = _bench(tmp_path / "bench", 3)
+    summary = run_decont(Config(), [str(docs)], tmp_path / "out", ONE_TASK, [str(bench)])
+    assert summary["dropped"]["contaminated"] == 3 and len(built) == 1
+    assert "indexing 1 benchmark file" in capfd.readouterr().err
+    assert not list((tmp_path / "out" / "work").glob("*index*"))  # the saved index is removed when done
+
+
+def test_tasks_in_other_processes_read_the_saved_index(tmp_path):
+    folder = tmp_path / "docs"
+    _docs(folder / "a.jsonl", 3)
+    _jsonl(folder / "b.jsonl", [{"id": "b", "text": "Notes. " + _question(1) + " Thanks."}])
+    bench = _bench(tmp_path / "bench", 3)
+    two = run_decont(
+        Config(), [str(folder)], tmp_path / "two", ExecutorConfig(tasks=2, workers=2), [str(bench)]
+    )
+    one = run_decont(Config(), [str(folder)], tmp_path / "one", ONE_TASK, [str(bench)])
+    assert two["dropped"] == one["dropped"] == {"contaminated": 4}
+    assert two["docs_in"] == two["docs_out"] + sum(two["dropped"].values())
 
 
 def test_a_job_taking_over_a_killed_decont_folder_leaves_no_file_of_it(tmp_path):
