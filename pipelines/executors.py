@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from mathmix.cli_util import console
+
 
 class JobsSubmitted(Exception):
     """Slurm jobs were submitted without waiting (`wait: false`), or are still queued from an earlier submission:
@@ -63,6 +65,17 @@ class ExecutorConfig(BaseModel):
         if self.kind == "slurm" and not self.partition:
             raise ValueError("executor.partition is required when executor.kind is 'slurm'")
         return self
+
+    def unused_keys(self) -> list[str]:
+        """Keys given in the recipe that this executor kind never reads (a `partition` under `kind: local`): the
+        recipe still loads, so that switching `kind` is a one-line edit, but they are named in a warning."""
+        read_by = {
+            "local": {"kind", "tasks", "workers"},
+            "slurm": {"kind", "tasks", "workers", "partition", "time", "cpus_per_task", "mem_per_cpu_gb", "qos",
+                      "sbatch_args", "venv_path", "wait", "poll_seconds"},
+            "ray": {"kind", "tasks", "workers", "cpus_per_task", "mem_per_cpu_gb", "ray_address"},
+        }  # fmt: skip
+        return sorted(self.model_fields_set - read_by[self.kind])
 
     def build(
         self,
@@ -112,7 +125,7 @@ class ExecutorConfig(BaseModel):
                 depends=depends,
                 sbatch_args=sbatch_args or None,
                 venv_path=self.venv_path or _current_venv(),
-                job_name=f"{job_name}-{hashlib.sha1(logging_dir.encode()).hexdigest()[:6]}",
+                job_name=slurm_job_name(job_name, logging_dir),
                 skip_completed=True,
                 mail_type="NONE",
             )
@@ -146,10 +159,10 @@ class ExecutorConfig(BaseModel):
         pending = executor.get_incomplete_ranks()  # none: datatrove submits nothing
         try:
             executor.run()
-        except subprocess.CalledProcessError as err:  # sbatch printed its reason on stderr
-            detail = err.stderr or err.output or ""
-            detail = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
-            raise ValueError(f"sbatch refused the job (exit {err.returncode}) {detail}".strip()) from None
+        except subprocess.CalledProcessError as err:
+            raise ValueError(
+                f"sbatch refused the job (exit {err.returncode}): {_sbatch_reason(err, logs)}"
+            ) from None
         if self.kind == "slurm" and pending:
             (logs / SUBMITTED_FILE).write_text(json.dumps({"job_name": executor.job_name, "ranks": pending}))
         if self.kind == "slurm" and not self.wait and pending:
@@ -174,12 +187,24 @@ class ExecutorConfig(BaseModel):
         A failed array task leaves datatrove's stats job pending on DependencyNeverSatisfied for ever: it is
         cancelled here, or a rerun would be told to wait for it without end.
         """
-        jobs = slurm_jobs(executor.job_name)
+        try:
+            jobs = slurm_jobs(executor.job_name)
+        except SlurmQueueError as err:
+            raise ValueError(f"{err}; nothing was submitted: rerun once squeue answers") from None
         if jobs and {reason.strip() for _, reason in jobs} != {"DependencyNeverSatisfied"}:
-            raise JobsSubmitted(
-                f"jobs {executor.job_name} of an earlier submission are still in the Slurm queue (squeue --name "
-                f"{executor.job_name}); rerun once they have finished"
+            if not self.wait:
+                raise JobsSubmitted(
+                    f"jobs {executor.job_name} of an earlier submission are still in the Slurm queue (squeue "
+                    f"--name {executor.job_name}); rerun once they have finished"
+                )
+            # wait: true (a run killed while it waited): wait for those jobs, then go on as that run would have
+            console.print(
+                f"waiting for the jobs of an earlier submission still in the Slurm queue ({executor.job_name})",
+                markup=False,
+                soft_wrap=True,
             )
+            wait_for_slurm_jobs(executor.job_name, self.poll_seconds)
+            jobs = slurm_jobs(executor.job_name)
         if jobs:
             subprocess.run(["scancel", "--name", executor.job_name], check=False)
         marker = logs / SUBMITTED_FILE
@@ -197,6 +222,20 @@ class ExecutorConfig(BaseModel):
 SUBMITTED_FILE = (
     "mathmix-submitted.json"  # {job_name, ranks}: Slurm tasks submitted and not yet seen finished
 )
+
+
+def live_submissions(out_dir: Path) -> list[str]:
+    """Names of the Slurm jobs submitted for a stage folder (its executors' SUBMITTED_FILE markers) that are still in
+    the queue. A queue that cannot be read counts none: the executor says so itself before it submits."""
+    names = []
+    for marker in sorted(Path(out_dir).glob(f"**/{SUBMITTED_FILE}")):
+        try:
+            name = json.loads(marker.read_text())["job_name"]
+            if slurm_jobs(name):
+                names.append(name)
+        except (OSError, ValueError, KeyError, TypeError, SlurmQueueError):
+            continue
+    return names
 
 
 def _incomplete_message(kind: str, executor: Any, logs: Path, ranks: list[int], earlier: bool = False) -> str:
@@ -235,30 +274,66 @@ def _current_venv() -> str | None:
     return str(activate) if sys.prefix != sys.base_prefix and activate.is_file() else None
 
 
+def slurm_job_name(prefix: str, logging_dir: Path | str) -> str:
+    """`prefix-` and 6 hex digits of the resolved logging folder: unique per stage folder, whatever the cwd (a
+    relative output_dir gave two runs started from two folders the same job name, and each waited on or cancelled
+    the other's jobs)."""
+    resolved = str(Path(logging_dir).expanduser().resolve())
+    return f"{prefix}-{hashlib.sha1(resolved.encode()).hexdigest()[:6]}"
+
+
+class SlurmQueueError(RuntimeError):
+    """squeue did not answer (absent, or it failed: a busy slurmctld times out): the queue is unknown, not empty."""
+
+
 def slurm_jobs(job_name: str) -> list[tuple[str, str]]:
-    """(job id, pending reason) of every job named `job_name` in `squeue` (none when squeue is absent or fails).
+    """(job id, pending reason) of every job named `job_name` in `squeue`.
 
     The jobs are found by name because the Debian single-node setup has no accounting (no `sacct`).
+
+    Raises:
+        SlurmQueueError: squeue is missing or failed. Read as "no jobs", one timed-out call ended a wait and
+            cancelled the running jobs.
     """
     try:
         out = subprocess.run(
             ["squeue", "-h", "--name", job_name, "-o", "%i %r"], capture_output=True, text=True, check=False
         )
     except FileNotFoundError:
-        return []
+        raise SlurmQueueError("squeue: command not found (Slurm's client tools are not on PATH)") from None
     if out.returncode != 0:
-        return []
+        detail = (out.stderr or out.stdout).strip().splitlines()
+        raise SlurmQueueError(f"squeue failed (exit {out.returncode}{': ' + detail[-1] if detail else ''})")
     return [(*line.split(None, 1), "")[:2] for line in out.stdout.strip().splitlines() if line.strip()]  # type: ignore[misc]
 
 
-def wait_for_slurm_jobs(job_name: str, poll_seconds: float = 2.0) -> None:
+QUEUE_PATIENCE_S = 600.0  # how long squeue may keep failing while we wait before the wait gives up
+
+
+def wait_for_slurm_jobs(
+    job_name: str, poll_seconds: float = 2.0, patience_s: float = QUEUE_PATIENCE_S
+) -> None:
     """Block until no job named `job_name` (array tasks and datatrove's stats job) is left in `squeue`.
 
     A failed array leaves datatrove's stats job pending on DependencyNeverSatisfied: done. Jobs that can never start
     as submitted (`NEVER_STARTS`, e.g. more CPUs than any node of the partition has) are cancelled: ValueError.
+    A failing squeue is retried for `patience_s`, then RuntimeError; the jobs are left as they are.
     """
+    failing_since: float | None = None
     while True:
-        jobs = slurm_jobs(job_name)
+        try:
+            jobs = slurm_jobs(job_name)
+            failing_since = None
+        except SlurmQueueError as err:
+            now = time.monotonic()
+            failing_since = now if failing_since is None else failing_since
+            if now - failing_since >= patience_s:
+                raise RuntimeError(
+                    f"{err}, for {patience_s:g} s while waiting for {job_name}; its jobs were left as they are: "
+                    "rerun the same command to wait for them again"
+                ) from None
+            time.sleep(poll_seconds)
+            continue
         if not jobs:
             return
         reasons = {reason.strip() for _, reason in jobs}
@@ -272,6 +347,24 @@ def wait_for_slurm_jobs(job_name: str, poll_seconds: float = 2.0) -> None:
                 "more cpus_per_task, memory or time than the partition allows); the jobs were cancelled"
             )
         time.sleep(poll_seconds)
+
+
+def _sbatch_reason(err: subprocess.CalledProcessError, logs: Path) -> str:
+    """Why sbatch refused: its stderr when captured, else what `sbatch --test-only` says of the saved launch script
+    (datatrove runs sbatch without capturing stderr, so the reason was only in the lines printed above)."""
+    detail = err.stderr or err.output or ""
+    text = detail.decode(errors="replace") if isinstance(detail, bytes) else str(detail)
+    script = logs / "launch_script.slurm"
+    if not text.strip() and script.is_file():
+        try:
+            test = subprocess.run(
+                ["sbatch", "--test-only", str(script)], capture_output=True, text=True, timeout=60
+            )
+            text = test.stderr if test.returncode != 0 else ""
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " ".join(lines[-3:]) if lines else "see sbatch's message above"
 
 
 def start_ray(config: ExecutorConfig) -> None:
@@ -288,10 +381,22 @@ def start_ray(config: ExecutorConfig) -> None:
 
             host, _, port = address.rpartition(":")
             try:
-                socket.create_connection((host, int(port)), timeout=5).close()
+                conn = socket.create_connection((host, int(port)), timeout=5)
             except (OSError, ValueError):
                 raise ValueError(f"executor.ray_address {address}: nothing answers there") from None
-        ray.init(address=address, ignore_reinit_error=True)
+            with conn:
+                if not _speaks_grpc(conn):  # ray.init would retry against it without end
+                    raise ValueError(
+                        f"executor.ray_address {address}: something answers there, but not a Ray cluster (no gRPC: "
+                        "give the head's GCS address, by default HOST:6379)"
+                    )
+        try:
+            ray.init(address=address, ignore_reinit_error=True)
+        except (ConnectionError, RuntimeError) as err:  # a dead head, an auth token missing: one line, not 40
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(
+                f"executor.ray_address {address or '(local)'}: Ray did not connect: {first}"
+            ) from None
     nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
     need_mem = config.cpus_per_task * config.mem_per_cpu_gb * 2**30
     if nodes and not any(
@@ -303,3 +408,24 @@ def start_ray(config: ExecutorConfig) -> None:
             f"{config.cpus_per_task * config.mem_per_cpu_gb:g} GB (largest: {biggest.get('CPU', 0):g} CPUs, "
             f"{biggest.get('memory', 0) / 2**30:.1f} GB)"
         )
+
+
+def _speaks_grpc(conn: Any, timeout: float = 5.0) -> bool:
+    """Whether the peer answers the HTTP/2 connection preface with a SETTINGS frame, as Ray's GCS (gRPC) does.
+
+    Only the TCP port used to be checked, and `ray.init` against another service (slurmctld's port, a web server)
+    hung for minutes retrying its GCS connection.
+    """
+    preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # + empty SETTINGS
+    conn.settimeout(timeout)
+    try:
+        conn.sendall(preface)
+        header = b""
+        while len(header) < 9:
+            chunk = conn.recv(9 - len(header))
+            if not chunk:
+                return False
+            header += chunk
+    except OSError:
+        return False
+    return header[3] == 4  # frame type 4: SETTINGS

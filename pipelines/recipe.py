@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from mathmix.cli_util import format_validation_errors
+from mathmix.cli_util import console, format_validation_errors
 from mathmix.yaml_files import load_yaml
 from pipelines.executors import ExecutorConfig
 from pipelines.stages import STAGES, parse_stage_config
@@ -72,4 +72,12 @@ def load_recipe(path: str | Path) -> Recipe:
         recipe = Recipe.model_validate(raw)
     except ValidationError as err:
         raise RecipeError(f"{path}: {format_validation_errors(err)}") from None
+    unused = recipe.executor.unused_keys()
+    if unused:
+        console.print(
+            f"warning: {path}: executor.kind {recipe.executor.kind} does not read executor."
+            f"{', executor.'.join(unused)}; they are ignored",
+            markup=False,
+            soft_wrap=True,
+        )
     return recipe

@@ -23,6 +23,10 @@ def run(
     """Run a recipe's stages in order. Reads the recipe and its inputs; writes OUTPUT_DIR/STAGE/ per stage.
 
     Each stage is resumable: a rerun skips finished stages (summary.json present) and finished datatrove tasks.
+    With a Slurm executor and `wait: false`, the run stops after submitting a stage's jobs (exit 0, no summary.json
+    for that stage yet): rerun the same command once they have finished; a rerun while they are queued says so,
+    and one after a task failed reports it (exit 2) before the next rerun submits it again. With `wait: true`, a
+    rerun after a kill waits for the jobs the killed run left queued. See docs/scaling.md.
     """
     from pipelines.recipe import RecipeError, load_recipe
     from pipelines.runner import StageFailed, run_recipe

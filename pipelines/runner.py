@@ -21,8 +21,8 @@ from rich.markup import escape
 
 from mathmix.cli_util import console, print_summary
 from mathmix.paths import expand_inputs
-from pipelines.executors import JobsSubmitted
-from pipelines.job_record import check_job, has_progress, job_identity
+from pipelines.executors import JobsSubmitted, live_submissions
+from pipelines.job_record import check_job, describe_difference, has_progress, job_identity
 from pipelines.recipe import Recipe
 from pipelines.stages import STAGES, StageContext, stage_module
 
@@ -101,7 +101,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before
             # the stage runs); folders written before upstream.json existed adopt it.
             identity = job_identity(inputs, step["config"], run_dir=recipe.output_dir)
-            check_job(out_dir, identity, f"recipe stage ({name})", RECIPE_STAGE_FILE)
+            _check_stage_job(out_dir, identity, name)
             _record_upstream(out_dir, upstream)
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
@@ -162,6 +162,34 @@ def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:
             )
         hashes[step["stage"]] = hashlib.sha256(summary.read_bytes()).hexdigest()[:16]
     return hashes
+
+
+def _check_stage_job(out_dir: Path, identity: dict[str, Any], name: str) -> None:
+    """`check_job` for a recipe stage, where Slurm jobs still queued count as work: a recipe edited while they were
+    queued used to be taken as a new job, and the stage then kept those jobs' output under the new settings."""
+    live = live_submissions(out_dir)
+    try:
+        check_job(
+            out_dir,
+            identity,
+            f"recipe stage ({name})",
+            RECIPE_STAGE_FILE,
+            progress=lambda out: bool(live) or has_progress(out),
+        )
+    except ValueError as err:
+        if live and not has_progress(out_dir):
+            try:
+                recorded = json.loads((out_dir / RECIPE_STAGE_FILE).read_text())
+                recorded.pop("outputs", None)
+                how = f": {describe_difference(recorded, identity)}"
+            except (OSError, ValueError, AttributeError):
+                how = ""
+            raise ValueError(
+                f"{out_dir}: Slurm jobs submitted with other settings than the recipe's {name} stage now has are "
+                f"still queued ({', '.join(live)}){how}. Wait for them to finish, or cancel them (scancel --name "
+                f"{live[0]}), then rerun"
+            ) from err
+        raise
 
 
 def _check_upstream(out_dir: Path, name: str, upstream: dict[str, str], later: list[str]) -> None:

@@ -221,6 +221,60 @@ def test_slurm_without_waiting_a_failed_task_is_reported_then_resubmitted(local_
         subprocess.run(["scancel", "-u", getpass.getuser()], check=False)
 
 
+def test_slurm_queued_jobs_count_as_work_and_a_waiting_rerun_waits_for_them(local_run, slurm):
+    """A recipe edited while its jobs were queued used to be taken as a new job (the stage then kept the old jobs'
+    output under the new settings); a `wait: true` rerun after a kill used to exit 0 with nothing finished."""
+    import time
+
+    from pipelines.runner import StageFailed
+
+    tmp, _ = local_run
+    run_dir = tmp / "queued"
+    shutil.copytree(tmp / "sample", run_dir / "sample")
+    recipe = tmp / "queued.yaml"
+
+    def write(wait: str, web: str = "") -> None:
+        recipe.write_text(
+            f"name: queued\noutput_dir: {run_dir}\nexecutor: {{kind: slurm, partition: debug, tasks: 1, "
+            f"mem_per_cpu_gb: 1, wait: {wait}}}\n"
+            f'stages:\n  web: {{inputs: ["{{run_dir}}/sample/pages.warc.gz"]{web}}}\n'
+        )
+
+    cpus = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+    blocker = subprocess.run(  # holds every CPU of the node: the stage's job stays pending behind it
+        ["sbatch", "-p", "debug", "-c", cpus, "--mem=100M", "-o", "/dev/null", "--wrap", "sleep 25"],
+        capture_output=True,
+        text=True,
+    )
+    assert blocker.returncode == 0, blocker.stderr
+    try:
+        write("false")
+        assert run_recipe(load_recipe(recipe)) == {}
+        write("false", ", min_words: 200")
+        with pytest.raises(StageFailed, match=r"still queued .*min_words.*scancel --name mathmix-web-"):
+            run_recipe(load_recipe(recipe))
+        write("true")
+        start = time.monotonic()
+        summaries = run_recipe(
+            load_recipe(recipe)
+        )  # waits for the queued jobs, then gives the stage's result
+        assert "web" in summaries and summaries["web"]["docs_out"] > 0, f"no result\n{_slurm_state()}"
+        assert time.monotonic() - start < 600
+        assert not _queue()
+    finally:
+        subprocess.run(["scancel", "-u", getpass.getuser()], check=False)
+
+
+def test_slurm_refusal_says_why(local_run, slurm):
+    from pipelines.runner import StageFailed
+
+    tmp, _ = local_run
+    recipe = _recipe(tmp, "badpart", "{kind: slurm, partition: nosuchpartition, tasks: 1}")
+    # datatrove runs sbatch without capturing stderr: the line used to be "sbatch refused the job (exit 1)"
+    with pytest.raises(StageFailed, match=r"sbatch refused the job \(exit 1\): .*[Ii]nvalid partition"):
+        run_recipe(load_recipe(recipe))
+
+
 def test_slurm_jobs_that_can_never_start_fail_the_stage(local_run, slurm):
     from pipelines.runner import StageFailed
 
