@@ -88,6 +88,7 @@ def run_stage(config: Config, ctx: StageContext) -> dict:
         "threshold": card["threshold"],
         "positive_docs": len(data.positives),
         "negative_docs": len(data.negatives),
+        "skipped": card["counts"]["skipped"],  # what the seed inputs held that was not read, by reason
         "heldout": card["metrics"]["heldout"],
     }
     write_summary(ctx.out_dir, summary)

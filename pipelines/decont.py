@@ -95,7 +95,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         min_words=config.min_words,
         short_min_tokens=config.short_min_tokens,
     )
-    schema = output_schema(files[0], EXTRA_COLUMNS)
+    schema = output_schema(files[0], EXTRA_COLUMNS, files[1])  # one schema for every task's file
     empty_rejects = (
         build_rejects_writer(out_dir / "rejects", "empty_${rank}.parquet") if config.write_rejects else None
     )

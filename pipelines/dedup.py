@@ -65,6 +65,17 @@ def _settings(config: Config):
     return MinhashSettings(config.n_grams, config.bands, config.rows, config.seed)
 
 
+OUTPUTS = (
+    "data",
+    "logs",
+    "rejects",
+    "work",
+    "clusters.jsonl",
+    "clusters.tmp",
+)  # cleared when another job takes
+# over a folder where this one finished nothing (a killed run's 0-byte Parquet stayed beside the new job's)
+
+
 def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dict:
     """Run the six dedup jobs over `inputs` into `out_dir`; returns (and writes) the summary."""
     from datatrove.pipeline.dedup.minhash import MinhashDedupBuckets
@@ -75,13 +86,23 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     from curate.minhash import FastMinhashSignature
     from curate.minhash_cluster import MinhashClusterByRule
     from curate.summary import ensure_data_file, summarize_logs, write_summary
-    from pipelines.job_record import check_job, job_identity
+    from pipelines.job_record import check_job, check_output_outside_inputs, job_identity
 
     out_dir, start = Path(out_dir), time.time()
+    check_output_outside_inputs(
+        out_dir, inputs
+    )  # `dedup ddin -o ddin/out` worked once, then every rerun failed
     files = document_files(inputs)
     work, logs = out_dir / "work", out_dir / "logs"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
-    check_job(out_dir, job_identity([*files[0], *files[1]], config, out_dir.parent, tasks=tasks), "dedup run")
+    identity = job_identity([*files[0], *files[1]], config, out_dir.parent, command="dedup", tasks=tasks)
+    check_job(
+        out_dir,
+        identity,
+        "dedup run",
+        outputs=OUTPUTS,
+        earlier=[{k: v for k, v in identity.items() if k != "command"}],  # records from before the command
+    )
     rule = list(config.keep_rule)
 
     stage_seconds: dict[str, float] = {}

@@ -44,6 +44,7 @@ def test_stage_trains_model_card_and_summary(tmp_path):
     assert (out / "model.bin").is_file() and (out / "model.card.json").is_file()
     assert json.loads((out / "summary.json").read_text()) == json.loads(json.dumps(summary))
     assert summary["positive_docs"] == 12 + 50 and summary["negative_docs"] == 18
+    assert summary["skipped"] == {}  # what the seed inputs held that was not read, by reason (none here)
     assert summary["docs_in"] == summary["docs_out"] + sum(summary["dropped"].values())
     card = json.loads((out / "model.card.json").read_text())
     assert card["hyperparameters"]["min_count_used"] == 1  # tiny input: minCount lowered

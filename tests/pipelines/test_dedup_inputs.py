@@ -135,3 +135,27 @@ def test_duplicate_ids_are_warned_about(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["duplicate_ids"] == {"ids": 2, "documents": 5, "examples": ["orig0", "orig1"]}
     assert "warning: 2 ids are shared by 5 documents (orig0, orig1)" in _out(result)
+
+
+def test_dedup_into_a_folder_inside_its_input_folder_is_refused_up_front(tmp_path):
+    # `dedup ddin -o ddin/out` worked once, then every rerun was refused: "ddin holds stage folders (out)"
+    docs = _jsonl(tmp_path / "ddin" / "a.jsonl", [{"id": f"d{i}", "text": _text(i)} for i in range(4)])
+    result = CliRunner().invoke(app, ["dedup", str(docs.parent), "-o", str(docs.parent / "out")])
+    assert result.exit_code == 2, result.output
+    assert "inside the input folder" in _out(result)
+    assert not (docs.parent / "out").exists()
+
+
+def test_a_dedup_taking_over_a_killed_dedup_folder_leaves_no_file_of_it(tmp_path):
+    first = _jsonl(tmp_path / "a.jsonl", [{"id": f"a{i}", "text": _text(i)} for i in range(4)])
+    second = _jsonl(tmp_path / "b.jsonl", [{"id": f"b{i}", "text": _text(i + 20)} for i in range(3)])
+    out = tmp_path / "out"
+    assert CliRunner().invoke(app, ["dedup", str(first), "-o", str(out)]).exit_code == 0
+    (out / "summary.json").unlink()  # as a killed job leaves it: nothing finished, a 0-byte Parquet file
+    for marker in out.glob("logs/**/completions/*"):
+        marker.unlink()
+    (out / "data" / "000_00009.parquet").write_bytes(b"")
+    result = CliRunner().invoke(app, ["dedup", str(second), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert not (out / "data" / "000_00009.parquet").exists()
+    assert sorted(_data(out).column("id").to_pylist()) == ["b0", "b1", "b2"]
