@@ -138,6 +138,18 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
 OUTPUTS = ("data", "logs", "rejects", "work", "contamination.jsonl", "contamination.tmp")
 
 
+def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
+    """The benchmark files the stage's settings name (see pipelines.web.files_read); none while they are missing
+    (the stage itself then says so)."""
+    from curate.decont_sources import benchmark_files
+
+    try:
+        named = benchmark_files([b.replace("{run_dir}", str(run_dir)) for b in config.benchmarks])
+    except (OSError, ValueError):
+        return {}
+    return {f"benchmark {name}": str(path.resolve()) for name, path in named}
+
+
 def decont_job_identity(
     config: Config, files: Sequence[str | Path], run_dir: Path, benchmarks: list[str], tasks: int
 ) -> tuple[dict, list[dict]]:

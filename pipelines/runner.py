@@ -22,7 +22,7 @@ from rich.markup import escape
 from mathmix.cli_util import console, print_summary
 from mathmix.paths import expand_inputs
 from pipelines.executors import JobsSubmitted, live_submissions
-from pipelines.job_record import check_job, describe_difference, has_progress, job_identity
+from pipelines.job_record import check_job, describe_difference, file_digest, has_progress, job_identity
 from pipelines.recipe import Recipe
 from pipelines.stages import STAGES, StageContext, stage_module
 
@@ -101,6 +101,9 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before
             # the stage runs); folders written before upstream.json existed adopt it.
             identity = job_identity(inputs, step["config"], run_dir=recipe.output_dir)
+            digests = _digests_of_files_read(name, step["config"], recipe.output_dir)
+            # a record from before digests were kept is this job (job_record.LATER_FIELDS)
+            identity = {**identity, "file_digests": digests} if digests else identity
             _check_stage_job(out_dir, identity, name)
             _record_upstream(out_dir, upstream)
         except (OSError, ValueError) as err:
@@ -162,6 +165,16 @@ def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:
             )
         hashes[step["stage"]] = hashlib.sha256(summary.read_bytes()).hexdigest()[:16]
     return hashes
+
+
+def _digests_of_files_read(name: str, config: Any, run_dir: Path) -> dict[str, list]:
+    """{what: [path, SIZE:SHA]} of the files a stage's settings name besides its inputs (its module's
+    `files_read`: web's model and blocklist, decont's benchmarks). A model retrained at the same path used to leave
+    the finished stage "already complete" with the old model's output."""
+    files_read = getattr(stage_module(name), "files_read", None)
+    if files_read is None:
+        return {}
+    return {what: [path, file_digest(path)] for what, path in files_read(config, run_dir).items()}
 
 
 def _check_stage_job(out_dir: Path, identity: dict[str, Any], name: str) -> None:

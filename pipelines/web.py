@@ -227,6 +227,12 @@ def web_job_identity(
     return identity, [{k: v for k, v in identity.items() if k != "command"}]
 
 
+def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
+    """Files the stage's settings name and it reads besides its inputs: the recipe stage's record holds their
+    digests, so a finished stage is not reported complete after its model was retrained at the same path."""
+    return {key: value for key, value in resolve_paths(config, run_dir).items() if value}
+
+
 def resolve_paths(config: Config, run_dir: Path | str) -> dict[str, Any]:
     """`{run_dir}` substituted in the stage's path settings (its inputs are resolved by the runner)."""
     return {

@@ -415,3 +415,23 @@ def test_a_copied_runs_shards_manifest_points_into_the_copy(tmp_path):
     assert rebase_manifest(manifest, old) == manifest  # where it was written: unchanged
     external = dict(manifest, tokenizer="/models/llama/tokenizer")  # a tokenizer from outside the run stays
     assert rebase_manifest(external, new)["tokenizer"] == "/models/llama/tokenizer"
+
+
+def test_a_finished_recipe_stage_whose_blocklist_was_edited_in_place_is_not_complete(tmp_path):
+    # the stage was skipped as "already complete", keeping the output of the old list
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for i in range(3):
+        (pages / f"p{i}.html").write_text(f"<html><body><p>{MATH.replace('{i}', str(i))}</p></body></html>")
+    blocklist = tmp_path / "bl.txt"
+    blocklist.write_text("nothing.example\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: r\noutput_dir: {tmp_path / 'run'}\nexecutor: {{kind: local, tasks: 1}}\n"
+        f'stages:\n  web: {{inputs: ["{pages}"], blocklist: "{blocklist}"}}\n'
+    )
+    assert "web" in run_recipe(load_recipe(recipe))
+    assert "web" in run_recipe(load_recipe(recipe))  # unchanged: skipped as complete
+    blocklist.write_text("nothing.example\nexample.org\n")
+    with pytest.raises(StageFailed, match="blocklist: other contents at the same path"):
+        run_recipe(load_recipe(recipe))
