@@ -37,11 +37,22 @@ def input_files(inputs: list[str]) -> list[str]:
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            found = [
+            named = [
                 p
                 for p in sorted(path.rglob("*"))
-                if p.is_file() and p.name.lower().endswith(WARC_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES)
+                if p.name.lower().endswith(WARC_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES)
             ]
+            found = [p for p in named if p.is_file()]
+            broken = [p for p in named if p.is_symlink() and not p.exists()]
+            if broken:  # a page file that cannot be read is said, not skipped in silence
+                from mathmix.cli_util import console
+
+                shown = ", ".join(str(p) for p in broken[:3]) + (", ..." if len(broken) > 3 else "")
+                console.print(
+                    f"warning: {item}: {len(broken)} broken link(s) skipped: {shown}",
+                    markup=False,
+                    soft_wrap=True,
+                )
             files.extend(str(p.resolve()) for p in found)
         elif path.is_file():
             files.append(str(path.resolve()))

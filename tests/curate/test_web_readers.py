@@ -258,3 +258,11 @@ def test_a_record_cut_off_after_its_headers_is_truncated_and_text_is_not_a_warc(
         docs, summary = _read(work, [str(tmp_path / name)])
         assert summary["dropped"] == {reason: 1}, name
         assert summary["docs_in"] == len(docs) + 1 and len(docs) == (name == "d.warc"), name
+
+
+def test_a_broken_link_in_an_input_folder_is_named_not_skipped_in_silence(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "page.html").write_text("<html><body><p>x</p></body></html>")
+    (tmp_path / "in" / "gone.warc.gz").symlink_to(tmp_path / "nowhere.warc.gz")
+    assert input_files([str(tmp_path / "in")]) == [str((tmp_path / "in" / "page.html").resolve())]
+    assert "1 broken link(s) skipped" in capsys.readouterr().err
