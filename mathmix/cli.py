@@ -7,8 +7,15 @@ the commands, so `mathmix --help` stays fast.
 from __future__ import annotations
 
 import importlib
+import os
 
-import typer
+# A failed datatrove task logs its exception through loguru, which by default prints every frame with the values of
+# its variables (190 lines for one missing folder, document text included): plain tracebacks on stderr and in the
+# task logs instead. Set either variable to override. Set before anything imports loguru.
+os.environ.setdefault("LOGURU_DIAGNOSE", "NO")
+os.environ.setdefault("LOGURU_BACKTRACE", "NO")
+
+import typer  # noqa: E402
 
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES = [

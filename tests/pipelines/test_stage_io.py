@@ -435,3 +435,25 @@ def test_a_finished_recipe_stage_whose_blocklist_was_edited_in_place_is_not_comp
     blocklist.write_text("nothing.example\nexample.org\n")
     with pytest.raises(StageFailed, match="blocklist: other contents at the same path"):
         run_recipe(load_recipe(recipe))
+
+
+def test_a_failed_task_prints_a_plain_traceback_not_every_frame_with_its_values(tmp_path):
+    # loguru's defaults printed 190 lines for one missing folder, with the values of every variable
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / "p.html").write_text(f"<html><body><p>{MATH.replace('{i}', '1')}</p></body></html>")
+    (tmp_path / "run" / "web").mkdir(parents=True)
+    (tmp_path / "run" / "web" / "data").write_text("a file where the stage writes a folder")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: r\noutput_dir: {tmp_path / 'run'}\nexecutor: {{kind: local, tasks: 1}}\n"
+        f'stages:\n  web: {{inputs: ["{pages}"]}}\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGURU_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "mathmix", "run", str(recipe)], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 2 and "error: stage web:" in proc.stderr
+    assert len(proc.stderr.splitlines()) < 80, proc.stderr
+    logs = list((tmp_path / "run" / "web" / "logs" / "logs").glob("task_*.log"))
+    assert logs and "FileExistsError" in logs[0].read_text()  # the task log keeps the whole error
