@@ -307,8 +307,13 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
         if (key in old) == (key in new) and a == b or key in LATER_FIELDS and not (key in old and key in new):
             continue
         if key == "file_digests" and isinstance(a, dict) and isinstance(b, dict):
-            parts += [f"{k}: other contents at the same path" for k in sorted(set(a) & set(b))
-                      if a[k] != b[k] and _path_of(a[k]) == _path_of(b[k])]  # fmt: skip
+            for k in sorted(set(a) | set(b)):
+                if k not in a or k not in b:
+                    parts.append(f"{k}: read by one job only")
+                elif a[k] != b[k] and _path_of(a[k]) == _path_of(b[k]):
+                    parts.append(f"{k}: other contents at the same path")
+                elif a[k] != b[k]:  # named by its setting too, where one names it
+                    parts.append(f"{k}: {_path_of(a[k])} -> {_path_of(b[k])}")
         elif isinstance(a, dict) and isinstance(b, dict):
             parts += [
                 f"{key}.{k}: {show(a, k)} -> {show(b, k)}"

@@ -100,10 +100,11 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             _check_upstream(out_dir, name, upstream, later)
             # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before
             # the stage runs); folders written before upstream.json existed adopt it.
-            identity = job_identity(inputs, step["config"], run_dir=recipe.output_dir)
             digests = _digests_of_files_read(name, step["config"], recipe.output_dir)
-            # a record from before digests were kept is this job (job_record.LATER_FIELDS)
-            identity = {**identity, "file_digests": digests} if digests else identity
+            # paths in the run folder are recorded as {run_dir}/...: a copied run folder still resumes; a record
+            # from before digests were kept is this job (job_record.LATER_FIELDS)
+            extra = {"file_digests": digests} if digests else {}
+            identity = job_identity(inputs, step["config"], run_dir=recipe.output_dir, **extra)
             _check_stage_job(out_dir, identity, name)
             _record_upstream(out_dir, upstream)
         except (OSError, ValueError) as err:

@@ -132,3 +132,15 @@ def test_an_output_folder_inside_an_input_folder_is_refused(tmp_path):
             check_output_outside_inputs(out, [str(ddin)])
     check_output_outside_inputs(ddin / "out", [str(ddin / "a.jsonl")])  # a file: a rerun reads the same file
     check_output_outside_inputs(tmp_path / "out", [str(ddin), str(tmp_path / "nope*")])
+
+
+def test_digests_of_files_read_at_other_paths_are_named():
+    from pipelines.job_record import describe_difference
+
+    old = {
+        "command": "x",
+        "file_digests": {"blocklist": ["/a/bl.txt", "1:aa"], "benchmark g": ["/b/g", "1:bb"]},
+    }
+    new = {"command": "x", "file_digests": {"blocklist": ["/c/bl.txt", "1:aa"]}}
+    said = describe_difference(old, new)
+    assert "blocklist: /a/bl.txt -> /c/bl.txt" in said and "benchmark g: read by one job only" in said

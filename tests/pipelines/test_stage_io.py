@@ -457,3 +457,20 @@ def test_a_failed_task_prints_a_plain_traceback_not_every_frame_with_its_values(
     assert len(proc.stderr.splitlines()) < 80, proc.stderr
     logs = list((tmp_path / "run" / "web" / "logs" / "logs").glob("task_*.log"))
     assert logs and "FileExistsError" in logs[0].read_text()  # the task log keeps the whole error
+
+
+def test_a_copied_run_folder_whose_stages_read_files_inside_it_still_resumes(tmp_path):
+    # the digests of files a stage reads were recorded with absolute paths: a copy was refused at that stage
+    run = tmp_path / "run"
+    (run / "pages").mkdir(parents=True)
+    for i in range(2):
+        (run / "pages" / f"p{i}.html").write_text(
+            f"<html><body><p>{MATH.replace('{i}', str(i))}</p></body></html>"
+        )
+    (run / "bl.txt").write_text("nothing.example\n")
+    body = 'executor: {kind: local, tasks: 1}\nstages:\n  web: {inputs: ["{run_dir}/pages"], blocklist: "{run_dir}/bl.txt"}\n'
+    (tmp_path / "a.yaml").write_text(f"name: r\noutput_dir: {run}\n{body}")
+    assert "web" in run_recipe(load_recipe(tmp_path / "a.yaml"))
+    shutil.copytree(run, tmp_path / "copy")
+    (tmp_path / "b.yaml").write_text(f"name: r\noutput_dir: {tmp_path / 'copy'}\n{body}")
+    assert "web" in run_recipe(load_recipe(tmp_path / "b.yaml"))  # skipped as complete, not refused
