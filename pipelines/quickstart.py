@@ -75,8 +75,10 @@ def run_quickstart(output_dir: Path, recipe_path: Path | None = None) -> dict:
     if (
         all(stamps.values()) and previous.get("finished_at") == stamps
     ):  # every stage skipped: keep the real run
-        total = previous.get("seconds", total)
-        console.print(f"every stage was already complete; the run took {total} s")
+        console.print(
+            f"every stage was already complete: nothing ran now ({total} s); the run that made them took "
+            f"{previous.get('seconds', '?')} s"
+        )
     else:
         record.write_text(
             json.dumps({"seconds": total, "stages": list(summaries), "finished_at": stamps}) + "\n"

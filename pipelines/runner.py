@@ -80,6 +80,9 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         )
     if dry_run:
         for step in steps:
+            if only and step["stage"] not in only:  # --only: the stages that would run, the others named
+                console.print(f"[dim]{step['stage']}: not run (--only)[/]")
+                continue
             console.print(f"[bold]{step['stage']}[/]: {step['reads'] or '-'} -> {step['output']}")
             console.print(f"    {step['config'].model_dump(exclude_defaults=True)}")
         return {}

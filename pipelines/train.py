@@ -86,8 +86,12 @@ def prepare_recipe(config: Config, ctx: StageContext):
     missing: dict[str, list[str]] = {}
     for stage in raw["stages"]:
         mixture = stage["mixture"]
-        if isinstance(mixture, str):
-            continue
+        if isinstance(
+            mixture, str
+        ):  # a mixture file: read in, so its sources the run has no shards for drop too
+            from shards.mixture import MixtureConfig
+
+            mixture = stage["mixture"] = MixtureConfig.from_yaml(mixture).model_dump(mode="json")
         keep = []
         for source in mixture["sources"]:
             paths = [p.replace("{run_dir}", str(ctx.run_dir)) for p in source["paths"]]

@@ -57,3 +57,19 @@ def test_train_stage_exports_a_model_that_transformers_loads(tmp_path):
     assert model.config.vocab_size == json.loads((run / "shards" / "manifest.json").read_text())["vocab_size"]
     ids = tokenizer("Problem 3: compute", return_tensors="pt")["input_ids"]
     assert model.generate(ids, max_new_tokens=4, do_sample=False).shape[1] == ids.shape[1] + 4
+
+
+def test_sources_of_a_mixture_file_without_shards_are_dropped_as_inline_ones_are(tmp_path):
+    # a mixture given as a file was skipped: `source refine: .../shards/refine: no shard folder` stopped the stage
+    from pipelines.train import Config, prepare_recipe
+
+    run = tmp_path / "run"
+    _run_shards(run)
+    recipe = yaml.safe_load((Path(__file__).resolve().parents[2] / "recipes" / "tiny-cpu.yaml").read_text())
+    (tmp_path / "stable-mix.yaml").write_text(yaml.safe_dump(recipe["stages"][0]["mixture"]))
+    recipe["stages"][0]["mixture"] = str(tmp_path / "stable-mix.yaml")
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(recipe))
+    ctx = StageContext(run_dir=run, out_dir=run / "train", inputs=[], executor=ExecutorConfig())
+    bound, missing = prepare_recipe(Config(recipe=str(tmp_path / "tiny.yaml")), ctx)
+    assert missing["stable"] == ["refine"]
+    assert [s.name for s in bound.stages[0].build_mixture(run).sources] == ["corpus"]

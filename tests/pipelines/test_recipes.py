@@ -148,3 +148,20 @@ def test_every_command_has_help():
 def test_executor_workers_zero_is_named(tmp_path):
     with pytest.raises(RecipeError, match="workers must be -1"):
         load_recipe(_write(tmp_path, "name: x\nexecutor: {workers: 0}\nstages: {web: {}}\n"))
+
+
+def test_dry_run_shows_only_the_stages_only_selects(tmp_path, capsys):
+    from pipelines.recipe import load_recipe
+    from pipelines.runner import run_recipe
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: r\noutput_dir: {tmp_path / 'run'}\nstages:\n  web: {{inputs: [a.warc.gz]}}\n  dedup: {{}}\n"
+    )
+    run_recipe(load_recipe(recipe), dry_run=True, only=["dedup"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert (
+        "web: not run (--only)" in err
+        and "dedup:" in err
+        and "-> " + str(tmp_path / "run" / "web") not in err
+    )
