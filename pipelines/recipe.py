@@ -68,6 +68,12 @@ def load_recipe(path: str | Path) -> Recipe:
         raise RecipeError(str(err)) from None
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}: a recipe is a mapping with keys name, output_dir, executor, stages")
+    if isinstance(raw.get("stages"), list) and ("trainer" in raw or "model" in raw):
+        raise RecipeError(f"{path} is a train recipe (model, trainer, stages as a list): run it with `mathmix train "
+                          f"{path}`, or name it in a run recipe's train stage (train: {{recipe: {path}}})")  # fmt: skip
+    if "sources" in raw and "stages" not in raw:
+        raise RecipeError(f"{path} is a data mixture (sources): use it with `mathmix shards mix` or in a train "
+                          "recipe's stage (mixture: PATH)")  # fmt: skip
     try:
         recipe = Recipe.model_validate(raw)
     except ValidationError as err:

@@ -165,3 +165,13 @@ def test_dry_run_shows_only_the_stages_only_selects(tmp_path, capsys):
         and "dedup:" in err
         and "-> " + str(tmp_path / "run" / "web") not in err
     )
+
+
+def test_a_train_recipe_or_a_mixture_given_to_run_says_what_it_is():
+    root = Path(__file__).resolve().parents[2] / "recipes"
+    with pytest.raises(RecipeError, match="is a train recipe .*mathmix train"):
+        load_recipe(
+            root / "tiny-cpu.yaml"
+        )  # it listed 'run_dir: Extra inputs are not permitted' and the like
+    with pytest.raises(RecipeError, match="is a data mixture .*shards mix"):
+        load_recipe(root / "mixtures" / "octothinker-stable.yaml")
