@@ -22,6 +22,8 @@ from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.extractors.base import ExtractorSandbox
 
+from curate.proc_guard import die_with_parent
+
 DEFAULT_MAX_BYTES = 5_000_000
 PLAIN_TEXT = "text/plain"  # curate.readers.PLAIN_TEXT: the content type of a document that is text already
 PLAIN_TEXT_EXTRACTOR = "plain-text"  # metadata["extractor"] of such a document
@@ -43,9 +45,14 @@ def _safe_extract(html: str, url: str | None, engine: str) -> tuple[str, str]:
 
 class _Sandbox(ExtractorSandbox):
     """datatrove's sandbox, whose worker leaves Ctrl-C to its parent: the terminal sends SIGINT to the whole process
-    group, and the worker printed a KeyboardInterrupt traceback before the parent, which ends it, could say one line."""
+    group, and the worker printed a KeyboardInterrupt traceback before the parent, which ends it, could say one line.
+
+    Its worker also dies with its parent. A pool worker ended by the pool (SIGTERM: another task failed, or the
+    run was killed) never ran the sandbox's cleanup, and its worker, waiting for pages that never came, stayed for
+    good, holding the forkserver and the resource tracker alive after `mathmix` had exited."""
 
     def _worker(self, conn, extract_fn):
+        die_with_parent()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         super()._worker(conn, extract_fn)
 

@@ -6,12 +6,14 @@ recipe decides whether that becomes a LocalPipelineExecutor, a SlurmPipelineExec
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -158,7 +160,8 @@ class ExecutorConfig(BaseModel):
             self._check_earlier_submission(executor, logs)
         pending = executor.get_incomplete_ranks()  # none: datatrove submits nothing
         try:
-            executor.run()
+            with _processes_end_with_mathmix() if self.kind == "local" else contextlib.nullcontext():
+                executor.run()
         except subprocess.CalledProcessError as err:
             raise ValueError(
                 f"sbatch refused the job (exit {err.returncode}): {_sbatch_reason(err, logs)}"
@@ -217,6 +220,37 @@ class ExecutorConfig(BaseModel):
                 _incomplete_message(self.kind, executor, logs, incomplete, earlier=True)
                 + "; rerun to submit them again"
             )
+
+
+@contextlib.contextmanager
+def _processes_end_with_mathmix() -> Iterator[None]:
+    """Around a LocalPipelineExecutor's run: every process its pool starts dies with its parent, up to this one
+    (`curate.proc_guard`), and pool workers leave Ctrl-C to this process, which ends them. Child processes the run
+    leaves (a Manager whose start Ctrl-C interrupted: datatrove never shuts it down, and the exit of `mathmix`
+    waited on it for ever after printing 'interrupted') are ended when it returns or raises.
+
+    Through stdlib hooks, not a datatrove subclass: datatrove starts its Manager process and its pool inside
+    `run()` with no initializer to pass, so its Manager is reached by a fork hook (`os.register_at_fork`) and its
+    pool workers by the forkserver's preload (`set_forkserver_preload`).
+    """
+    import multiprocess
+
+    from curate.proc_guard import forks_die_with_parent, use_guarded_forkserver
+
+    use_guarded_forkserver()
+    before = set(multiprocess.active_children())
+    try:
+        with forks_die_with_parent():
+            yield
+    finally:
+        left = [child for child in multiprocess.active_children() if child not in before]
+        for child in left:
+            child.terminate()
+        for child in left:
+            child.join(5)
+            if child.is_alive():
+                child.kill()
+                child.join(5)
 
 
 SUBMITTED_FILE = (
