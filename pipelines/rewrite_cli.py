@@ -46,6 +46,12 @@ def run_rewrite(
         None, "--corpus-docs", help="corpus size for the GPU-hours estimate"
     ),
     tp: int = typer.Option(1, "--tp", help="tensor parallel GPUs (vllm, sglang)"),
+    retries: int = typer.Option(
+        2, "--retries", min=0, help="retries of a failed request (backoff 2 s, doubling)"
+    ),
+    request_timeout: float = typer.Option(
+        600.0, "--request-timeout", min=0.001, help="seconds one request may take before it is retried"
+    ),
     server_timeout: float | None = typer.Option(
         None,
         "--server-timeout",
@@ -64,6 +70,7 @@ def run_rewrite(
     from pydantic import ValidationError
 
     from curate.rewrite.job import RewriteSettings, run_task
+    from curate.rewrite.rollout import RequestsFailedError
     from pipelines.executors import ExecutorConfig
 
     if task not in TASKS:
@@ -82,7 +89,7 @@ def run_rewrite(
         settings = RewriteSettings(
             model=model, server=server, endpoint=endpoint, max_tokens=max_tokens, temperature=temperature,
             samples=samples, max_docs=max_docs, text_key=text_key, decont_benchmarks=decont or [],
-            corpus_docs=corpus_docs, tp=tp, **timeout,
+            corpus_docs=corpus_docs, tp=tp, retries=retries, request_timeout_s=request_timeout, **timeout,
         )  # fmt: skip
     except ValidationError as err:
         fail(format_validation_errors(err))
@@ -92,6 +99,11 @@ def run_rewrite(
         if os.environ.get("MATHMIX_DEBUG"):
             raise
         fail(str(err))
+        return
+    except RequestsFailedError as err:  # the rest is done; a rerun requests only these again
+        if os.environ.get("MATHMIX_DEBUG"):
+            raise
+        fail(str(err), code=1)
         return
     except Exception as err:  # the server died or never started: say so; a rerun resumes from checkpoints
         if os.environ.get("MATHMIX_DEBUG"):

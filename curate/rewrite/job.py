@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -223,7 +224,7 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
 
     from datatrove.pipeline.writers import JsonlWriter
 
-    from curate.rewrite.rollout import TimedInferenceRunner, rewrite_rollout
+    from curate.rewrite.rollout import FAILURES_DIR, TimedInferenceRunner, rewrite_rollout
 
     rollout = partial(
         rewrite_rollout, task=task, prompt_version=settings.prompt_version, sampling=settings.sampling(),
@@ -234,6 +235,7 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
     runner = TimedInferenceRunner(
         rollout_fn=rollout,
         request_timeout_s=settings.request_timeout_s,
+        failures_dir=str(out_dir / "logs" / "generate" / FAILURES_DIR),
         config=inference_config(settings, model, out_dir / "logs" / "server"),
         output_writer=JsonlWriter(
             str(out_dir / "raw"), output_filename="${rank}_chunk_${chunk_index}.jsonl.gz"
@@ -294,6 +296,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.decont import validate_benchmarks
     from curate.rewrite.report import inference_stats, throughput_report
+    from curate.rewrite.rollout import RequestsFailedError
     from mathmix.cli_util import write_json
     from mathmix.hub import check_model_source
     from mathmix.paths import stage_data
@@ -320,7 +323,17 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     check_job(out_dir, identity, "rewrite")  # the message names the task each job is for
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     steps = generation_pipeline(inputs, out_dir, task, settings, model)
+    _reopen_failed_tasks(gen_logs)  # an earlier run's failed requests: requested again now
     _run_all(executor, steps, gen_logs, f"rewrite-{task}-gen", settings.inference_tasks)
+    failed = _reopen_failed_tasks(gen_logs)
+    if failed:
+        count = sum(r["documents"] for r in failed)
+        examples = [e for r in failed for e in r["examples"]][:3]
+        raise RequestsFailedError(
+            f"{count} document(s) failed their requests after every retry (e.g. {', '.join(examples)}; last "
+            f"error: {failed[-1]['last_error'][:200]}); the other documents are done and kept: rerun the same "
+            "command to request only the failed ones again (--retries / --request-timeout to wait longer)"
+        )
     gen_seconds = time.time() - start
     if any((out_dir / "raw").glob("*.jsonl.gz")):
         steps, decont = validation_pipeline(out_dir, task, settings, model)
@@ -367,6 +380,20 @@ def _run_all(executor: Any, steps: list, logging_dir: Path, name: str, tasks: in
         raise RuntimeError(
             f"{name}: tasks {unfinished} did not finish (logs in {logging_dir}); rerun to resume"
         )
+
+
+def _reopen_failed_tasks(gen_logs: Path) -> list[dict]:
+    """The failure reports of generation tasks with failed requests; their completion markers are removed (so a
+    rerun runs them again), then the reports (what is left to do is in the checkpoints)."""
+    import json
+
+    from curate.rewrite.rollout import FAILURES_DIR
+
+    reports = [json.loads(p.read_text()) for p in sorted((gen_logs / FAILURES_DIR).glob("*.json"))]
+    for report in reports:
+        (gen_logs / "completions" / f"{report['rank']:05d}").unlink(missing_ok=True)
+    shutil.rmtree(gen_logs / FAILURES_DIR, ignore_errors=True)
+    return reports
 
 
 def _ensure_data_file(data_dir: Path, task: str) -> None:

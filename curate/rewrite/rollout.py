@@ -1,10 +1,12 @@
 """The rollout function given to datatrove's InferenceRunner: one request per sample, with retries.
 
-datatrove retries connection errors itself (5 s, 10 s, 20 s, ... apart), but a 503, a malformed JSON body or a
-timed-out request reach the rollout as an InferenceError. Those are retried here with backoff a few times;
-after that the sample is recorded as failed (`{"error": ...}`) and later counted under a reason, so a bad
-request never stops the run and never vanishes. A ServerError (the server died for good, or never came up) is
-not caught: the task fails, and a rerun resumes from datatrove's checkpoints.
+Every failure of the HTTP call (a 503 or 500, a malformed JSON body, a timeout, a refused or closed connection)
+reaches the rollout as an InferenceError and is retried here (`retries`, backoff doubling). datatrove's own
+handling is bypassed on purpose: it retries connection errors for 5 min per request (a dead endpoint cost 16 min
+for 6 documents) and takes a 500 or a connection closed without reply for a dead server, stopping the run for
+one bad request. A sample still failing after the retries is `{"error": "request_failed"}`; the runner then
+does not save its document as finished (see `TimedInferenceRunner`), so a rerun requests it again. A 400 is
+final (`bad_request`, saved). A ServerError from the server's start (it never came up) still stops the task.
 
 `TimedInferenceRunner` puts the request timeout around the HTTP call itself, after the server is ready: a
 timeout around the whole callback would also count a slow server start (minutes for a large model) as failures.
@@ -18,7 +20,7 @@ import time
 from typing import Any
 
 from datatrove.pipeline.inference.run_inference import InferenceRunner
-from datatrove.pipeline.inference.types import InferenceError
+from datatrove.pipeline.inference.types import InferenceError, ServerError
 from loguru import logger
 
 from curate.rewrite.tasks import build_messages, source_text
@@ -26,6 +28,15 @@ from curate.rewrite.tasks import build_messages, source_text
 # The document whose rollout is running: set by the request cache lookup, read when a request goes to the server.
 # Each rollout runs in its own asyncio task, so each sees its own document.
 _DOC_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("rewrite_doc_id", default=None)
+
+
+class RequestsFailedError(RuntimeError):
+    """Documents whose requests failed after every retry: not saved as finished, so a rerun requests them again."""
+
+
+FAILURES_DIR = (
+    "request_failures"  # in the generation logging folder, one {rank}.json each: what run_task reports
+)
 
 
 class TimedInferenceRunner(InferenceRunner):
@@ -38,11 +49,21 @@ class TimedInferenceRunner(InferenceRunner):
     It also counts `documents_requested`: the documents this run sent a request for. On a resumed run the
     documents of finished chunks, and answers found in the request cache, cost nothing here: the throughput
     report divides this run's requests, tokens and seconds by these documents, not by every input document.
+
+    A document with a sample that failed its requests (`request_failed`) is not saved: datatrove would write it
+    to raw/ and to the checkpoints as finished, and a rerun would never ask for it again (a dead endpoint turned
+    every document into a permanent drop, with exit 0). The task finishes every other document but leaves its
+    last chunk open and keeps the request cache (a document's samples that did succeed are not requested again);
+    `failures_dir`/RANK.json says how many failed, for `run_task` to report and to rerun the task.
     """
 
-    def __init__(self, *args: Any, request_timeout_s: float = 600.0, **kwargs: Any):
+    def __init__(
+        self, *args: Any, request_timeout_s: float = 600.0, failures_dir: str | None = None, **kwargs: Any
+    ):
         super().__init__(*args, **kwargs)
         self.request_timeout_s = request_timeout_s
+        self.failures_dir = failures_dir
+        self._failed: list[tuple[str, str]] = []  # (document id, last error) of this run
         self._span: list[float] = []  # first request sent, last answer received (server start excluded)
         self._docs_requested: set[str] = set()
 
@@ -70,11 +91,58 @@ class TimedInferenceRunner(InferenceRunner):
                 return await asyncio.wait_for(inner(payload), timeout)
             except TimeoutError as err:
                 raise InferenceError(None, f"request timed out after {timeout}s") from err
+            except ServerError as err:  # a 500, or a connection closed without a status line
+                raise InferenceError(None, f"server error: {err}") from err
+            except (ConnectionError, OSError) as err:  # refused or reset: retried by the rollout
+                raise InferenceError(None, f"connection failed: {type(err).__name__}: {err}") from err
             finally:
                 self._span[1] = max(self._span[1], time.monotonic())
 
         server._make_request = timed_request
         return server
+
+    async def _save_document(self, document: Any, output_writer_context: Any, rank: int, chunk_index: int,
+                             count_processed_stat: bool = True) -> None:  # fmt: skip
+        failed = [r for r in document.metadata.get(self.metadata_key) or [] if _request_failed(r)]
+        if failed:  # not finished: neither in raw/ nor in the checkpoints, so a rerun asks again
+            self._failed.append((str(document.id), str(failed[0].get("message") or "")))
+            self.stat_update("documents_request_failed", value=1, unit="document")
+            return
+        await super()._save_document(document, output_writer_context, rank, chunk_index, count_processed_stat)
+
+    async def run_async(self, data_gen: Any, rank: int = 0) -> None:
+        import json
+        import os
+
+        self._failed = []
+        path = os.path.join(self.failures_dir, f"{rank:05d}.json") if self.failures_dir else None
+        manager, cache = self.checkpoint_manager, self.request_cache
+        cleanup, close = manager.cleanup_last_chunk, cache.close
+
+        async def cleanup_unless_failed(rank_: int, chunk_index: int) -> None:
+            if not self._failed:  # else the last chunk stays open: a rerun replays it and requests the rest
+                await cleanup(rank_, chunk_index)
+
+        async def close_keeping_failed(delete_file: bool = False) -> None:
+            await close(delete_file=delete_file and not self._failed)  # keeps the samples that did succeed
+
+        manager.cleanup_last_chunk = cleanup_unless_failed  # type: ignore[method-assign]
+        cache.close = close_keeping_failed  # type: ignore[method-assign]
+        try:
+            await super().run_async(data_gen, rank)
+        finally:
+            manager.cleanup_last_chunk, cache.close = cleanup, close  # type: ignore[method-assign]
+        if self._failed and path:
+            # Not an exception: datatrove would log a traceback for it; run_task reads this file, removes the
+            # task's completion marker so that a rerun runs it again, and stops with one line.
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            report = {"rank": rank, "documents": len(self._failed), "last_error": self._failed[-1][1],
+                      "examples": [doc_id for doc_id, _ in self._failed[:5]]}  # fmt: skip
+            with open(path, "w") as handle:
+                json.dump(report, handle)
+            logger.warning(
+                f"{len(self._failed)} document(s) failed their requests: not done, a rerun retries them"
+            )
 
     def run(self, data: Any, rank: int = 0, world_size: int = 1) -> None:
         try:
@@ -82,6 +150,10 @@ class TimedInferenceRunner(InferenceRunner):
         finally:
             if self._span:  # throughput without the server's start-up (minutes for a large model)
                 self.stat_update("generation_seconds", value=self._span[1] - self._span[0], unit="task")
+
+
+def _request_failed(rollout: Any) -> bool:
+    return isinstance(rollout, dict) and rollout.get("error") == "request_failed"
 
 
 async def rewrite_rollout(

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.rewrite.job import RewriteSettings, run_task
+from curate.rewrite.rollout import RequestsFailedError
 from curate.summary import is_balanced
 from pipelines.executors import ExecutorConfig
 
@@ -38,6 +39,7 @@ class Script:
         self.task = task
         self.calls: dict[int, int] = {}
         self.lock = threading.Lock()
+        self.broken = True  # documents 5 and 7 fail their requests while broken
 
     def respond(self, prompt: str) -> tuple[int, bytes, float]:
         i = int(prompt.split("DOC-")[1].split()[0].strip(".,"))
@@ -46,11 +48,11 @@ class Script:
             n = self.calls[i]
         if self.task == "score":
             return 200, _completion(SCORE.format(s=i % 6)), 0.0
-        if i == 5:
+        if i == 5 and self.broken:
             return 200, b'{"choices": [{"message": {"content": "Question', 0.0  # malformed JSON, every time
         if i == 6 and n == 1:
             return 503, b'{"error": "overloaded"}', 0.0  # transient: the retry succeeds
-        if i == 7:
+        if i == 7 and self.broken:
             return 200, _completion(qa_answer(i)), 5.0  # hangs past the request timeout
         if i == 8:
             return 400, b'{"error": {"type": "BadRequestError", "message": "prompt too long"}}', 0.0
@@ -88,6 +90,10 @@ def endpoint():
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             status, payload, delay = state["script"].respond(body["messages"][0]["content"])
             time.sleep(delay)
+            if status is None:  # close the connection without a reply
+                self.close_connection = True
+                self.connection.close()
+                return
             try:
                 self._send(status, payload)
             except OSError:  # the client gave up (timeout): nothing to answer
@@ -148,14 +154,24 @@ def test_qa_end_to_end_with_misbehaving_endpoint(tmp_path, endpoint):
         json.dumps({"problem": "What is $2 + 3$?", "solution": qa_answer(2).split("Solution: ")[1]})
     )
     run = settings(url, decont_benchmarks=[str(bench.parent.parent)], decont_ngram=8)
+    # Documents 5 and 7 fail their requests: the others are done, these are not, and the run says so.
+    with pytest.raises(RequestsFailedError, match=r"2 document\(s\) failed their requests .*rerun"):
+        run_task(inputs, out, "qa", run, ExecutorConfig(tasks=1))
+    assert not (out / "summary.json").exists()
+    assert (
+        script.calls[6] == 2 and script.calls[5] == 2 and script.calls[8] == 1
+    )  # retried, or not when futile
+    before = dict(script.calls)
+    script.broken = False  # the endpoint recovers: a rerun requests the two failed documents only
     summary = run_task(inputs, out, "qa", run, ExecutorConfig(tasks=1))
+    assert {i: n - before.get(i, 0) for i, n in script.calls.items() if n != before.get(i, 0)} == {5: 1, 7: 1}
 
     assert summary["docs_in"] == 10 and is_balanced(summary) and "unaccounted" not in summary
-    expected = {"bad_request": 1, "contaminated": 1, "duplicate": 1, "request_failed": 2, "truncated": 1}
+    expected = {"bad_request": 1, "contaminated": 1, "duplicate": 1, "truncated": 1}
     assert summary["dropped"] == expected
     assert summary["decont"].startswith("8-gram")
     rows = read_rows(out / "data")
-    assert sorted(r["source_id"] for r in rows) == ["web-0", "web-1", "web-3", "web-6"]
+    assert sorted(r["source_id"] for r in rows) == ["web-0", "web-1", "web-3", "web-5", "web-6", "web-7"]
     row = next(r for r in rows if r["source_id"] == "web-3")
     assert row["id"] == "web-3/qa" and row["answer"] == "7" and row["question"] == "What is $3 + 4$?"
     assert row["task"] == "qa" and row["prompt_version"] == "qa.v1" and row["model"] == "scripted-model"
@@ -163,13 +179,8 @@ def test_qa_end_to_end_with_misbehaving_endpoint(tmp_path, endpoint):
     assert (
         row["source_url"] == "https://x/3" and row["prompt_tokens"] == 100 and row["completion_tokens"] == 20
     )
-    assert (
-        script.calls[6] == 2 and script.calls[5] == 2 and script.calls[8] == 1
-    )  # retried, or not when futile
     rejects = {r["source_id"]: r["reason"] for r in read_rows(out / "rejects")}
     assert rejects == {
-        "web-5": "request_failed",
-        "web-7": "request_failed",
         "web-8": "bad_request",
         "web-9": "truncated",
     }
@@ -284,6 +295,7 @@ RESUME_SCRIPT = """
 import sys
 from pathlib import Path
 from curate.rewrite.job import RewriteSettings, run_task
+from curate.rewrite.rollout import RequestsFailedError
 from pipelines.executors import ExecutorConfig
 run_task([sys.argv[1]], Path(sys.argv[2]), "score", RewriteSettings.model_validate_json(sys.argv[3]),
          ExecutorConfig(tasks=1))
@@ -381,3 +393,68 @@ def test_unreadable_input_rows_are_counted_not_lost(tmp_path, endpoint):
     summary = run_task([str(docs)], tmp_path / "qa", "qa", settings(url), ExecutorConfig(tasks=1))
     assert summary["docs_in"] == 4 and summary["docs_out"] == 2 and is_balanced(summary)
     assert summary["dropped"] == {"bad_record": 1, "empty_text": 1}
+
+
+class FailingScript(Script):
+    """qa answers, except: document 1 gets HTTP 500 and document 2 a connection closed without reply."""
+
+    def respond(self, prompt: str) -> tuple[int | None, bytes, float]:
+        i = int(prompt.split("DOC-")[1].split()[0].strip(".,"))
+        with self.lock:
+            self.calls[i] = self.calls.get(i, 0) + 1
+        if self.broken and i == 1:
+            return 500, b'{"error": "internal"}', 0.0
+        if self.broken and i == 2:
+            return None, b"", 0.0
+        return 200, _completion(qa_answer(i)), 0.0
+
+
+def test_failed_requests_are_not_finished_and_a_rerun_retries_them(tmp_path, endpoint):
+    """A 500 or a dropped connection fails that document only (not the run); it is not saved as done: the run
+    exits non-zero naming the count, and a rerun requests those documents again, and only those."""
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    url, set_script = endpoint
+    script = FailingScript("qa")
+    set_script(script)
+    inputs = str(write_stage_input(tmp_path / "decont", n=4) / "data")
+    out = tmp_path / "qa"
+    args = ["rewrite", inputs, "-o", str(out), "--task", "qa", "--model", "m", "--server", "endpoint",
+            "--endpoint", url, "--retries", "1", "--request-timeout", "5"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1, output
+    assert "2 document(s) failed their requests" in output and "rerun" in output and "Traceback" not in output
+    assert script.calls == {0: 1, 1: 2, 2: 2, 3: 1}
+    assert not (out / "summary.json").exists()
+    script.broken = False
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert script.calls == {0: 1, 1: 3, 2: 3, 3: 1}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["docs_out"] == 4 and summary["dropped"] == {} and is_balanced(summary)
+    # A rerun after success sends nothing.
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0 and script.calls == {0: 1, 1: 3, 2: 3, 3: 1}
+
+
+def test_an_endpoint_dead_after_the_readiness_check_fails_fast(tmp_path, monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    from datatrove.pipeline.inference.servers.endpoint_server import EndpointServer
+
+    async def ready(self) -> bool:  # the endpoint answered the readiness checks, then died
+        return True
+
+    monkeypatch.setattr("curate.rewrite.job.wait_for_endpoint", lambda url, timeout: None)
+    monkeypatch.setattr(EndpointServer, "is_ready", ready)
+    inputs = [str(write_stage_input(tmp_path / "decont", n=3))]
+    start = time.time()
+    with pytest.raises(RequestsFailedError, match=r"3 document\(s\) failed .*connection failed"):
+        run_task(inputs, tmp_path / "qa", "qa", settings(f"http://127.0.0.1:{port}"), ExecutorConfig(tasks=1))
+    assert time.time() - start < 30  # not datatrove's 5 min of connection retries per request
