@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import re
 import time
 from typing import Any
 
@@ -152,6 +153,28 @@ class TimedInferenceRunner(InferenceRunner):
                 self.stat_update("generation_seconds", value=self._span[1] - self._span[0], unit="task")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def response_text(value: Any) -> str | None:
+    """The text of a message's `content` / `reasoning_content`, or None when it is not text.
+
+    A string, or a list of parts (OpenAI multi-part format: {"type": "text", "text": ...} or plain strings) joined;
+    None is "". Lone surrogates (a JSON `\\ud800` escape) become U+FFFD: they cannot be encoded as UTF-8, and
+    datatrove drops a document it cannot write with nothing but a log line.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        parts = [p if isinstance(p, str) else p.get("text") if isinstance(p, dict) else None for p in value]
+        if not all(isinstance(p, str) for p in parts):
+            return None
+        value = "".join(parts)  # type: ignore[arg-type]
+    if not isinstance(value, str):
+        return None
+    return _SURROGATE.sub("\ufffd", value)
+
+
 def _request_failed(rollout: Any) -> bool:
     return isinstance(rollout, dict) and rollout.get("error") == "request_failed"
 
@@ -182,9 +205,13 @@ async def rewrite_rollout(
             if "BadRequestError" in message:  # the same request would fail again
                 return {"error": "bad_request", "message": message}
         else:
+            text, reasoning = response_text(result.text), response_text(result.reasoning)
+            if text is None or reasoning is None:
+                kinds = f"content {type(result.text).__name__}, reasoning {type(result.reasoning).__name__}"
+                return {"error": "malformed_response", "message": f"not text: {kinds}"}
             return {
-                "text": result.text,
-                "reasoning": result.reasoning or "",
+                "text": text,
+                "reasoning": reasoning,
                 "finish_reason": result.finish_reason,
                 "usage": dict(result.usage or {}),
             }

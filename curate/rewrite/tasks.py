@@ -21,7 +21,7 @@ PROMPTS_DIR = Path(__file__).parent / "prompts"
 TASKS = ("refine", "qa", "longcot", "score")
 TASKS_WITH_ANSWER = ("qa", "longcot")
 REASONS = (
-    "request_failed", "bad_request", "empty", "truncated", "degenerate_repetition", "unparseable_score",
+    "request_failed", "bad_request", "malformed_response", "empty", "truncated", "degenerate_repetition", "unparseable_score",
     "wrong_format", "no_boxed_answer", "copy_of_input", "length_out_of_bounds", "wrong_language",
     "answer_mismatch", "self_consistency",
 )  # fmt: skip
@@ -89,9 +89,14 @@ def validate_rollout(
 ) -> Verdict:
     """Validate one generation of `task` for a source text; the first failed check names the reason."""
     if rollout.get("error"):
-        return _reject("bad_request" if rollout["error"] == "bad_request" else "request_failed")
-    text = (rollout.get("text") or "").strip()
-    reasoning = (rollout.get("reasoning") or "").strip()
+        known = ("bad_request", "malformed_response")
+        return _reject(rollout["error"] if rollout["error"] in known else "request_failed")
+    text, reasoning = rollout.get("text") or "", rollout.get("reasoning") or ""
+    if not isinstance(text, str) or not isinstance(
+        reasoning, str
+    ):  # raw/ written before the rollout checked it
+        return _reject("malformed_response")
+    text, reasoning = text.strip(), reasoning.strip()
     if not text and not reasoning:
         return _reject("empty")
     if rollout.get("finish_reason") == "length":

@@ -92,6 +92,8 @@ def test_longcot_keeps_a_separate_reasoning_trace():
 REJECTIONS = [
     ("request_failed", "qa", {"error": "request_failed", "message": "timed out"}),
     ("bad_request", "qa", {"error": "bad_request", "message": "BadRequestError: prompt too long"}),
+    ("malformed_response", "qa", {"error": "malformed_response", "message": "not text: content int"}),
+    ("malformed_response", "qa", {"text": 12345}),  # raw/ of an older version
     ("empty", "qa", {"text": "   \n  "}),
     ("truncated", "refine", {"text": REFINED[:80], "finish_reason": "length"}),
     ("degenerate_repetition", "longcot", {"text": "Let me check again. " * 60 + "\\boxed{4}"}),
@@ -194,3 +196,36 @@ def test_real_math500_solutions_pass_as_qa_and_wrong_references_are_caught(share
             mismatched += wrong.reason == "answer_mismatch"
     assert kept >= 0.9 * len(records), f"only {kept}/{len(records)} real solutions kept"
     assert mismatched >= 0.9 * (len(records) - 1), f"only {mismatched} wrong references caught"
+
+
+@pytest.mark.parametrize(
+    ("content", "reasoning", "expected"),
+    [
+        ([{"type": "text", "text": "Question: a?\n"}, {"type": "text", "text": "Solution: \\boxed{1}"}], None,
+         {"text": "Question: a?\nSolution: \\boxed{1}", "reasoning": ""}),
+        ("Question: a \ud800 b?", "think \udfff", {"text": "Question: a \ufffd b?", "reasoning": "think \ufffd"}),
+        (12345, None, {"error": "malformed_response"}),
+        ("x", 5, {"error": "malformed_response"}),
+        ([{"type": "image_url"}], None, {"error": "malformed_response"}),
+    ],
+)  # fmt: skip
+def test_rollout_takes_text_of_parts_cleans_surrogates_and_counts_non_text(content, reasoning, expected):
+    """A list of parts is text; an int is counted (not a crash in validation); a lone surrogate, which datatrove
+    cannot write (the document vanished), becomes U+FFFD."""
+    import asyncio
+    import json
+    from types import SimpleNamespace
+
+    from datatrove.pipeline.inference.types import InferenceResult
+
+    from curate.rewrite.rollout import rewrite_rollout
+
+    async def generate(payload):
+        return InferenceResult(text=content, finish_reason="stop", usage={}, reasoning=reasoning)
+
+    doc = SimpleNamespace(id="d", text="Some page.", metadata={})
+    out = asyncio.run(rewrite_rollout(doc, generate, task="qa", prompt_version="v1", sampling={}))
+    assert {k: out[k] for k in expected} == expected
+    json.dumps(out).encode()  # writable as UTF-8
+    if "error" in expected:
+        assert validate_rollout("qa", out, SOURCE, {}, S, LANG).reason == "malformed_response"
