@@ -266,7 +266,7 @@ def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, mod
     steps: list[Any] = [
         JsonlReader(str(out_dir / "raw"), glob_pattern="*.jsonl.gz"),
         RewriteValidator(task, settings.prompt_version, model, sampling_json(settings.sampling()),
-                         settings.validation(), rejects_writer=rejects),
+                         settings.validation(), rejects_writer=rejects, max_input_chars=settings.max_input_chars),
     ]  # fmt: skip
     decont = "off (no decont_benchmarks)"
     if settings.decont_benchmarks:

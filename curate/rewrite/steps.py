@@ -14,7 +14,7 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
 from curate.rewrite import validate as v
-from curate.rewrite.tasks import ValidationSettings, decide, source_text, validate_rollout
+from curate.rewrite.tasks import ValidationSettings, decide, model_input, source_text, validate_rollout
 
 ROLLOUTS_KEY = "rollout_results"
 
@@ -62,8 +62,10 @@ class RewriteValidator(PipelineStep):
         sampling: str,
         settings: ValidationSettings | None = None,
         rejects_writer: Any = None,
+        max_input_chars: int = 12_000,
     ):
         super().__init__()
+        self.max_input_chars = max_input_chars
         self.task, self.prompt_version, self.model, self.sampling = task, prompt_version, model, sampling
         self.settings = settings or ValidationSettings()
         self.rejects_writer = rejects_writer
@@ -87,7 +89,7 @@ class RewriteValidator(PipelineStep):
     def process(self, doc: Document, rank: int = 0) -> Document | None:
         """The output document for `doc`, or None (counted under its reason) when no sample passes."""
         rollouts = doc.metadata.pop(ROLLOUTS_KEY, None) or [{"error": "request_failed"}]
-        source = source_text(self.task, doc.text, doc.metadata)
+        source = model_input(source_text(self.task, doc.text, doc.metadata), self.max_input_chars)
         verdicts = []
         for rollout in rollouts:
             verdict = validate_rollout(self.task, rollout, source, doc.metadata, self.settings, self.lang)

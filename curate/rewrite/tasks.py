@@ -47,10 +47,19 @@ def source_text(task: str, text: str, metadata: dict[str, Any]) -> str:
     return text
 
 
+def model_input(text: str, max_input_chars: int = 12_000) -> str:
+    """What the model is given of a source text: cut at `max_input_chars` so the prompt fits the context.
+
+    Validation compares outputs with this, not the whole page: against the whole page a verbatim copy of the
+    prompt's part of a long page passed as a refine, and a faithful refine of it failed the length check.
+    """
+    return text[:max_input_chars].strip()
+
+
 def build_messages(task: str, text: str, version: str = "v1", max_input_chars: int = 12_000) -> list[dict]:
     """Chat messages for one document; the input is cut at `max_input_chars` so the prompt fits the context."""
     # str.replace, not str.format: documents are full of LaTeX braces.
-    prompt = prompt_template(task, version).replace("{text}", text[:max_input_chars].strip())
+    prompt = prompt_template(task, version).replace("{text}", model_input(text, max_input_chars))
     return [{"role": "user", "content": prompt}]
 
 

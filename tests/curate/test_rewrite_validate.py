@@ -229,3 +229,32 @@ def test_rollout_takes_text_of_parts_cleans_surrogates_and_counts_non_text(conte
     json.dumps(out).encode()  # writable as UTF-8
     if "error" in expected:
         assert validate_rollout("qa", out, SOURCE, {}, S, LANG).reason == "malformed_response"
+
+
+def test_validation_compares_with_the_part_of_a_long_input_the_model_was_given():
+    """The prompt carries the first max_input_chars: a copy of that part is a copy, a refine of it has the right
+    length, and a score row holds the text that was scored."""
+    from datatrove.data import Document
+
+    from curate.rewrite.steps import ROLLOUTS_KEY, RewriteValidator
+
+    page = " ".join(f"Step {i}: add {i} and {i + 1} to get {2 * i + 1}." for i in range(200))  # ~6,000 chars
+    given = page[:1000].strip()
+
+    def run(task: str, output: str):
+        validator = RewriteValidator(
+            task, "v1", "m", "{}", ValidationSettings(languages=()), max_input_chars=1000
+        )
+        doc = Document(
+            text=page, id="d", metadata={ROLLOUTS_KEY: [{"text": output, "finish_reason": "stop"}]}
+        )
+        kept = validator.process(doc)
+        return kept, dict(validator.stats.stats)
+
+    kept, stats = run("refine", given)  # verbatim copy of what the model saw
+    assert kept is None and "dropped_copy_of_input" in stats
+    refined = given.replace("Step", "In step").replace("to get", "which gives")  # a faithful rewrite of it
+    kept, _ = run("refine", refined)
+    assert kept is not None and kept.text == refined
+    kept, _ = run("score", "Clear worked arithmetic.\nFinal score: 3")
+    assert kept is not None and kept.text == given and kept.metadata["math_score_llm"] == 3
