@@ -300,7 +300,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     from mathmix.cli_util import write_json
     from mathmix.hub import check_model_source
     from mathmix.paths import stage_data
-    from pipelines.job_record import check_job, job_identity
+    from pipelines.job_record import check_job, check_output_outside_inputs, job_identity
 
     start = time.time()
     out_dir = Path(out_dir)
@@ -310,6 +310,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
     for path in inputs:  # a run folder given as input is refused before job.json, or a wait on the endpoint
         stage_data(path)
+    # OUT in an input folder was accepted once, then every rerun read OUT's files as input and was refused.
+    check_output_outside_inputs(out_dir, inputs)
     if settings.server != "endpoint" and settings.model != "auto":  # before a server starts and fails on it
         check_model_source(settings.model)
     if settings.decont_benchmarks:  # a bad benchmark path is found now, not after hours of generation

@@ -458,3 +458,13 @@ def test_an_endpoint_dead_after_the_readiness_check_fails_fast(tmp_path, monkeyp
     with pytest.raises(RequestsFailedError, match=r"3 document\(s\) failed .*connection failed"):
         run_task(inputs, tmp_path / "qa", "qa", settings(f"http://127.0.0.1:{port}"), ExecutorConfig(tasks=1))
     assert time.time() - start < 30  # not datatrove's 5 min of connection retries per request
+
+
+def test_output_inside_an_input_folder_is_refused_before_anything_is_written(tmp_path, endpoint):
+    url, set_script = endpoint
+    set_script(Script("qa"))
+    data = write_stage_input(tmp_path / "decont", n=2) / "data"
+    for out in (data, data / "qa"):
+        with pytest.raises(ValueError, match="input"):
+            run_task([str(data)], out, "qa", settings(url), ExecutorConfig(tasks=1))
+        assert sorted(p.name for p in data.iterdir()) == ["00000.parquet"]
