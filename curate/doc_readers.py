@@ -36,6 +36,13 @@ class _CountingMixin:
             # not a drop reason of its own (the row is still counted once, below or by the stage's adapter):
             # a note that the text may sit under another column name
             self.stat_update(NO_TEXT_FIELD)  # type: ignore[attr-defined]
+        value = data.get(self.text_key)  # type: ignore[attr-defined]
+        if value is not None and not isinstance(value, str):  # `text: 12345`, a list: it killed the run
+            self.stat_update("dropped_bad_record")  # type: ignore[attr-defined]
+            return None
+        if isinstance(value, str) and value and not value.strip():  # whitespace only: no text to work on
+            self.stat_update("dropped_empty_text")  # type: ignore[attr-defined]
+            return None
         document = super().get_document_from_dict(data, source_file, id_in_file)  # type: ignore[misc]
         if not document:
             self.stat_update("dropped_empty_text")  # type: ignore[attr-defined]

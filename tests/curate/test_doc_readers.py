@@ -65,3 +65,18 @@ def test_a_stage_reports_rows_without_a_text_field_and_damaged_files(tmp_path):
     assert summary["docs_in"] == 2 and summary["docs_out"] == 1
     assert summary["rows_without_text_field"] == 1 and summary["unreadable_files"] == 1
     assert summary["docs_in"] == summary["docs_out"] + sum(summary["dropped"].values())
+
+
+def test_text_that_is_not_a_string_or_only_whitespace_is_counted_not_fatal(tmp_path):
+    # `{"text": 12345}` or an int64 text column killed a rewrite run; whitespace-only text was sent to the model
+    rows = [{"id": "a", "text": "one"}, {"id": "n", "text": 12345}, {"id": "l", "text": ["x"]}]
+    rows += [{"id": "w", "text": "   \n "}, {"id": "b", "text": "two"}]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    reader = CountingJsonlReader(str(tmp_path))
+    assert [d.id for d in reader.run()] == ["a", "b"]
+    assert _totals(reader) == {"documents": 2, "dropped_bad_record": 2, "dropped_empty_text": 1}
+    pq.write_table(pa.table({"id": ["a", "b"], "text": [1, 2]}), tmp_path / "p.parquet")
+    (tmp_path / "d.jsonl").unlink()
+    reader = CountingParquetReader(str(tmp_path))
+    assert list(reader.run()) == []
+    assert _totals(reader)["dropped_bad_record"] == 2 and not _totals(reader).get("documents")
