@@ -40,9 +40,6 @@ class _CountingMixin:
         if value is not None and not isinstance(value, str):  # `text: 12345`, a list: it killed the run
             self.stat_update("dropped_bad_record")  # type: ignore[attr-defined]
             return None
-        if isinstance(value, str) and value and not value.strip():  # whitespace only: no text to work on
-            self.stat_update("dropped_empty_text")  # type: ignore[attr-defined]
-            return None
         document = super().get_document_from_dict(data, source_file, id_in_file)  # type: ignore[misc]
         if not document:
             self.stat_update("dropped_empty_text")  # type: ignore[attr-defined]
