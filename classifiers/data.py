@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import random
 import zlib
 from collections.abc import Iterator
@@ -84,16 +83,10 @@ def source_name(path: Path) -> str:
 
 def _gzip_records(path: Path) -> Iterator[tuple[int, object]]:
     """(0-based line, JSON value) of a gzipped JSONL file, with `read_records`' errors (file and line named)."""
+    from mathmix.records import jsonl_lines
+
     with gzip.open(path, "rb") as f:
-        for line_no, raw in enumerate(f):
-            try:
-                line = raw.decode("utf-8").strip()
-                if line:
-                    yield line_no, json.loads(line)
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}:{line_no + 1}: not UTF-8 text") from None
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{line_no + 1}: not valid JSON ({err.msg})") from None
+        yield from jsonl_lines(path, f)
 
 
 def _iter_json_rows(path: Path) -> Iterator[dict]:

@@ -7,7 +7,7 @@ user can open the bad record; every command that reads JSON records reports them
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +41,21 @@ def read_records(path: str | Path, one_object: bool = False) -> Iterator[tuple[i
         yield from enumerate(data)
         return
     with path.open("rb") as f:
-        for line_no, raw in enumerate(f):
-            try:
-                line = raw.decode("utf-8").strip()
-                if line:
-                    yield line_no, json.loads(line)
-            except UnicodeDecodeError:
-                raise ValueError(f"{path}:{line_no + 1}: not UTF-8 text") from None
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{line_no + 1}: not valid JSON ({err.msg})") from None
+        yield from jsonl_lines(path, f)
+
+
+def jsonl_lines(path: str | Path, lines: Iterable[bytes]) -> Iterator[tuple[int, Any]]:
+    """(0-based line, JSON value) of JSONL lines read from `path` (plain or through gzip), blank lines skipped;
+    ValueError naming the file and line where one is not UTF-8 or not JSON."""
+    for line_no, raw in enumerate(lines):
+        try:
+            line = raw.decode("utf-8").strip()
+            if line:
+                yield line_no, json.loads(line)
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}:{line_no + 1}: not UTF-8 text") from None
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{line_no + 1}: not valid JSON ({err.msg})") from None
 
 
 def read_objects(path: str | Path) -> list[dict[str, Any]]:
