@@ -227,6 +227,17 @@ def test_extraction_worker_dies_with_its_parent(tmp_path, sessions):
     assert not left, "still running 5 s after the kill:\n" + "\n".join(left)
 
 
+def _run_busy(tmp_path: Path) -> str:
+    """The body of a script's `__main__` block: two busy tasks on a local executor, 'interrupted' on Ctrl-C."""
+    return (
+        "    config = ExecutorConfig(kind='local', tasks=2, workers=2)\n"
+        "    try:\n"
+        f"        config.run(config.build([steps.busy], {str(tmp_path / 'logs')!r}))\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('interrupted', flush=True)\n"
+    )
+
+
 def test_ctrl_c_prints_no_worker_traceback_and_leaves_no_process(tmp_path, sessions):
     """Ctrl-C reaches the whole process group: each pool worker printed a KeyboardInterrupt traceback when it got
     the signal before the run ended it. Pool workers now leave Ctrl-C to the run, which ends them."""
@@ -235,12 +246,7 @@ def test_ctrl_c_prints_no_worker_traceback_and_leaves_no_process(tmp_path, sessi
     script.write_text(
         "from pipelines.executors import ExecutorConfig\n"
         "import steps\n"
-        "if __name__ == '__main__':\n"
-        "    config = ExecutorConfig(kind='local', tasks=2, workers=2)\n"
-        "    try:\n"
-        f"        config.run(config.build([steps.busy], {str(tmp_path / 'logs')!r}))\n"
-        "    except KeyboardInterrupt:\n"
-        "        print('interrupted', flush=True)\n"
+        "if __name__ == '__main__':\n" + _run_busy(tmp_path)
     )
     with open(tmp_path / "out", "w") as stdout, open(tmp_path / "err", "w") as stderr:
         proc = sessions([sys.executable, str(script)], stdout=stdout, stderr=stderr)
@@ -281,12 +287,7 @@ def test_ctrl_c_while_the_manager_starts_ends_the_run(tmp_path, sessions):
         "    time.sleep(3)\n"
         "    _run_server(cls, *args, **kwargs)\n"
         "if __name__ == '__main__':\n"
-        "    SyncManager._run_server = classmethod(slow_run_server)\n"
-        "    config = ExecutorConfig(kind='local', tasks=2, workers=2)\n"
-        "    try:\n"
-        f"        config.run(config.build([steps.busy], {str(tmp_path / 'logs')!r}))\n"
-        "    except KeyboardInterrupt:\n"
-        "        print('interrupted', flush=True)\n"
+        "    SyncManager._run_server = classmethod(slow_run_server)\n" + _run_busy(tmp_path)
     )
     with open(tmp_path / "out", "w") as stdout, open(tmp_path / "err", "w") as stderr:
         proc = sessions([sys.executable, str(script)], stdout=stdout, stderr=stderr)
