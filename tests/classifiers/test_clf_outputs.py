@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 
@@ -11,31 +10,18 @@ import pytest
 from typer.testing import CliRunner
 
 from classifiers.cli import load_training_data
-from classifiers.train import TrainSettings, train_model
+from classifiers.train import train_model
 from mathmix.cli import app
-
-MATH_WORDS = "let x be integer prove theorem equation solve derivative integral $x^2$ lemma".split()
-TEXT_WORDS = "the match team season city mayor said market shares film actor recipe weather tour".split()
-FAST = TrainSettings(dim=16, lr=0.3, word_ngrams=2, epoch=10, bucket=10_000, holdout=0.25)
-
-
-def _docs(words: list[str], n: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(words) for _ in range(40)) + f"\npage {i}" for i in range(n)]
-
-
-def _jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+from tests.classifiers.corpus import FAST, MATH_WORDS, TEXT_WORDS, docs, write_jsonl
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("trained")
-    math = _jsonl(d / "math.jsonl", [{"text": t, "url": f"https://m{i % 3}.org/q/{i}"} for i, t in
-                                     enumerate(_docs(MATH_WORDS, 24, 1))])  # fmt: skip
-    text = _jsonl(d / "text.jsonl", [{"text": t, "url": f"https://n{i % 3}.com/a/{i}"} for i, t in
-                                     enumerate(_docs(TEXT_WORDS, 24, 2))])  # fmt: skip
+    math = write_jsonl(d / "math.jsonl", [{"text": t, "url": f"https://m{i % 3}.org/q/{i}"} for i, t in
+                                     enumerate(docs(MATH_WORDS, 24, 1))])  # fmt: skip
+    text = write_jsonl(d / "text.jsonl", [{"text": t, "url": f"https://n{i % 3}.com/a/{i}"} for i, t in
+                                     enumerate(docs(TEXT_WORDS, 24, 2))])  # fmt: skip
     model = d / "model" / "model.bin"
     train_model(load_training_data([math], [text], [], 3.0), model, FAST)
     return {"math": math, "text": text, "model": model}
@@ -66,14 +52,14 @@ def _training_rows(trained: dict[str, Path], corpus: str) -> list[dict]:
 
 
 def test_eval_of_training_pages_only_is_an_error_not_zero_scores(trained, tmp_path):
-    seen = _jsonl(tmp_path / "seen.jsonl", _training_rows(trained, "text"))
+    seen = write_jsonl(tmp_path / "seen.jsonl", _training_rows(trained, "text"))
     args = ["classifier", "eval", str(trained["model"]), "--nonmath", str(seen), "--json"]
     result = CliRunner().invoke(app, [*args, "--plot", str(tmp_path / "pr.png")])
     assert result.exit_code == 2, result.output
     words = _words(result.output)
     assert "nothing to evaluate" in words and "all 18 documents" in words and "training pages" in words
     assert "precision" not in words
-    empty = _jsonl(tmp_path / "empty.jsonl", [])
+    empty = write_jsonl(tmp_path / "empty.jsonl", [])
     result = CliRunner().invoke(app, [*args[:3], "--math", str(empty), "--plot", str(tmp_path / "pr.png")])
     assert result.exit_code == 2 and "nothing to evaluate" in _words(result.output)
     assert "no documents" in _words(result.output)
@@ -82,7 +68,7 @@ def test_eval_of_training_pages_only_is_an_error_not_zero_scores(trained, tmp_pa
 def test_eval_of_one_class_draws_no_empty_legend(trained, tmp_path):
     import warnings
 
-    fresh = _jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in _docs(MATH_WORDS, 4, 50)])
+    fresh = write_jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in docs(MATH_WORDS, 4, 50)])
     args = ["classifier", "eval", str(trained["model"]), "--math", str(fresh), "--json"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -102,10 +88,10 @@ def _train(math: Path, text: Path, out: Path) -> Path:
 def two_sets(trained, tmp_path_factory) -> dict[str, Path]:
     """Two finished models (A: the module's inputs, B: other pages), each with its own card and pages."""
     d = tmp_path_factory.mktemp("sets")
-    math_b = _jsonl(d / "math_b.jsonl", [{"text": t, "url": f"https://b.org/{i}"} for i, t in
-                                         enumerate(_docs(MATH_WORDS, 20, 60))])  # fmt: skip
-    text_b = _jsonl(d / "text_b.jsonl", [{"text": t, "url": f"https://c.com/{i}"} for i, t in
-                                         enumerate(_docs(TEXT_WORDS, 20, 61))])  # fmt: skip
+    math_b = write_jsonl(d / "math_b.jsonl", [{"text": t, "url": f"https://b.org/{i}"} for i, t in
+                                         enumerate(docs(MATH_WORDS, 20, 60))])  # fmt: skip
+    text_b = write_jsonl(d / "text_b.jsonl", [{"text": t, "url": f"https://c.com/{i}"} for i, t in
+                                         enumerate(docs(TEXT_WORDS, 20, 61))])  # fmt: skip
     return {"a": trained["model"], "b": _train(math_b, text_b, d / "b" / "model.bin"),
             "math_b": math_b, "text_b": text_b}  # fmt: skip
 

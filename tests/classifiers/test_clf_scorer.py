@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -13,30 +12,27 @@ from classifiers.data import LabelledDoc
 from classifiers.model import ModelError
 from classifiers.scorer import MathScoreFilter
 from classifiers.train import TrainData, TrainSettings, train_model
-
-MATH_WORDS = (
-    "let x be integer prove theorem equation solve derivative integral $x^2$ \\frac{1}{2} lemma".split()
-)
-TEXT_WORDS = "the match team season city mayor said market shares film actor recipe weather tour".split()
-
-
-def _texts(words, n, seed):
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(words) for _ in range(30)) for _ in range(n)]
+from tests.classifiers.corpus import MATH_WORDS, TEXT_WORDS, docs
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("scorer") / "model.bin"
-    pos = [LabelledDoc(t, "m", f"m{i}") for i, t in enumerate(_texts(MATH_WORDS, 30, 1))]
-    neg = [LabelledDoc(t, "n", f"n{i}") for i, t in enumerate(_texts(TEXT_WORDS, 30, 2))]
+    pos = [
+        LabelledDoc(t, "m", f"m{i}") for i, t in enumerate(docs(MATH_WORDS, 30, 1, length=30, numbered=False))
+    ]
+    neg = [
+        LabelledDoc(t, "n", f"n{i}") for i, t in enumerate(docs(TEXT_WORDS, 30, 2, length=30, numbered=False))
+    ]
     train_model(TrainData(pos, neg), out, TrainSettings(dim=8, lr=0.3, word_ngrams=2, epoch=10, bucket=5000))
     return out
 
 
 def _docs() -> list[Document]:
     texts = (
-        _texts(MATH_WORDS, 6, 3) + _texts(TEXT_WORDS, 6, 4) + ["", "!!! ??? ...", "x\nSimulators — LessWrong"]
+        docs(MATH_WORDS, 6, 3, length=30, numbered=False)
+        + docs(TEXT_WORDS, 6, 4, length=30, numbered=False)
+        + ["", "!!! ??? ...", "x\nSimulators — LessWrong"]
     )
     return [Document(text=t, id=str(i)) for i, t in enumerate(texts)]
 

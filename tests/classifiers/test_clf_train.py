@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -13,37 +12,22 @@ from classifiers.cli import load_training_data
 from classifiers.data import InputError, llm_seed_split, read_input
 from classifiers.model import MathClassifier, ModelError, card_path
 from classifiers.train import TrainSettings, train_model
-
-MATH_WORDS = (
-    "let x be integer prove theorem equation solve derivative integral $x^2$ \\frac{1}{2} lemma".split()
-)
-TEXT_WORDS = "the match team season city mayor said market shares film actor recipe weather tour".split()
-FAST = TrainSettings(dim=16, lr=0.3, word_ngrams=2, epoch=10, bucket=10_000, holdout=0.25)
-
-
-def _docs(words: list[str], n: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(words) for _ in range(40)) + f"\npage {i}" for i in range(n)]
-
-
-def _jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+from tests.classifiers.corpus import FAST, MATH_WORDS, TEXT_WORDS, docs, write_jsonl
 
 
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("corpora")
-    math = _docs(MATH_WORDS, 40, 1)
-    text = _docs(TEXT_WORDS, 40, 2)
+    math = docs(MATH_WORDS, 40, 1)
+    text = docs(TEXT_WORDS, 40, 2)
     return {
-        "math": _jsonl(
+        "math": write_jsonl(
             d / "math.jsonl", [{"text": t, "url": f"https://m{i % 4}.org/q/{i}"} for i, t in enumerate(math)]
         ),
-        "bench": _jsonl(
-            d / "bench.jsonl", [{"problem": t[:80], "solution": t[80:]} for t in _docs(MATH_WORDS, 20, 3)]
+        "bench": write_jsonl(
+            d / "bench.jsonl", [{"problem": t[:80], "solution": t[80:]} for t in docs(MATH_WORDS, 20, 3)]
         ),
-        "text": _jsonl(
+        "text": write_jsonl(
             d / "text.jsonl",
             [{"text": t, "url": f"https://news{i % 4}.com/a/{i}"} for i, t in enumerate(text)],
         ),
@@ -73,7 +57,7 @@ def test_card_records_inputs_counts_hyperparameters_threshold_metrics(model, cor
 
 def test_scores_separate_unseen_texts(model):
     clf = MathClassifier(model)
-    math, text = _docs(MATH_WORDS, 5, 9), _docs(TEXT_WORDS, 5, 10)
+    math, text = docs(MATH_WORDS, 5, 9), docs(TEXT_WORDS, 5, 10)
     scores = clf.score(math + text + ["", "prove theorem lemma integral"])
     assert (scores[:5] > 0.5).all() and (scores[5:10] < 0.5).all()
     assert scores[10] == 0.0 and scores[11] == 0.0  # empty, and too short to judge (< 16 tokens)
@@ -82,7 +66,7 @@ def test_scores_separate_unseen_texts(model):
 def test_eval_json_has_the_issue_keys_and_leaves_out_training_pages(model, corpora, tmp_path):
     from mathmix.cli import app
 
-    fresh = _jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in _docs(MATH_WORDS, 6, 11)])
+    fresh = write_jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in docs(MATH_WORDS, 6, 11)])
     args = [
         "classifier",
         "eval",
@@ -109,7 +93,7 @@ def test_eval_json_has_the_issue_keys_and_leaves_out_training_pages(model, corpo
 def test_eval_report_has_breakdown_thresholds_and_ood(model, corpora, tmp_path):
     from classifiers.evaluate import evaluate_model
 
-    ood = _jsonl(tmp_path / "ood.jsonl", [{"text": t} for t in _docs(MATH_WORDS[:6], 5, 12)])
+    ood = write_jsonl(tmp_path / "ood.jsonl", [{"text": t} for t in docs(MATH_WORDS[:6], 5, 12)])
     res = evaluate_model(
         model, [corpora["math"]], [corpora["text"]], [ood], [corpora["text"]], plot_path=tmp_path / "pr.png"
     )
@@ -125,11 +109,11 @@ def test_eval_report_has_breakdown_thresholds_and_ood(model, corpora, tmp_path):
 
 def test_llm_seeds_split_by_threshold(tmp_path):
     rows = [{"text": f"doc {i}", "math_score_llm": i} for i in range(6)] + [{"text": "unscored"}]
-    pos, neg = llm_seed_split(_jsonl(tmp_path / "seeds.jsonl", rows), threshold=3)
+    pos, neg = llm_seed_split(write_jsonl(tmp_path / "seeds.jsonl", rows), threshold=3)
     assert [d.text for d in pos] == ["doc 3", "doc 4", "doc 5"]
     assert [d.text for d in neg] == ["doc 0", "doc 1", "doc 2"]
     with pytest.raises(InputError, match="math_score_llm"):
-        llm_seed_split(_jsonl(tmp_path / "plain.jsonl", [{"text": "a"}]))
+        llm_seed_split(write_jsonl(tmp_path / "plain.jsonl", [{"text": "a"}]))
 
 
 def test_recall_round_finds_math_domains_and_records_the_round(model, corpora, tmp_path):
@@ -142,15 +126,15 @@ def test_recall_round_finds_math_domains_and_records_the_round(model, corpora, t
         shutil.copy(model.with_suffix(suffix), local.with_suffix(suffix))
     rows = [
         {"text": t, "url": f"https://www.mathsite.org/questions/{i}"}
-        for i, t in enumerate(_docs(MATH_WORDS, 6, 20))
+        for i, t in enumerate(docs(MATH_WORDS, 6, 20))
     ]
     rows += [
         {"text": t, "url": f"https://mathsite.org/questions/x{i}"}
-        for i, t in enumerate(_docs(TEXT_WORDS, 2, 21))
+        for i, t in enumerate(docs(TEXT_WORDS, 2, 21))
     ]
-    rows += [{"text": t, "url": f"https://news.com/a/{i}"} for i, t in enumerate(_docs(TEXT_WORDS, 6, 22))]
+    rows += [{"text": t, "url": f"https://news.com/a/{i}"} for i, t in enumerate(docs(TEXT_WORDS, 6, 22))]
     summary = recall_round(
-        local, [_jsonl(tmp_path / "crawl.jsonl", rows)], tmp_path / "round1", domain_share=0.5
+        local, [write_jsonl(tmp_path / "crawl.jsonl", rows)], tmp_path / "round1", domain_share=0.5
     )
     domains = json.loads((tmp_path / "round1" / "domains.json").read_text())
     assert list(domains) == ["mathsite.org"] and domains["mathsite.org"]["patterns"] == [
@@ -192,7 +176,7 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         read_input(tmp_path / "nope.jsonl")
     with pytest.raises(InputError, match="no row has a `text` field"):
-        read_input(_jsonl(tmp_path / "x.jsonl", [{"title": "a"}]))
+        read_input(write_jsonl(tmp_path / "x.jsonl", [{"title": "a"}]))
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no .html pages"):
         read_input(tmp_path / "empty")
@@ -258,10 +242,10 @@ def _stage_folder(path: Path, rows: list[dict]) -> Path:
     (path / "data").mkdir(parents=True)
     (path / "logs").mkdir()
     (path / "rejects").mkdir()
-    _jsonl(path / "data" / "00000.jsonl", rows)
+    write_jsonl(path / "data" / "00000.jsonl", rows)
     (path / "summary.json").write_text(json.dumps({"docs_in": len(rows) + 1, "docs_out": len(rows)}))
     (path / "logs" / "executor.json").write_text(json.dumps({"pipeline": []}))
-    _jsonl(path / "rejects" / "00000.jsonl", [{"text": "dropped page", "math_score_llm": 5}])
+    write_jsonl(path / "rejects" / "00000.jsonl", [{"text": "dropped page", "math_score_llm": 5}])
     return path
 
 
@@ -270,7 +254,7 @@ def test_a_stage_folder_is_read_as_its_data(model, tmp_path):
 
     rows = [
         {"text": t, "url": f"https://m.org/q/{i}", "math_score_llm": 4}
-        for i, t in enumerate(_docs(MATH_WORDS, 3, 30))
+        for i, t in enumerate(docs(MATH_WORDS, 3, 30))
     ]
     stage = _stage_folder(tmp_path / "web", rows)
     assert [d.text for d in read_input(stage)] == [r["text"] for r in rows]  # no rejects, summary or logs
@@ -340,9 +324,9 @@ def test_holdout_that_leaves_no_training_page_says_so(tmp_path):
 
 
 def test_llm_seed_classes_are_counted_apart_in_the_card(corpora, tmp_path):
-    seeds = [{"text": t, "math_score_llm": 5} for t in _docs(MATH_WORDS, 6, 40)]
-    seeds += [{"text": t, "math_score_llm": 0} for t in _docs(TEXT_WORDS, 6, 41)]
-    path = _jsonl(tmp_path / "seeds.jsonl", seeds)
+    seeds = [{"text": t, "math_score_llm": 5} for t in docs(MATH_WORDS, 6, 40)]
+    seeds += [{"text": t, "math_score_llm": 0} for t in docs(TEXT_WORDS, 6, 41)]
+    path = write_jsonl(tmp_path / "seeds.jsonl", seeds)
     data = load_training_data([corpora["math"]], [corpora["text"]], [path], 3.0)
     card = train_model(data, tmp_path / "m.bin", FAST)
     name = f"{tmp_path.name}/seeds.jsonl"
