@@ -20,9 +20,9 @@ from typing import Any, Literal
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field
 
+from curate.rewrite.inputs import build_readers
 from curate.rewrite.tasks import ValidationSettings, sampling_json
 from curate.summary import ensure_data_file, summarize_logs, write_summary
-from mathmix.paths import stage_data, unique_files
 
 CPU_SERVER = str(Path(__file__).resolve().parents[1] / "cpu_server.py")
 Server = Literal["transformers", "vllm", "sglang", "endpoint"]
@@ -81,28 +81,6 @@ class RewriteSettings(BaseModel):
             check_answers=self.check_answers,
             min_agreement=self.min_agreement,
         )
-
-
-def build_readers(inputs: list[str], settings: RewriteSettings) -> list[Any]:
-    """One datatrove reader per input: a stage folder (its data/), a folder of Parquet/JSONL, or one file."""
-    from curate.doc_readers import CountingJsonlReader, CountingParquetReader
-
-    readers = []
-    for raw in unique_files(inputs):  # an input given twice is read once
-        path = stage_data(raw)  # a stage folder: its outputs, never its rejects/
-        if path.is_dir():
-            folder, pattern = path, "*.parquet" if any(path.glob("*.parquet")) else "*.jsonl*"
-        elif path.is_file():
-            folder, pattern = path.parent, path.name
-        else:
-            raise FileNotFoundError(f"{raw}: no such input file or folder")
-        kind = CountingParquetReader if pattern.endswith(".parquet") else CountingJsonlReader
-        kwargs = {"compression": "infer"} if kind is CountingJsonlReader else {}
-        readers.append(
-            kind(str(folder), glob_pattern=pattern, limit=settings.max_docs, text_key=settings.text_key,
-                 id_key=settings.id_key, **kwargs)
-        )  # fmt: skip
-    return readers
 
 
 def resolve_model(settings: RewriteSettings, inputs: list[str], model_dir: Path) -> str:

@@ -468,3 +468,17 @@ def test_output_inside_an_input_folder_is_refused_before_anything_is_written(tmp
         with pytest.raises(ValueError, match="input"):
             run_task([str(data)], out, "qa", settings(url), ExecutorConfig(tasks=1))
         assert sorted(p.name for p in data.iterdir()) == ["00000.parquet"]
+
+
+def test_a_folder_of_parquet_and_jsonl_files_reads_both(tmp_path, endpoint):
+    """Only the Parquet files of a mixed folder were read: the JSONL files' documents were lost without a word."""
+    url, set_script = endpoint
+    set_script(Script("score"))
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rows = [{"id": f"web-{i}", "text": f"DOC-{i} Worked example: {i} + 1 = {i + 1}."} for i in range(5)]
+    pq.write_table(pa.Table.from_pylist(rows[:2]), folder / "a.parquet")
+    (folder / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[2:]))
+    summary = run_task([str(folder)], tmp_path / "score", "score", settings(url), ExecutorConfig(tasks=1))
+    assert summary["docs_in"] == 5 and summary["docs_out"] == 5 and is_balanced(summary)
+    assert sorted(r["source_id"] for r in read_rows(tmp_path / "score" / "data")) == [r["id"] for r in rows]
