@@ -100,9 +100,10 @@ def plan_bench(
     zero_shot: bool,
     prompt_file: Path | None,
     seed: int,
-) -> tuple[list[tuple[str, int, list, list]], dict[str, str]]:
+) -> tuple[list[tuple[str, int, list, list]], dict[str, str], dict[str, dict[str, int]]]:
     """Load every benchmark's items and exemplars before any model is loaded: [(name, shots asked, items,
-    exemplars)] and {skipped name: reason}. A bad prompt file is a ValueError here, not after a benchmark ran.
+    exemplars)], {skipped name: reason} and {name: {reason: records of its test file that hold no item}}.
+    A bad prompt file is a ValueError here, not after a benchmark ran.
 
     Raises:
         ValueError: DATA_DIR holds none of the benchmarks, or every benchmark is skipped (an empty result would
@@ -111,12 +112,19 @@ def plan_bench(
     if not any(find_test_file(name, data_dir) for name, _ in benchmarks):
         looked = ", ".join(BENCHMARKS[name].test[0] for name, _ in benchmarks)
         raise ValueError(f"no test set under {data_dir} for the benchmarks asked for (looked for {looked})")
-    plan, skipped = [], {}
+    plan, skipped, dropped = [], {}, {}
     for name, shots in benchmarks:
         shots = 0 if zero_shot else shots
-        items = load_benchmark(name, data_dir, limit=limit)
-        if not items:
+        bad: Counter = Counter()
+        items = load_benchmark(name, data_dir, limit=limit, dropped=bad)
+        if bad:
+            dropped[name] = dict(sorted(bad.items()))
+        if items is None:
             skipped[name] = f"no test set under {data_dir}"
+            continue
+        if not items:
+            why = f" ({_reasons(dropped[name])})" if bad else ""
+            skipped[name] = f"no usable item in {find_test_file(name, data_dir)}{why}"
             continue
         try:
             exemplars = load_exemplars(name, data_dir, shots, seed=seed, prompt_file=prompt_file)
@@ -129,7 +137,12 @@ def plan_bench(
         reasons = [f"no test set for {', '.join(absent)}"] if absent else []
         reasons += [f"{name}: {reason}" for name, reason in skipped.items() if name not in absent]
         raise ValueError(f"nothing to evaluate under {data_dir}: {'; '.join(reasons)}")
-    return plan, skipped
+    return plan, skipped, dropped
+
+
+def _reasons(counts: dict[str, int]) -> str:
+    """{"no_answer": 2} -> "no_answer: 2"."""
+    return ", ".join(f"{reason}: {n}" for reason, n in counts.items())
 
 
 def run_bench(
@@ -163,7 +176,14 @@ def run_bench(
     from pipelines.job_record import check_job
 
     start = time.time()
-    plan, skipped = plan_bench(benchmarks, data_dir, limit, zero_shot, prompt_file, seed)
+    plan, skipped, dropped = plan_bench(benchmarks, data_dir, limit, zero_shot, prompt_file, seed)
+    for name, counts in dropped.items():
+        if name not in skipped:
+            console.print(
+                f"[yellow]warning:[/] {name}: {sum(counts.values())} record(s) of {find_test_file(name, data_dir)} "
+                f"dropped, not evaluated ({_reasons(counts)}); counted under dropped_items in {name}.json",
+                soft_wrap=True,
+            )
     if backend == "auto":  # the backend that will answer: auto and its choice are one job
         from evals.generate import vllm_available
 
@@ -204,6 +224,8 @@ def run_bench(
                 )
                 result = benchmark_result(name, str(model), len(exemplars), grade_outputs(items, outputs))
                 result["backend"] = generator.backend
+                if name in dropped:
+                    result["dropped_items"] = dropped[name]
                 cut = getattr(generator, "truncated", 0)
                 if cut:
                     result["truncated_prompts"] = cut
@@ -215,8 +237,9 @@ def run_bench(
                     )
                 write_json(out_dir / f"{name}.json", result)
             row = {k: result[k] for k in ("shots", "n", "correct", "accuracy")}
-            if result.get("truncated_prompts"):
-                row["truncated_prompts"] = result["truncated_prompts"]
+            for key in ("truncated_prompts", "dropped_items"):
+                if result.get(key):
+                    row[key] = result[key]
             summary["benchmarks"][name] = row
     summary["seconds"] = round(time.time() - start, 2)
     earlier = _read_json(out_dir / "results.json") if not todo else None

@@ -8,6 +8,7 @@ split, as in Minerva's and OctoThinker's prompts), drawn with a fixed seed, or f
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,17 +113,36 @@ def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
     return {"id": str(item_id), "question": question, "answer": str(answer), "solution": solution}
 
 
-def load_benchmark(name: str, data_dir: Path, limit: int | None = None) -> list[dict[str, Any]] | None:
+def drop_reason(record: dict[str, Any]) -> str:
+    """Why `normalize` found no item in RECORD: "no_question" (no problem/question/prompt) or "no_answer"."""
+    return (
+        "no_answer"
+        if record.get("problem") or record.get("question") or record.get("prompt")
+        else "no_question"
+    )
+
+
+def load_benchmark(
+    name: str, data_dir: Path, limit: int | None = None, dropped: Counter | None = None
+) -> list[dict[str, Any]] | None:
     """The normalized test items of a benchmark under DATA_DIR (None where the set is absent).
 
     `limit` keeps the first N items; None keeps all (0 used to mean all too, and a negative N cut from the end).
+    `dropped` counts, by `drop_reason`, the records of the file that hold no item (they used to vanish silently:
+    a test set with half its answers missing was scored on the other half, with no word said).
     """
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1 (got {limit}); leave it out to evaluate every item")
     path = find_test_file(name, data_dir)
     if path is None:
         return None
-    items = [n for i, r in enumerate(read_objects(path)) if (n := normalize(r, i)) is not None]
+    items = []
+    for i, record in enumerate(read_objects(path)):
+        item = normalize(record, i)
+        if item is not None:
+            items.append(item)
+        elif dropped is not None:
+            dropped[drop_reason(record)] += 1
     return items[:limit] if limit is not None else items
 
 

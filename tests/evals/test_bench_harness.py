@@ -146,6 +146,24 @@ def test_run_bench_grades_hand_written_outputs(bench_dir, tmp_path):
     assert result["extraction"] == {"answer_is": 2, "hashes": 1, "none": 1}
 
 
+def test_test_records_without_a_question_or_answer_are_counted_not_lost(bench_dir, tmp_path, capsys):
+    test = bench_dir / "gsm8k/test.jsonl"
+    test.write_text(
+        test.read_text()
+        + '{"question": "What is 9*2?"}\n{"answer": "#### 3"}\n{"question": "q", "answer": ""}\n'
+    )
+    summary = run_bench(
+        "hand", [("gsm8k", 0)], bench_dir, tmp_path / "out", generator=HandWritten(["#### 0"] * 4)
+    )
+    row = summary["benchmarks"]["gsm8k"]
+    assert row["n"] == 4 and row["dropped_items"] == {"no_answer": 2, "no_question": 1}
+    assert json.loads((tmp_path / "out/gsm8k.json").read_text())["dropped_items"] == row["dropped_items"]
+    assert "gsm8k: 3 record(s) of" in capsys.readouterr().err
+    test.write_text('{"question": "What is 9*2?"}\n')  # nothing usable: said, not "no test set"
+    with pytest.raises(ValueError, match="gsm8k: no usable item in .*test.jsonl \\(no_answer: 1\\)"):
+        run_bench("hand", [("gsm8k", 0)], bench_dir, tmp_path / "o2", generator=HandWritten([]))
+
+
 class Counting(HandWritten):
     """HandWritten that records the prompts it was asked to answer."""
 
