@@ -16,15 +16,24 @@ PARQUET, JSONL = "*.parquet", "*.jsonl*"  # JSONL: .jsonl, .jsonl.gz, .jsonl.zst
 
 
 def input_sources(inputs: list[str]) -> list[tuple[Path, str, int]]:
-    """(folder, glob pattern, files listed before these in the same folder) per kind of file each input holds."""
+    """(folder, glob pattern, files listed before these in the same folder) per kind of file each input holds.
+
+    FileNotFoundError naming the input: a path that does not exist, or a folder with no Parquet or JSONL file.
+    """
     sources = []
     for raw in unique_files(inputs):  # an input given twice is read once
         path = stage_data(raw)  # a stage folder: its outputs, never its rejects/
         if path.is_dir():
             parquet = sum(1 for p in path.glob(PARQUET) if p.is_file())
+            jsonl = any(p.is_file() for p in path.glob(JSONL))
+            if (
+                not parquet and not jsonl
+            ):  # datatrove raised mid-run, after OUT held a job that blocked the next
+                raise FileNotFoundError(
+                    f"{path}: no input files in this folder (*.parquet, *.jsonl, *.jsonl.gz; subfolders are not read)"
+                )
             sources += [(path, PARQUET, 0)] if parquet else []
-            if any(p.is_file() for p in path.glob(JSONL)) or not parquet:
-                sources.append((path, JSONL, parquet))
+            sources += [(path, JSONL, parquet)] if jsonl else []
         elif path.is_file():
             sources.append((path.parent, path.name, 0))
         else:

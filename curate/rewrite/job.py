@@ -20,7 +20,7 @@ from typing import Any, Literal
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field
 
-from curate.rewrite.inputs import build_readers
+from curate.rewrite.inputs import build_readers, input_sources
 from curate.rewrite.tasks import ValidationSettings, sampling_json
 from curate.summary import ensure_data_file, summarize_logs, write_summary
 
@@ -288,6 +288,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
     for path in inputs:  # a run folder given as input is refused before job.json, or a wait on the endpoint
         stage_data(path)
+    input_sources(inputs)  # so is an input folder without input files
     # OUT in an input folder was accepted once, then every rerun read OUT's files as input and was refused.
     check_output_outside_inputs(out_dir, inputs)
     if settings.server != "endpoint" and settings.model != "auto":  # before a server starts and fails on it

@@ -482,3 +482,29 @@ def test_a_folder_of_parquet_and_jsonl_files_reads_both(tmp_path, endpoint):
     summary = run_task([str(folder)], tmp_path / "score", "score", settings(url), ExecutorConfig(tasks=1))
     assert summary["docs_in"] == 5 and summary["docs_out"] == 5 and is_balanced(summary)
     assert sorted(r["source_id"] for r in read_rows(tmp_path / "score" / "data")) == [r["id"] for r in rows]
+
+
+def test_an_input_folder_without_input_files_is_one_line_before_anything_is_written(tmp_path, endpoint):
+    """It was a datatrove traceback mid-run, after OUT held a job and checkpoints that refused the rerun once the
+    files were there."""
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    url, set_script = endpoint
+    set_script(Script("score"))
+    empty, other = tmp_path / "empty", tmp_path / "other"
+    empty.mkdir()
+    other.mkdir()
+    (other / "notes.txt").write_text("not documents\n")
+    out = tmp_path / "o"
+    for folder in (empty, other):
+        result = CliRunner().invoke(app, ["rewrite", str(folder), "-o", str(out), "--task", "score", "--model",
+                                          "m", "--server", "endpoint", "--endpoint", url])  # fmt: skip
+        output = "".join(result.output.split("\n"))
+        assert result.exit_code == 2 and f"{folder}: no input files in this folder" in output, output
+        assert "Traceback" not in output and "rerun" not in output and not out.exists()
+    (empty / "docs.jsonl").write_text(json.dumps({"id": "web-1", "text": "DOC-1 Worked example."}) + "\n")
+    result = CliRunner().invoke(app, ["rewrite", str(empty), "-o", str(out), "--task", "score", "--model", "m",
+                                      "--server", "endpoint", "--endpoint", url])  # fmt: skip
+    assert result.exit_code == 0 and json.loads((out / "summary.json").read_text())["docs_out"] == 1
