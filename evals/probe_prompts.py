@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -9,8 +10,11 @@ from evals.benchmarks import BENCHMARKS, SUITES
 from mathmix.records import read_records
 
 
-def load_prompts(path: Path) -> list[dict[str, str]]:
+def load_prompts(path: Path, dropped: Counter | None = None) -> list[dict[str, str]]:
     """MATH8K-style prompts: JSONL (or a JSON array) of records with `prompt` (or problem/question) and `answer`.
+
+    `dropped` counts the records left out, by reason: "not_an_object", "no_prompt", "no_answer" (they used to
+    be left out silently).
 
     Raises:
         ValueError: naming PATH when it holds no records, or none with a prompt and an answer.
@@ -19,13 +23,17 @@ def load_prompts(path: Path) -> list[dict[str, str]]:
     if not records:
         raise ValueError(f"no prompts in {path}")
     out = []
+    dropped = Counter() if dropped is None else dropped
     for r in records:
         if not isinstance(r, dict):
+            dropped["not_an_object"] += 1
             continue
         question = r.get("prompt") or r.get("problem") or r.get("question")
         answer = r.get("answer", r.get("gt_answer", r.get("final_answer")))
         if question and answer not in (None, ""):
             out.append({"question": str(question), "answer": str(answer)})
+        else:
+            dropped["no_prompt" if not question else "no_answer"] += 1
     if not out:
         fields = sorted({k for r in records if isinstance(r, dict) for k in r})
         raise ValueError(

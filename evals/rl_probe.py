@@ -19,6 +19,7 @@ import json
 import random
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -321,7 +322,16 @@ def run_probe(
                 f"no whole checkpoint under {out_dir}/trainer: the probe starts over", soft_wrap=True
             )
         shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # checkpoints of an unrecorded job, or broken
-    prompts = load_prompts(prompts_path)
+    bad_prompts: Counter = Counter()
+    prompts = load_prompts(prompts_path, bad_prompts)
+    if bad_prompts:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(bad_prompts.items()))
+        console.print(
+            f"skipped {sum(bad_prompts.values())} record(s) of {prompts_path} without a prompt and an answer "
+            f"({reasons}); counted under dropped_prompts in {out_dir}/summary.json",
+            soft_wrap=True,
+            markup=False,
+        )
     prompts, overlap = check_overlap(prompts, eval_set_files(data_dir), config.on_overlap)
     write_json(out_dir / "overlap.json", overlap)
     if overlap.get("dropped"):
@@ -380,6 +390,7 @@ def run_probe(
         "train_prompts": len(train),
         "heldout_prompts": len(heldout),
         "math500_items": len(math500 or []),
+        "dropped_prompts": dict(sorted(bad_prompts.items())),
         "overlap": {k: overlap.get(k) for k in ("checked", "overlapping_prompts", "dropped", "reason")},
         "config": config.model_dump(),
         "validation_rows": len(log.rows),

@@ -54,8 +54,10 @@ def test_a_short_eval_problem_inside_a_longer_prompt_is_dropped(tmp_path):
     assert report["overlapping_prompts"] == 1 and kept == prompts[1:]
 
 
-def test_grpo_probe_runs_a_few_steps_and_logs_validation(tiny_model_dir, tmp_path):
+def test_grpo_probe_runs_a_few_steps_and_logs_validation(tiny_model_dir, tmp_path, capsys):
     prompts, bench = probe_inputs(tmp_path)
+    # records without a prompt and an answer are left out, counted by reason (they used to vanish silently)
+    prompts.write_text(prompts.read_text() + '5\n{"prompt": "What is 1 plus 1?"}\n{"answer": "3"}\n')
     config = ProbeConfig(
         prompts_per_step=2,
         rollouts=2,
@@ -72,6 +74,8 @@ def test_grpo_probe_runs_a_few_steps_and_logs_validation(tiny_model_dir, tmp_pat
     summary = run_probe(tiny_model_dir, prompts, out, config, bench)
     assert summary["overlap"]["dropped"] == 1
     assert summary["train_prompts"] == 8 and summary["heldout_prompts"] == 2
+    assert summary["dropped_prompts"] == {"no_answer": 1, "no_prompt": 1, "not_an_object": 1}
+    assert "skipped 3 record(s) of" in capsys.readouterr().err
     with (out / "validation.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert [int(r["Step"]) for r in rows] == [0, 1, 2]
