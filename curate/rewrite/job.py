@@ -273,6 +273,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
              model_dir: Path | None = None, run_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.decont import validate_benchmarks
+    from curate.rewrite.prechecks import check_server_package
     from curate.rewrite.report import inference_stats, throughput_report
     from curate.rewrite.rollout import RequestsFailedError
     from mathmix.cli_util import write_json
@@ -282,6 +283,9 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
 
     start = time.time()
     out_dir = Path(out_dir)
+    gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
+    if not _finished(gen_logs, settings.inference_tasks):  # vllm / sglang: named before anything is read
+        check_server_package(settings.server)
     what = settings.model_dump(
         mode="json", exclude=OPERATIONAL_SETTINGS | {"decont_benchmarks"}, exclude_defaults=True
     )
@@ -295,7 +299,6 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         check_model_source(settings.model)
     if settings.decont_benchmarks:  # a bad benchmark path is found now, not after hours of generation
         validate_benchmarks(settings.decont_benchmarks, ngram=settings.decont_ngram)
-    gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
     if settings.server == "endpoint":  # a bad URL or a dead endpoint is named before anything is written
         check_endpoint_url(settings.endpoint)
         if not _finished(gen_logs, settings.inference_tasks):  # nothing left to ask it otherwise

@@ -147,3 +147,25 @@ def test_a_run_folder_as_input_is_refused_before_anything_is_written(tmp_path):
     output = "".join(result.output.split("\n"))
     assert result.exit_code == 2 and "holds stage folders (dedup, web)" in output, output
     assert not (tmp_path / "o" / "job.json").exists()
+
+
+@pytest.mark.parametrize(("server", "extra"), [("vllm", "mathmix[gpu]"), ("sglang", "mathmix[sglang]")])
+def test_a_server_whose_package_is_missing_is_named_before_anything_is_written(
+    tmp_path, monkeypatch, server, extra
+):
+    """It was datatrove's ImportError traceback from inside the job, after job.json and logs were written."""
+    import importlib.util
+
+    from mathmix.cli import app
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == server else find_spec(name, *a)
+    )
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    out = tmp_path / "o"
+    result = CliRunner().invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(out), "--task", "qa",
+                                      "--model", "auto", "--server", server])  # fmt: skip
+    output = "".join(result.output.split("\n"))
+    assert result.exit_code == 2 and f"server '{server}' needs the {server} package" in output, output
+    assert extra in output and "Traceback" not in output and "rerun" not in output and not out.exists()
