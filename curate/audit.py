@@ -31,11 +31,15 @@ import pyarrow as pa
 from curate.audit_guard import AuditRefused, check_read_only
 from curate.audit_views import UNREADABLE, create_all, unfinished_stages
 
-__all__ = ["AuditRefused", "AuditSession", "write_result"]
+__all__ = ["AuditRefused", "AuditSession", "SettingsError", "write_result"]
 
 OUTPUT_FORMATS = ("table", "csv", "json", "parquet")
 MAX_ROWS = 200  # rows the text table shows by default (the CLI's --max-rows)
 BATCH_ROWS = 2048  # rows fetched from DuckDB at a time when a result is streamed (DuckDB's vector size)
+
+
+class SettingsError(ValueError):
+    """DuckDB refused a setting of the session (e.g. a --memory-limit it cannot parse)."""
 
 
 @dataclass
@@ -69,9 +73,9 @@ class AuditSession:
             self.con = duckdb.connect(":memory:", config=config)
         except duckdb.Error as err:  # e.g. a memory limit DuckDB cannot parse
             self._cleanup()
-            raise ValueError(f"DuckDB refused the settings ({str(err).splitlines()[0]})") from None
+            raise SettingsError(f"DuckDB refused the settings ({str(err).splitlines()[0]})") from None
         self.relations = create_all(self.con, self.run_dir)
-        self.unreadable = list(UNREADABLE)  # damaged Parquet files the views leave out
+        self.unreadable = list(UNREADABLE)  # damaged Parquet and JSON files the views leave out
         self.unfinished = unfinished_stages(
             self.run_dir, self.relations
         )  # stage folders with no summary.json

@@ -27,12 +27,14 @@ MEMORY_LIMIT = typer.Option(
 
 
 def _session(run_dir: Path, memory_limit: str | None = None):
-    from curate.audit import AuditSession
+    from curate.audit import AuditSession, SettingsError
 
     try:
         session = AuditSession(run_dir, memory_limit=memory_limit)
-    except (FileNotFoundError, ValueError) as err:
-        fail(str(err) if isinstance(err, FileNotFoundError) else f"--memory-limit {memory_limit}: {err}")
+    except SettingsError as err:
+        fail(f"--memory-limit {memory_limit}: {err}")
+    except FileNotFoundError as err:
+        fail(str(err))
     warn_unreadable(session.unreadable)
     warn(session.unfinished)
     return session
@@ -188,7 +190,7 @@ def report_cmd(
     only under RUN_DIR/audit/). Sections: funnel, top domains, math_score histogram, lengths, language, dedup
     clusters, contamination, rewriter, mixture.
     """
-    from curate.audit import check_output_path
+    from curate.audit import SettingsError, check_output_path
     from curate.audit_sections import write_report
 
     html_path, md_path = report_paths(output or str(run_dir / "audit" / "report.html"), markdown)
@@ -204,8 +206,10 @@ def report_cmd(
         )
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
-    except ValueError as err:  # DuckDB refused --memory-limit
+    except SettingsError as err:  # DuckDB refused --memory-limit
         fail(f"--memory-limit {memory_limit}: {err}")
+    except ValueError as err:  # the HTML and its Markdown twin are one file
+        fail(str(err))
     warn_unreadable(result["unreadable"])
     for section in result["sections"].values():
         for note in section["notes"]:

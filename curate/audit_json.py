@@ -72,8 +72,15 @@ def rows_to_arrow(rows: list[dict[str, Any]]) -> pa.Table:
             ]
         elif kinds == {"int", "float"}:
             values = [None if v is None else float(v) for v in values]
-        arrays[key] = pa.array(values) if kinds else pa.array(values, type=pa.string())
+        try:
+            arrays[key] = pa.array(values) if kinds else pa.array(values, type=pa.string())
+        except (pa.ArrowException, OverflowError):  # a number past int64, lists of mixed items: kept as text
+            arrays[key] = pa.array([None if v is None else _json_text(v) for v in values], type=pa.string())
     return pa.table(arrays)
+
+
+def _json_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _kind(value: Any) -> str:
@@ -87,7 +94,8 @@ def _kind(value: Any) -> str:
 
 
 def read_json_file(path: Path) -> list[dict[str, Any]]:
-    """Rows of a .json document or of a .jsonl file (one object a line); unreadable lines are skipped."""
+    """Rows of a .json document or of a .jsonl file (one object a line); unreadable lines are skipped, a .json
+    document that does not parse raises ValueError (json.JSONDecodeError)."""
     text = path.read_text(errors="replace")
     if path.suffix == ".jsonl":
         rows: list[dict[str, Any]] = []
@@ -98,7 +106,4 @@ def read_json_file(path: Path) -> list[dict[str, Any]]:
                 continue
             rows.extend(json_rows([value]) if isinstance(value, dict) else [{"value": value}])
         return rows
-    try:
-        return json_rows(json.loads(text))
-    except json.JSONDecodeError:
-        return []
+    return json_rows(json.loads(text))

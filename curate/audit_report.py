@@ -202,8 +202,10 @@ def summary_checks(b: ReportBuilder) -> list[str]:
         reported = (
             f" and reports unaccounted = {row['unaccounted']}" if row["unaccounted"] is not None else ""
         )
-        if docs_in is None or docs_out is None:
-            lines.append(f"{stage}: summary.json has no numeric docs_in/docs_out (unchecked){reported}")
+        if docs_in is None or docs_out is None or dropped is None:
+            lines.append(
+                f"{stage}: summary.json has no numeric docs_in/docs_out/dropped (unchecked){reported}"
+            )
         elif docs_in != docs_out + dropped:
             gap = docs_in - docs_out - dropped
             what = f"{gap} documents unaccounted for" if gap > 0 else f"{-gap} more out than came in"

@@ -242,7 +242,7 @@ def build_report(
             message = str(err).splitlines()[0] if str(err) else type(err).__name__
             sections.append(Section(key, title, notes=[f"could not be computed: {message}"]))
     if session.unreadable and sections:  # the first section (the funnel) says what the views left out
-        sections[0].notes.insert(0, f"{len(session.unreadable)} damaged Parquet file(s) left out of the views: "
+        sections[0].notes.insert(0, f"{len(session.unreadable)} damaged file(s) left out of the views: "
                                     + "; ".join(session.unreadable[:5]))  # fmt: skip
     if sections:  # ... and which stage folders have output but no summary (the funnel does not list them)
         sections[0].notes[:0] = [f"warning: {line}" for line in session.unfinished]

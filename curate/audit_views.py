@@ -49,9 +49,8 @@ def _sql_str(value: str | Path) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-UNREADABLE: list[
-    str
-] = []  # Parquet files left out of the views by the last `create_all` (damaged, truncated)
+# Files left out of the views by the last `create_all`: damaged or truncated Parquet, JSON that does not parse
+UNREADABLE: list[str] = []
 
 
 def _parquet_files(folder: Path) -> list[Path]:
@@ -64,7 +63,7 @@ def _parquet_files(folder: Path) -> list[Path]:
         try:
             pq.read_metadata(path)
         except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
-            UNREADABLE.append(f"{path}: {str(err).splitlines()[0] if str(err) else type(err).__name__}")
+            UNREADABLE.append(f"{path}: {_first_line(err)}")
             continue
         files.append(path)
     return files
@@ -201,9 +200,9 @@ def stats_rows(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
             "seconds": _float(summary.get("seconds")),
         }
         extra = {k: v for k, v in summary.items() if k not in ("docs_in", "docs_out", "dropped", "seconds")}
-        summaries.append(
-            base | {"dropped_total": sum(_int(v) or 0 for v in dropped.values()), "extra": json.dumps(extra)}
-        )
+        counts = [_int(v) for v in dropped.values()]  # a drop that is no count leaves the total unknown
+        total = None if None in counts else _int(sum(c for c in counts if c is not None))
+        summaries.append(base | {"dropped_total": total, "extra": json.dumps(extra)})
         for reason, count in sorted(dropped.items()) or [(None, 0)]:  # type: ignore[list-item]
             stats.append(base | {"reason": reason, "dropped": _int(count)})
     order = lambda row: (row["position"], row["stage"])  # noqa: E731 - pipeline order, not folder order
@@ -248,11 +247,16 @@ def _position(stage: str) -> int:
     return STAGE_FOLDERS.index(head) if head in STAGE_FOLDERS else len(STAGE_FOLDERS)
 
 
+INT64 = 2**63
+
+
 def _int(value: Any) -> int | None:
+    """A count as DuckDB's BIGINT holds it; None for no number (text, NaN, Infinity, one past int64)."""
     try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
+        number = int(value) if value is not None else None
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if number is not None and -INT64 <= number < INT64 else None
 
 
 def _float(value: Any) -> float | None:
@@ -264,6 +268,19 @@ def _float(value: Any) -> float | None:
 
 def _table_name(*parts: str) -> str:
     return re.sub(r"\W+", "_", "_".join(parts)).strip("_").lower()
+
+
+def _json_file_rows(run_dir: Path, path: Path) -> list[dict[str, Any]]:
+    """The rows of one JSON document; one that does not parse is left out and named (`UNREADABLE`)."""
+    try:
+        return read_json_file(path)
+    except (OSError, ValueError) as err:  # json.JSONDecodeError is a ValueError
+        UNREADABLE.append(f"{path}: {_first_line(err)}")
+        return []
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def _create_table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]) -> None:
@@ -286,7 +303,9 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
         made["summaries"] = "every summary.json: one row per stage"
     manifests = sorted((run_dir / "shards").rglob("manifest.json")) if (run_dir / "shards").is_dir() else []
     rows = [
-        {"manifest": m.relative_to(run_dir).as_posix()} | row for m in manifests for row in read_json_file(m)
+        {"manifest": m.relative_to(run_dir).as_posix()} | row
+        for m in manifests
+        for row in _json_file_rows(run_dir, m)
     ]
     if rows:
         _create_table(con, "shards", rows)
@@ -298,9 +317,13 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
             if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
                 continue
             name = _table_name(_stage_name(run_dir, folder), path.stem)
-            rows = read_json_file(path)
+            rows = _json_file_rows(run_dir, path)
             if rows and any(rows) and name not in made:  # `{}` has no column to make a table of
-                _create_table(con, name, rows)
+                try:
+                    _create_table(con, name, rows)
+                except (duckdb.Error, ValueError, TypeError) as err:  # a shape no table holds: named
+                    UNREADABLE.append(f"{path}: {_first_line(err)}")
+                    continue
                 made[name] = f"report {path.relative_to(run_dir).as_posix()}"
     return made
 

@@ -379,4 +379,30 @@ def test_a_damaged_parquet_file_is_left_out_and_named_not_a_traceback(run_dir, t
     assert out.exit_code == 0 and "unreadable: " in out.stderr and "zz.parquet" in out.stderr, out.output
     out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0 and "zz.parquet" in out.stderr, out.output
-    assert "damaged Parquet file(s) left out" in (tmp_path / "r.md").read_text()
+    assert "damaged file(s) left out" in (tmp_path / "r.md").read_text()
+
+
+def test_json_the_views_cannot_hold_is_kept_as_text_or_named_not_a_traceback(run_dir, tmp_path):
+    """A summary with Infinity or a count past int64, a report holding lists of mixed items or a number past int64,
+    a half-written report: each crashed every audit command (or was blamed on --memory-limit)."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run, ignore=shutil.ignore_patterns("branches", "shards"))
+    summary = json.loads((run / "decont" / "summary.json").read_text())
+    summary |= {"docs_out": 1e30, "dropped": {"contaminated": float("inf")}}
+    (run / "decont" / "summary.json").write_text(json.dumps(summary))  # Python writes Infinity
+    (run / "dedup" / "odd.json").write_text('[[1, "a"], [2]]')
+    (run / "dedup" / "big.json").write_text('{"n": 99999999999999999999999, "m": 1}')
+    (run / "dedup" / "half.json").write_text('{"a": 1, "b')
+    with AuditSession(run) as s:
+        assert [line.split(": ")[0] for line in s.unreadable] == [str(run / "dedup" / "half.json")]
+        assert s.rows("SELECT * FROM dedup_big") == [{"n": "99999999999999999999999", "m": 1}]
+        assert s.rows("SELECT value FROM dedup_odd") == [{"value": '[1, "a"]'}, {"value": "[2]"}]
+        assert s.rows("SELECT docs_out, dropped_total FROM summaries WHERE stage = 'decont'") == [
+            {"docs_out": None, "dropped_total": None}
+        ]
+    out = CliRunner().invoke(_cli(), ["audit", "sql", str(run), "SELECT m FROM dedup_big", "-f", "csv"])
+    assert out.exit_code == 0 and out.stdout.split() == ['"m"', "1"], out.output
+    assert f"unreadable: {run / 'dedup' / 'half.json'}: " in out.stderr and "memory-limit" not in out.output
+    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    assert "decont: summary.json has no numeric docs_in/docs_out/dropped (unchecked)" in out.stderr
