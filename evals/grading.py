@@ -11,6 +11,35 @@ import threading
 
 _ANSWER_IS = re.compile(r"(?:final answer|the answer) is[:\s]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE)
 _HASHES = re.compile(r"####\s*([^\n]+)")
+# "18 dollars", "$40 miles per hour", "1/2 cup": a number, then plain words (a unit). math-verify knows some units
+# ("5 cm" parses as 5) but not others ("18 dollars" parsed as 18*d*o*l*l*a*r*s and was graded wrong).
+_NUMBER_THEN_WORDS = re.compile(
+    r"^\$?\s*([-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:\s*/\s*\d+)?)\s*\$?\s+([A-Za-z][A-Za-z'.\s/-]*)$"
+)
+# Words after a number that keep the answer whole: math, not a unit ("2 pi", "3 and 4", "5 or 6").
+_NOT_UNITS = {
+    "pi",
+    "sqrt",
+    "and",
+    "or",
+    "to",
+    "times",
+    "plus",
+    "minus",
+    "over",
+    "divided",
+    "squared",
+    "cubed",
+}
+
+
+def _drop_unit(answer: str) -> str:
+    """The number of NUMBER UNIT WORDS ("18 dollars" -> "18"); any other answer as it is."""
+    match = _NUMBER_THEN_WORDS.match(answer)
+    if match is None:
+        return answer
+    first = match.group(2).split()[0].strip(".").lower()
+    return answer if len(first) < 2 or first in _NOT_UNITS else match.group(1)
 
 
 def last_boxed(text: str) -> str | None:
@@ -41,11 +70,11 @@ def extract_answer(text: str) -> tuple[str | None, str]:
         return boxed, "boxed"
     hashes = _HASHES.findall(text)
     if hashes:
-        return hashes[-1].strip().rstrip("."), "hashes"
+        return _drop_unit(hashes[-1].strip().rstrip(".")), "hashes"
     said = _ANSWER_IS.findall(text)
     if said:
         answer = said[-1].strip().strip("$").strip()
-        return answer.rstrip("."), "answer_is"
+        return _drop_unit(answer.rstrip(".")), "answer_is"
     return None, "none"
 
 

@@ -23,10 +23,21 @@ from evals.grading import answers_match, boxed_reward, extract_answer, grade, la
         ("48 / 2 = 24. The answer is 72.", ("72", "answer_is")),
         ("Therefore the final answer is $\\pi$.", ("\\pi", "answer_is")),
         ("I am not sure.", (None, "none")),
+        # a unit after the number: math-verify read "18 dollars" as a product of letters and graded it wrong
+        ("He pays 9 * 2 = 18. The answer is 18 dollars.", ("18", "answer_is")),
+        ("The answer is $40 miles per hour.", ("40", "answer_is")),
+        ("#### 1/2 cup", ("1/2", "hashes")),
+        ("The answer is 2 pi.", ("2 pi", "answer_is")),  # math words after a number stay
+        ("The answer is 3 and 4.", ("3 and 4", "answer_is")),
     ],
 )
 def test_extract_answer(output, expected):
     assert extract_answer(output) == expected
+
+
+def test_a_unit_after_the_number_is_graded_on_the_number():
+    assert grade("The answer is 18 dollars.", "18")["correct"]
+    assert grade("#### 2,000 meters", "2000")["correct"]
 
 
 def test_last_boxed_balances_braces():
