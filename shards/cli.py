@@ -72,11 +72,17 @@ def train_tokenizer_cmd(
     """
     from shards.tokenizer import iter_texts, load_tokenizer, train_tokenizer
 
+    skipped: dict[str, int] = {}
     try:
-        texts = iter_texts([str(c) for c in corpus], limit=max_docs)
+        texts = iter_texts([str(c) for c in corpus], limit=max_docs, skipped=skipped)
         out = train_tokenizer(texts, output, vocab_size=vocab_size, min_frequency=min_frequency)
     except (FileNotFoundError, ValueError) as err:
         fail(str(err))
+    if skipped.get("bad_record"):
+        console.print(
+            f"[yellow]note:[/] skipped {skipped['bad_record']} JSONL row(s) whose `text` is not a string",
+            soft_wrap=True,
+        )
     size = load_tokenizer(out).vocab_size
     console.print(
         f"tokenizer saved to {out} (vocabulary {size}"

@@ -146,11 +146,20 @@ def train_tokenizer(
 
 
 def iter_texts(
-    paths: Iterable[str | Path], limit: int | None = None, text_key: str = "text"
+    paths: Iterable[str | Path],
+    limit: int | None = None,
+    text_key: str = "text",
+    skipped: dict[str, int] | None = None,
 ) -> Iterator[str]:
-    """Texts from Parquet/JSONL files or folders of them (for tokenizer training and benchmarks)."""
+    """Texts from Parquet/JSONL files or folders of them (for tokenizer training and benchmarks).
+
+    A JSONL row whose text is not a string (`"text": 5`, a list) is skipped and counted in `skipped["bad_record"]`
+    (`shards build` drops such rows as bad_record too); a Parquet `text` column that holds no strings is an error
+    naming the file and its type.
+    """
     import json
 
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     n = 0
@@ -166,6 +175,9 @@ def iter_texts(
                 raise ValueError(
                     f"{path}: no `{text_key}` column (columns: {', '.join(parquet.schema_arrow.names)})"
                 )
+            kind = parquet.schema_arrow.field(text_key).type
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)):
+                raise ValueError(f"{path}: the `{text_key}` column holds {kind}, not text")
             for batch in parquet.iter_batches(columns=[text_key], batch_size=1024):
                 texts = batch.column(0).to_pylist()
                 for text in texts:
@@ -183,6 +195,10 @@ def iter_texts(
                 except ValueError:
                     raise ValueError(f"{path}:{line_no}: not valid JSON") from None
                 text = row.get(text_key) if isinstance(row, dict) else None
+                if text is not None and not isinstance(text, str):  # a number or a list: no text to learn
+                    if skipped is not None:
+                        skipped["bad_record"] = skipped.get("bad_record", 0) + 1
+                    continue
                 if text:
                     yield text
                     n += 1

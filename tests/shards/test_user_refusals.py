@@ -7,6 +7,8 @@ import json
 import struct
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 from typer.testing import CliRunner
 
@@ -219,3 +221,18 @@ def test_mix_output_allows_a_project_folder_an_empty_file_and_refuses_a_trailing
         runner.invoke(app, ["shards", "mix", str(recipe), "-o", f"{tmp_path / 'newdir'}/"])
     )
     assert "names a folder" in error and not (tmp_path / "newdir").exists()
+
+
+def test_train_tokenizer_skips_rows_whose_text_is_not_a_string(tmp_path):
+    # `"text": 5` or a list crashed BPE training with "TypeError: 'int' object is not iterable"
+    corpus = tmp_path / "c.jsonl"
+    rows = [{"text": f"x = {i} + {i}"} for i in range(20)] + [{"text": 5}, {"text": ["a list"]}]
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = runner.invoke(app, ["shards", "train-tokenizer", str(corpus), "-o", str(tmp_path / "tok")])
+    assert result.exit_code == 0, result.output
+    assert "skipped 2 JSONL row(s)" in result.output and (tmp_path / "tok" / "tokenizer.json").is_file()
+    numbers = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"text": [1, 2, 3]}), numbers)
+    args = ["shards", "train-tokenizer", str(numbers), "-o", str(tmp_path / "tok2")]
+    error = _one_line_error(runner.invoke(app, args))
+    assert str(numbers) in error and "holds int64, not text" in error
