@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from curate.rewrite.inputs import build_readers, input_sources
 from curate.rewrite.tasks import ValidationSettings, sampling_json
@@ -71,6 +71,16 @@ class RewriteSettings(BaseModel):
     decont_ngram: int = 13
     corpus_docs: int | None = Field(None, description="documents in the corpus to estimate cost for")
     gpu_output_tokens_per_s: float = Field(2500.0, gt=0, description="assumed GPU decode rate for estimates")
+
+    @model_validator(mode="after")
+    def _endpoint_names_its_model(self) -> RewriteSettings:
+        # 'auto' builds a tiny model in OUT/_model and sends its path as the model name: no endpoint serves that.
+        if self.server == "endpoint" and self.model == "auto":
+            raise ValueError(
+                "server 'endpoint' needs the name of the model the endpoint serves (--model NAME / model:, as listed "
+                "by GET URL/v1/models), not 'auto' (a tiny local model that an endpoint does not serve)"
+            )
+        return self
 
     def sampling(self) -> dict[str, Any]:
         return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p}

@@ -169,3 +169,21 @@ def test_a_server_whose_package_is_missing_is_named_before_anything_is_written(
     output = "".join(result.output.split("\n"))
     assert result.exit_code == 2 and f"server '{server}' needs the {server} package" in output, output
     assert extra in output and "Traceback" not in output and "rerun" not in output and not out.exists()
+
+
+def test_an_endpoint_with_model_auto_is_refused(tmp_path):
+    """`auto` built a tiny local model and sent its folder as the model name to an endpoint that never serves it."""
+    from mathmix.cli import app
+
+    message = "server 'endpoint' needs the name of the model the endpoint serves"
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    result = CliRunner().invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o"), "--task",
+                                      "qa", "--model", "auto", "--server", "endpoint", "--endpoint",
+                                      "http://127.0.0.1:9", "--server-timeout", "1"])  # fmt: skip
+    output = "".join(result.output.split("\n"))
+    assert result.exit_code == 2 and message in output and "--model" in output, output
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ValueError, match=message):  # the recipe block too (model: auto is its default)
+        Recipe.model_validate(
+            {"name": "q", "stages": {"rewrite": {"server": "endpoint", "endpoint": "http://h"}}}
+        )
