@@ -18,6 +18,13 @@ TASKS = ("refine", "qa", "longcot", "score")
 SERVERS = ("transformers", "vllm", "sglang", "endpoint")
 
 
+def _document_count(value: int) -> int:
+    """--max-docs: N > 0, or -1 for all (datatrove read nothing for 0 or -5, without a word)."""
+    if value < 1 and value != -1:
+        raise typer.BadParameter(f"{value} is not a number of documents: give N > 0, or -1 for all")
+    return value
+
+
 @rewrite_app.command("run")
 def run_rewrite(
     inputs: list[Path] = typer.Argument(
@@ -34,18 +41,20 @@ def run_rewrite(
     endpoint: str | None = typer.Option(
         None, "--endpoint", help="OpenAI-compatible base URL (--server endpoint)"
     ),
-    max_tokens: int = typer.Option(1024, "--max-tokens", help="completion tokens per request"),
-    temperature: float = typer.Option(0.7, "--temperature"),
-    samples: int = typer.Option(1, "--samples", help="samples per document; >1 = self-consistency"),
-    max_docs: int = typer.Option(-1, "--max-docs", help="read at most N documents per input (-1: all)"),
+    max_tokens: int = typer.Option(1024, "--max-tokens", min=1, help="completion tokens per request"),
+    temperature: float = typer.Option(0.7, "--temperature", min=0),
+    samples: int = typer.Option(1, "--samples", min=1, help="samples per document; >1 = self-consistency"),
+    max_docs: int = typer.Option(
+        -1, "--max-docs", callback=_document_count, help="read at most N documents per input (-1: all)"
+    ),
     text_key: str = typer.Option("text", "--text-key", help="input field holding the text (e.g. problem)"),
     decont: list[str] | None = typer.Option(
         None, "--decont", help="benchmark file/folder to decontaminate against"
     ),
     corpus_docs: int | None = typer.Option(
-        None, "--corpus-docs", help="corpus size for the GPU-hours estimate"
+        None, "--corpus-docs", min=1, help="corpus size for the GPU-hours estimate"
     ),
-    tp: int = typer.Option(1, "--tp", help="tensor parallel GPUs (vllm, sglang)"),
+    tp: int = typer.Option(1, "--tp", min=1, help="tensor parallel GPUs (vllm, sglang)"),
     retries: int = typer.Option(
         2, "--retries", min=0, help="retries of a failed request (backoff 2 s, doubling)"
     ),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curate.rewrite.inputs import build_readers, input_sources
 from curate.rewrite.tasks import ValidationSettings, sampling_json
@@ -69,8 +69,16 @@ class RewriteSettings(BaseModel):
         default_factory=list, description="benchmark files/folders (13-grams)"
     )
     decont_ngram: int = 13
-    corpus_docs: int | None = Field(None, description="documents in the corpus to estimate cost for")
+    corpus_docs: int | None = Field(None, ge=1, description="documents in the corpus to estimate cost for")
     gpu_output_tokens_per_s: float = Field(2500.0, gt=0, description="assumed GPU decode rate for estimates")
+
+    @field_validator("max_docs")
+    @classmethod
+    def _max_docs_is_a_count(cls, value: int) -> int:
+        # datatrove read nothing for any other value (limit 0 or -5): an empty branch, without a word
+        if value < 1 and value != -1:
+            raise ValueError("must be a positive number of documents, or -1 for all")
+        return value
 
     @model_validator(mode="after")
     def _endpoint_names_its_model(self) -> RewriteSettings:

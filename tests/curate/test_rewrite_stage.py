@@ -187,3 +187,26 @@ def test_an_endpoint_with_model_auto_is_refused(tmp_path):
         Recipe.model_validate(
             {"name": "q", "stages": {"rewrite": {"server": "endpoint", "endpoint": "http://h"}}}
         )
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--max-docs", "-5"), ("--max-docs", "0"), ("--corpus-docs", "-3"), ("--corpus-docs", "0"),
+     ("--samples", "0"), ("--tp", "0"), ("--max-tokens", "0"), ("--temperature", "-1"), ("--retries", "-1")],
+)  # fmt: skip
+def test_count_options_out_of_range_are_refused_naming_the_option(tmp_path, option, value):
+    """--max-docs -5 read nothing (an empty branch) and --corpus-docs -3 gave a negative cost, without a word."""
+    from mathmix.cli import app
+
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    result = CliRunner().invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o"), "--task",
+                                      "qa", "--model", "m", "--server", "endpoint", "--endpoint",
+                                      "http://127.0.0.1:9", "--server-timeout", "1", option, value])  # fmt: skip
+    assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.output, result.output
+    assert not (tmp_path / "o").exists()
+    if option in ("--max-docs", "--corpus-docs"):  # the recipe's keys too
+        from curate.rewrite.job import RewriteSettings
+
+        key = option[2:].replace("-", "_")
+        with pytest.raises(ValueError, match=key):
+            RewriteSettings(**{key: int(value)})
