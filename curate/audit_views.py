@@ -359,22 +359,40 @@ def _empty_view(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, st
 
 
 def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> bool:
+    """A lazy view over JSON-lines files. A line that does not parse (a stage killed while writing it) would be
+    a row of NULLs: it is left out of the view, and each file holding such lines is named (`UNREADABLE`) with
+    their count; a known report (EMPTY_REPORT_COLUMNS) none of whose lines parse is an empty view."""
     taken = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
     ).fetchall()
     if taken[0][0]:
         return False
     paths = ", ".join(_sql_str(f) for f in files)
+    source = f"read_json([{paths}], format = 'newline_delimited', union_by_name = true, ignore_errors = true)"
     try:
-        con.execute(
-            f"CREATE VIEW \"{name}\" AS SELECT * FROM read_json([{paths}], format = 'newline_delimited', "
-            "union_by_name = true, ignore_errors = true)"
-        )
-        con.sql(f'SELECT * FROM "{name}" LIMIT 0').fetchall()
-        return True
-    except duckdb.Error:  # not one JSON object a line: left to read_json() in a query
+        bad = con.execute(
+            "SELECT filename, count(*) FILTER (WHERE json IS NULL), count(*) FROM read_ndjson_objects("
+            f"[{paths}], ignore_errors = true, filename = true) GROUP BY ALL ORDER BY filename"
+        ).fetchall()
+        con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {source}')
+        columns = con.sql(f'SELECT * FROM "{name}" LIMIT 0').columns
+    except duckdb.Error as err:  # not JSON lines at all: left to read_json() in a query, and said so
         con.execute(f'DROP VIEW IF EXISTS "{name}"')
+        UNREADABLE.extend(f"{f}: {_first_line(err)}" for f in files)
         return False
+    bad = [(file, n_bad, n_lines) for file, n_bad, n_lines in bad if n_bad]
+    for file, n_bad, n_lines in bad:
+        UNREADABLE.append(f"{file}: {n_bad} of {n_lines} line(s) do not parse (view {name})")
+    if bad:
+        good = " OR ".join(f'"{c}" IS NOT NULL' for c in columns)
+        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM {source} WHERE {good}')
+        if (
+            name in EMPTY_REPORT_COLUMNS
+            and not con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]
+        ):
+            con.execute(f'DROP VIEW "{name}"')
+            _empty_view(con, name, EMPTY_REPORT_COLUMNS[name])
+    return True
 
 
 def create_all(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:

@@ -406,3 +406,28 @@ def test_json_the_views_cannot_hold_is_kept_as_text_or_named_not_a_traceback(run
     out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     assert "decont: summary.json has no numeric docs_in/docs_out/dropped (unchecked)" in out.stderr
+
+
+def test_jsonl_lines_that_do_not_parse_are_left_out_and_counted(run_dir, tmp_path):
+    """A stage killed while writing its JSON-lines report leaves a half line: it was a silent row of NULLs
+    (a cluster of kind NULL and size NULL in the report)."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run, ignore=shutil.ignore_patterns("branches", "shards"))
+    clusters = run / "dedup" / "clusters.jsonl"
+    n_clusters = len(clusters.read_text().splitlines())
+    good = {"kind": "exact", "cluster_id": 10**6, "size": 2, "kept": "a", "removed": ["b"]}
+    with clusters.open("a") as f:
+        f.write(json.dumps(good) + "\nnot json\n" + '{"kind": "minhash", "cluster_id": 7, "si')
+    (run / "decont" / "contamination.jsonl").write_text('{"id": "doc-1", "mo')
+    with AuditSession(run) as s:
+        assert sorted(s.unreadable) == [
+            f"{run / 'decont' / 'contamination.jsonl'}: 1 of 1 line(s) do not parse (view decont_contamination)",
+            f"{clusters}: 2 of {n_clusters + 3} line(s) do not parse (view dedup_clusters)",
+        ]
+        assert s.scalar("SELECT count(*) FROM dedup_clusters") == n_clusters + 1
+        assert s.scalar("SELECT count(*) FROM dedup_clusters WHERE kind IS NULL OR size IS NULL") == 0
+        assert s.rows('SELECT count(*) AS n, count("overlaps") AS o FROM decont_contamination') == [
+            {"n": 0, "o": 0}
+        ]
+    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 0 and "2 of" in out.stderr and "clusters.jsonl" in out.stderr, out.output
