@@ -139,6 +139,11 @@ def _float(value: str) -> float | None:
     return number if np.isfinite(number) else None
 
 
+def _examples(cells: list[str], shown: int = 3) -> str:
+    """The first few of CELLS, then how many more."""
+    return ", ".join(cells[:shown]) + (f", ... {len(cells) - shown} more" if len(cells) > shown else "")
+
+
 def read_curves_csv(
     path: Path | str,
     compute_column: str | None = None,
@@ -153,8 +158,10 @@ def read_curves_csv(
             unless `compute_column` names the column to use.
         compute_column: column to use as compute instead of the step (e.g. `compute`, `tokens`).
         accuracy_only: keep only columns that look like accuracies (see `is_accuracy_column`).
-        report: called with a line for each column that holds no number, and for each run given two values at
-            one step (they are averaged: the run is a function of compute).
+        report: called with a line for each column that holds no number, for each run with cells that are not
+            a number (left out; empty cells are not reported: runs of different lengths leave them), for rows
+            whose compute is not a number, and for each run given two values at one step (they are averaged:
+            the run is a function of compute).
         step_hint: what the error for a file without a Step column tells the user to do.
     """
     path = Path(path)
@@ -179,22 +186,36 @@ def read_curves_csv(
             raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {found})")
         raise ValueError(f"{path}: no Step column (columns: {found}); {step_hint}")
     x_index = lower.index(wanted)
+    bad_x = [
+        row[x_index]
+        for row in rows[1:]
+        if x_index < len(row) and row[x_index].strip() and _float(row[x_index]) is None
+    ]
+    if bad_x and report is not None:
+        report(
+            f"{path}: {len(bad_x)} row(s) skipped, their {header[x_index]} not a number ({_examples(bad_x)})"
+        )
     curves = []
     for j, name in enumerate(header):
         if j == x_index or name.endswith(_SKIP_SUFFIXES) or lower[j] in ("step", "compute"):
             continue
         if accuracy_only and not is_accuracy_column(name):
             continue
-        points = []
+        points, bad = [], []  # bad: cells that are neither empty nor a finite number ("abc", "12%", "inf")
         for row in rows[1:]:
             if j < len(row) and x_index < len(row):
                 cx, cy = _float(row[x_index]), _float(row[j])
                 if cx is not None and cy is not None:
                     points.append((cx, cy))
+                elif cx is not None and row[j].strip():
+                    bad.append(f"{header[x_index]} {row[x_index].strip()}: {row[j].strip()!r}")
         if not points:
             if report is not None and len(rows) > 1:
-                report(f"skipped column {name!r} ({path}): no number at any {header[x_index]}")
+                such = f" (cells such as {bad[0].split(': ', 1)[1]})" if bad else ""
+                report(f"skipped column {name!r} ({path}): no number at any {header[x_index]}{such}")
             continue
+        if bad and report is not None:  # a cell that is not a number is left out, never silently
+            report(f"run {name!r} ({path}): {len(bad)} cell(s) not a number, left out ({_examples(bad)})")
         points.sort()
         x, y = (np.array(v, dtype=float) for v in zip(*points, strict=True))
         steps, index, counts = np.unique(x, return_inverse=True, return_counts=True)

@@ -235,6 +235,25 @@ def test_two_rows_at_one_step_are_averaged_with_a_line(tmp_path):
     assert result.exit_code == 0 and "their values are averaged" in result.stderr, result.output
 
 
+def test_cells_that_are_not_numbers_are_left_out_with_a_line(tmp_path):
+    path = tmp_path / "odd.csv"
+    path.write_text(
+        "Step,a,b,pct\n0,0.1,nan,10%\n10,0.2,0.2,20%\nx,0.9,0.9,\n20,abc,0.3,30%\n30,0.35,inf,\n40,0.4,,\n"
+    )
+    notes: list[str] = []
+    curves = read_curves_csv(path, report=notes.append)
+    assert [(c.name, c.x.tolist()) for c in curves] == [("a", [0, 10, 30, 40]), ("b", [10, 20])]
+    assert (
+        notes
+        == [
+            f"{path}: 1 row(s) skipped, their Step not a number (x)",
+            f"run 'a' ({path}): 1 cell(s) not a number, left out (Step 20: 'abc')",
+            f"run 'b' ({path}): 2 cell(s) not a number, left out (Step 0: 'nan', Step 30: 'inf')",  # not the empty one
+            f"skipped column 'pct' ({path}): no number at any Step (cells such as '10%')",
+        ]
+    )
+
+
 def test_a_curve_falling_over_its_fitted_points_gets_a_warning(tmp_path):
     path = tmp_path / "fall.csv"
     rise_fall = np.where(X < 100, 0.1 + X / 250, 0.5 - (X - 100) / 500)
