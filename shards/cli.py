@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -40,6 +41,14 @@ def build_cmd(
     from pipelines.executors import ExecutorConfig
     from shards.build import build_shards
 
+    if tasks < 1:
+        fail(f"--tasks {tasks}: must be at least 1")
+    if workers != -1 and workers < 1:
+        fail(f"--workers {workers}: must be -1 (all tasks at once) or at least 1")
+    if batch_size < 1:
+        fail(f"--batch-size {batch_size}: must be at least 1")
+    if not (math.isfinite(max_shard_mb) and max_shard_mb > 0):
+        fail(f"--max-shard-mb {max_shard_mb:g}: must be a number of megabytes above 0")
     check_output(output)
     try:
         summary = build_shards(

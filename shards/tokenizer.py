@@ -77,6 +77,8 @@ def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> Lo
         eos = eos_token or hf.eos_token
         size = max(backend.get_vocab_size(with_added_tokens=True), len(hf))
     eos_id = backend.token_to_id(eos) if eos else None
+    if eos_id is None and eos_token:  # "pass --eos-token" would not help: it was passed
+        raise ValueError(f"{name_or_path}: the EOS token given, {eos_token!r}, is not in its vocabulary")
     if eos_id is None:
         raise ValueError(f"{name_or_path}: no EOS token (got {eos!r}); pass --eos-token")
     # A folder is recorded by its absolute path: manifests are read from other working directories.

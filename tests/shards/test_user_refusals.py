@@ -236,3 +236,21 @@ def test_train_tokenizer_skips_rows_whose_text_is_not_a_string(tmp_path):
     args = ["shards", "train-tokenizer", str(numbers), "-o", str(tmp_path / "tok2")]
     error = _one_line_error(runner.invoke(app, args))
     assert str(numbers) in error and "holds int64, not text" in error
+
+
+def test_build_refuses_odd_option_values_in_one_line(tmp_path):
+    # --tasks 0 printed pydantic's 4-line ValidationError, --max-shard-mb inf an OverflowError traceback, and
+    # --batch-size 0 / --max-shard-mb -1 ran; an unknown --eos-token was told to "pass --eos-token"
+    from shards.tokenizer import train_tokenizer
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"text": f"x = {i}"}) + "\n" for i in range(5)))
+    tok = train_tokenizer([f"x = {i}" for i in range(50)], tmp_path / "tok", vocab_size=300)
+    base = ["shards", "build", str(corpus), "-o", str(tmp_path / "out"), "--tokenizer", str(tok)]
+    for option, value in [("--tasks", "0"), ("--workers", "0"), ("--batch-size", "0"), ("--batch-size", "-1"),
+                          ("--max-shard-mb", "-1"), ("--max-shard-mb", "inf"), ("--max-shard-mb", "nan")]:  # fmt: skip
+        error = _one_line_error(runner.invoke(app, [*base, option, value]))
+        assert error.startswith(f"error: {option} ") and "must be" in error, error
+    error = _one_line_error(runner.invoke(app, [*base, "--eos-token", "<nope>"]))
+    assert "'<nope>', is not in its vocabulary" in error and "pass --eos-token" not in error
+    assert not (tmp_path / "out").exists()
