@@ -194,6 +194,10 @@ def report_cmd(
     from curate.audit_sections import write_report
 
     html_path, md_path = report_paths(output or str(run_dir / "audit" / "report.html"), markdown)
+    if markdown and md_path is None:
+        console.print(
+            f"{output}: not a regular file, so no Markdown twin (nor its plots) beside it", style="dim"
+        )
     try:
         for path in (html_path, md_path):
             if path is not None:
@@ -228,7 +232,16 @@ def report_paths(output: str | Path, markdown: bool) -> tuple[Path, Path | None]
         path = path / "report.html"
     elif path.suffix.lower() == ".md":
         return path.with_suffix(".html"), path if markdown else None
+    if is_special_file(
+        path
+    ):  # /dev/null, /dev/stdout, a FIFO: no `/dev/null.md` + `/dev/null_plots/` beside it
+        return path, None
     return path, path.with_suffix(".md") if markdown else None
+
+
+def is_special_file(path: Path) -> bool:
+    """An existing path that is neither a regular file nor a folder (a device, a FIFO; links followed)."""
+    return path.exists() and not path.is_file() and not path.is_dir()
 
 
 @audit_app.command("sample")

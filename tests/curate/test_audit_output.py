@@ -201,3 +201,20 @@ def test_output_is_written_through_links_and_special_files(run_dir, tmp_path):
     assert _invoke("sql", str(run_dir), "SELECT 2 AS two", "-f", "csv", "-o", str(fifo)).exit_code == 0
     reader.join(10)
     assert got == ['"two"\n2\n'] and fifo.is_fifo()
+
+
+def test_report_to_a_special_file_writes_no_twin_beside_it(run_dir, tmp_path):
+    """`-o /dev/null` (or /dev/stdout, a FIFO) wrote /dev/null.md and /dev/null_plots/ into /dev."""
+    import os
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    out = _invoke("report", str(run_dir), "-o", str(fifo))
+    reader.join(30)
+    assert out.exit_code == 0 and "no Markdown twin" in out.output, out.output
+    assert got and got[0].startswith("<!doctype html>") and fifo.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
