@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +44,19 @@ def _probe_hparams(folder: Path) -> dict[str, Any]:
     return {"lr": config.get("learning_rate"), "batch_size": config.get("mini_batch")}
 
 
-def sweep_records(paths: list[Path], column: str) -> list[dict[str, Any]]:
+def sweep_records(
+    paths: list[Path], column: str, report: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
     """Forecast the `column` curve of each probe folder / CSV column and attach its lr and batch size.
 
     A sweep folder stands for its probe folders (`probe_runs`). Each curve is forecast as `eval forecast` and
     `compare` forecast it: the runs of its file pooled as read (a probe's held-out curve with its MATH500), the
     unit from the whole column; a run exported twice counts once. A probe's lr and batch size come from the
     summary.json next to its validation.csv, a CSV column's from its name (`..._lr1e-6_bs64`); none found for
-    any run is a ValueError that says where they were looked for.
+    any run is a ValueError that says where they were looked for. `report` gets a line for each run left out
+    for having fewer than 3 points (a probe killed after two validations used to vanish from the fit).
     """
-    from evals.backtest import can_forecast, forecast_curves
+    from evals.backtest import MIN_FIT_POINTS, can_forecast, forecast_curves
     from evals.curves import column_unit, first_of_each, load_curves
     from evals.forecast_cli import NO_STEP_HINT
     from evals.forecast_report import parse_hparams, run_label
@@ -60,7 +64,14 @@ def sweep_records(paths: list[Path], column: str) -> list[dict[str, Any]]:
     runs = probe_runs(paths)
     records = []
     for path in runs:
-        curves = [c for c in load_curves(path, dedupe=False, step_hint=NO_STEP_HINT) if can_forecast(c, 1.0)]
+        curves = load_curves(path, dedupe=False, step_hint=NO_STEP_HINT)
+        for curve in curves:
+            if column in curve.name and not can_forecast(curve, 1.0) and report is not None:
+                report(
+                    f"skipped run {curve.name!r} ({curve.source}): {len(curve.x)} point(s); a fit needs "
+                    f"{MIN_FIT_POINTS} or more"
+                )
+        curves = [c for c in curves if can_forecast(c, 1.0)]
         for curve in curves:
             curve.unit = column_unit(curve.y)
         shown = [c for c in curves if column in c.name]
@@ -187,7 +198,7 @@ def add_sweep_commands(app: typer.Typer) -> None:
             out, "file", "sweep-fit.json"
         )  # a folder, or a file on the way: one line before any fitting
         try:
-            records = sweep_records(paths, column)
+            records = sweep_records(paths, column, report=_note)
             fit = fit_sweep(records)
         except ValueError as err:
             fail(str(err))
@@ -204,6 +215,10 @@ def add_sweep_commands(app: typer.Typer) -> None:
         _print_json({k: v for k, v in fit.items() if k != "records"})
         if out:
             console.print(f"wrote {out}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _note(line: str) -> None:
+    console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def _print_json(data: dict[str, Any]) -> None:

@@ -398,3 +398,15 @@ def test_sweep_fit_names_the_probe_without_an_lr(tmp_path):
         f"a sweep fit needs an lr and/or batch_size from every run (lr missing for 1 run(s): {unfinished}; "
         f"batch_size missing for 1 run(s): {unfinished})" in result.stderr
     )
+
+
+def test_sweep_fit_says_which_probe_it_leaves_out_for_too_few_points(tmp_path):
+    """A probe killed after two validations was left out of the fit without a word ("runs": 2 of 3)."""
+    for lr, a in ((5e-7, 0.4), (1e-6, 0.5), (2e-6, 0.6)):
+        _probe(tmp_path / "sweep" / f"lr{lr:g}_mb64", _curve(a, 60.0), _curve(0.3, 60.0), lr=lr)
+    short = tmp_path / "sweep" / "lr2e-06_mb64" / "validation.csv"
+    short.write_text("\n".join(short.read_text().splitlines()[:3]) + "\n")  # header + 2 validations
+    result = _run("sweep-fit", tmp_path / "sweep")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["runs"] == 2
+    assert f"skipped run 'heldout_mean@4' ({short}): 2 point(s); a fit needs 3 or more" in result.stderr
