@@ -188,7 +188,7 @@ def check_mixture(recipe: TrainRecipe, stage: StageConfig) -> dict[Path, dict[st
         for path in source.paths:
             try:
                 prefixes = resolve_prefixes(path)
-            except FileNotFoundError as err:
+            except (FileNotFoundError, ValueError) as err:  # ValueError: a damaged manifest.json, named
                 raise TrainRecipeError(f"stage {stage.name}: source {source.name}: {err}") from None
             folders = [Path(path)] if Path(path).is_dir() else [Path(p).parent for p in prefixes]
             for folder in folders:

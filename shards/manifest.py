@@ -67,7 +67,19 @@ def write_manifest(folder: Path, files: list[dict[str, Any]], **info: Any) -> di
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
-    return json.loads((Path(folder) / MANIFEST).read_text())
+    """FOLDER/manifest.json as a mapping.
+
+    Raises:
+        ValueError: not JSON, or JSON that is not an object; the message names the file.
+    """
+    path = Path(folder) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError: json's message names no file
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not a shard manifest (a JSON {type(manifest).__name__}, not an object)")
+    return manifest
 
 
 def is_run_manifest(manifest: Any) -> bool:

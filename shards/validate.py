@@ -195,8 +195,8 @@ def _validate_run_shards(p: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             continue
         try:
             own = read_manifest(folder)
-        except ValueError as err:
-            errors.append(f"{folder / MANIFEST}: {err}")
+        except ValueError as err:  # its message names the file
+            errors.append(str(err))
             whole = False
             continue
         if is_run_manifest(own):

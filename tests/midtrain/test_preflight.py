@@ -272,3 +272,14 @@ def test_a_stage_lr_must_be_positive_and_tensorboard_installed(tiny_shards, tmp_
     message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
     assert "tensorboard package is not installed" in message, message
     assert not (tmp_path / "out").exists()
+
+
+def test_a_damaged_manifest_is_one_line_naming_it(tiny_shards, tmp_path, mt):
+    # not JSON, or JSON that is no object: a JSONDecodeError / AttributeError traceback naming no file
+    recipe = mt.write_recipe(tmp_path / "r.yaml", mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=256))
+    manifest = tiny_shards / "b" / "manifest.json"
+    for text in ("{not json", "[]"):
+        manifest.write_text(text)
+        message = _error(_train(recipe))
+        assert "stage stable: source b:" in message and str(manifest) in message
+    assert not (tmp_path / "out").exists()

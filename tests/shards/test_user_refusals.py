@@ -254,3 +254,18 @@ def test_build_refuses_odd_option_values_in_one_line(tmp_path):
     error = _one_line_error(runner.invoke(app, [*base, "--eos-token", "<nope>"]))
     assert "'<nope>', is not in its vocabulary" in error and "pass --eos-token" not in error
     assert not (tmp_path / "out").exists()
+
+
+def test_a_damaged_manifest_is_named_by_mix_inspect_and_validate(tmp_path):
+    # json's bare "Expecting value: line 1 column 1" named no file; a list manifest crashed mix (AttributeError)
+    shards = _run_shards(tmp_path)
+    manifest = shards / "qa" / "manifest.json"
+    for text in ("{not json", "[1]"):
+        manifest.write_text(text)
+        error = _one_line_error(
+            runner.invoke(app, ["shards", "mix", str(_mixture(tmp_path, str(shards / "qa")))])
+        )
+        assert str(manifest) in error
+        error = _one_line_error(runner.invoke(app, ["shards", "inspect", str(shards / "qa")]))
+        assert str(manifest) in error
+        assert validate_path(shards)["errors"][0].startswith(f"{manifest}: not ")
