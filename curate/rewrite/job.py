@@ -281,33 +281,24 @@ def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, mod
     return steps, decont
 
 
-# How a rerun may differ from the run it resumes: where and how fast it generates, not what.
-OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "request_timeout_s",
-                        "server_ready_timeout_s", "retries", "retry_backoff_s", "tp", "dp", "cpu_threads",
-                        "corpus_docs", "gpu_output_tokens_per_s"}  # fmt: skip
-
-
 def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSettings, executor: Any,
              model_dir: Path | None = None, run_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.decont import validate_benchmarks
+    from curate.rewrite.identity import rewrite_identity
     from curate.rewrite.prechecks import check_server_package
     from curate.rewrite.report import inference_stats, throughput_report
     from curate.rewrite.rollout import RequestsFailedError
     from mathmix.cli_util import write_json
     from mathmix.hub import check_model_source
     from mathmix.paths import stage_data
-    from pipelines.job_record import check_job, check_output_outside_inputs, job_identity
+    from pipelines.job_record import check_job, check_output_outside_inputs
 
     start = time.time()
     out_dir = Path(out_dir)
     gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
     if not _finished(gen_logs, settings.inference_tasks):  # vllm / sglang: named before anything is read
         check_server_package(settings.server)
-    what = settings.model_dump(
-        mode="json", exclude=OPERATIONAL_SETTINGS | {"decont_benchmarks"}, exclude_defaults=True
-    )
-    benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
     for path in inputs:  # a run folder given as input is refused before job.json, or a wait on the endpoint
         stage_data(path)
     input_sources(inputs)  # so is an input folder without input files
@@ -321,8 +312,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         check_endpoint_url(settings.endpoint)
         if not _finished(gen_logs, settings.inference_tasks):  # nothing left to ask it otherwise
             wait_for_endpoint(str(settings.endpoint), settings.server_ready_timeout_s)
-    identity = job_identity(inputs, what, run_dir or out_dir.parent, task=task, decont_benchmarks=benchmarks)
-    check_job(out_dir, identity, "rewrite")  # the message names the task each job is for
+    identity, earlier = rewrite_identity(inputs, settings, task, run_dir or out_dir.parent, out_dir)
+    check_job(out_dir, identity, "rewrite", earlier=earlier)  # the message names the task each job is for
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     steps = generation_pipeline(inputs, out_dir, task, settings, model)
     _reopen_failed_tasks(gen_logs)  # an earlier run's failed requests: requested again now

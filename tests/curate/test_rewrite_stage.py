@@ -210,3 +210,46 @@ def test_count_options_out_of_range_are_refused_naming_the_option(tmp_path, opti
         key = option[2:].replace("-", "_")
         with pytest.raises(ValueError, match=key):
             RewriteSettings(**{key: int(value)})
+
+
+def test_other_weights_at_the_same_model_path_are_another_job(tmp_path):
+    """A model replaced by one with other weights (same files, same sizes) resumed the old run silently."""
+    import shutil
+
+    from curate.rewrite.job import RewriteSettings, run_task
+    from curate.rewrite.tiny_model import build_tiny_llama
+
+    texts = [f"Worked example {i}: $x + {i} = {2 * i}$ gives $x = {i}$." for i in range(4)]
+    (tmp_path / "in.jsonl").write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    model = tmp_path / "model"
+    build_tiny_llama(model, texts, max_positions=4096, seed=0)
+    settings = RewriteSettings(
+        model=str(model), max_tokens=4, temperature=0.0, max_input_chars=200, cpu_threads=1
+    )
+    inputs, out = [str(tmp_path / "in.jsonl")], tmp_path / "qa"
+    first = run_task(inputs, out, "qa", settings, ExecutorConfig(tasks=1))
+    assert first["docs_in"] == 4 and is_balanced(first)
+    assert (
+        run_task(inputs, out, "qa", settings, ExecutorConfig(tasks=1))["docs_in"] == 4
+    )  # same weights: resumes
+    sizes = sorted(p.stat().st_size for p in model.iterdir())
+    shutil.rmtree(model)
+    build_tiny_llama(model, texts, max_positions=4096, seed=1)  # retrained into the same folder
+    assert sorted(p.stat().st_size for p in model.iterdir()) == sizes
+    with pytest.raises(ValueError, match=r"another job than this rewrite \(the model's weights changed"):
+        run_task(inputs, out, "qa", settings, ExecutorConfig(tasks=1))
+    # A record from before the digest was kept is this job (rewritten with it); so is one through an endpoint.
+    from curate.rewrite.identity import rewrite_identity
+    from pipelines.job_record import check_job
+
+    record = json.loads((out / "job.json").read_text())
+    record.pop("model_digest")
+    (out / "job.json").write_text(json.dumps(record))
+    identity, earlier = rewrite_identity(inputs, settings, "qa", out.parent, out)
+    assert check_job(out, identity, "rewrite", earlier=earlier) is False
+    assert json.loads((out / "job.json").read_text())["model_digest"] == identity["model_digest"]
+    endpoint = settings.model_copy(update={"server": "endpoint", "endpoint": "http://127.0.0.1:9"})
+    identity, earlier = rewrite_identity(inputs, endpoint, "qa", out.parent, out)
+    assert "model_digest" not in identity and check_job(out, identity, "rewrite", earlier=earlier) is False
