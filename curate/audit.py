@@ -29,11 +29,13 @@ import duckdb
 import pyarrow as pa
 
 from curate.audit_guard import AuditRefused, check_read_only
-from curate.audit_views import UNREADABLE, create_all, unfinished_stages
+from curate.audit_views import PARQUET_FILES, UNREADABLE, create_all, damaged_parquet, unfinished_stages
 
 __all__ = ["AuditRefused", "AuditSession", "SettingsError", "write_result"]
 
 OUTPUT_FORMATS = ("table", "csv", "json", "parquet")
+# Errors a damaged Parquet page can raise (plain duckdb.Error: `Variable-length int over 10 bytes.`)
+READ_ERRORS = (duckdb.Error, duckdb.IOException, duckdb.InvalidInputException, duckdb.InternalException)
 MAX_ROWS = 200  # rows the text table shows by default (the CLI's --max-rows)
 BATCH_ROWS = 2048  # rows fetched from DuckDB at a time when a result is streamed (DuckDB's vector size)
 
@@ -76,6 +78,8 @@ class AuditSession:
             raise SettingsError(f"DuckDB refused the settings ({str(err).splitlines()[0]})") from None
         self.relations = create_all(self.con, self.run_dir)
         self.unreadable = list(UNREADABLE)  # damaged Parquet and JSON files the views leave out
+        self.parquet_files = list(PARQUET_FILES)  # what the views read
+        self._damaged: list[str] | None = None  # files whose pages do not read (looked for after an error)
         self.unfinished = unfinished_stages(
             self.run_dir, self.relations
         )  # stage folders with no summary.json
@@ -106,6 +110,8 @@ class AuditSession:
             return self.con.sql(statement).to_arrow_table()
         except duckdb.PermissionException as err:
             raise self._refused(err) from None
+        except duckdb.Error as err:
+            raise self._name_damaged(err) from None
 
     def stream(self, sql: str, batch_rows: int = BATCH_ROWS) -> pa.RecordBatchReader:
         """`query` as a stream of record batches of at most `batch_rows` rows: memory stays bounded whatever
@@ -115,14 +121,31 @@ class AuditSession:
             reader = self.con.sql(statement).to_arrow_reader(batch_rows)
         except duckdb.PermissionException as err:
             raise self._refused(err) from None
+        except duckdb.Error as err:
+            raise self._name_damaged(err) from None
 
         def batches():
             try:
                 yield from reader
             except duckdb.PermissionException as err:
                 raise self._refused(err) from None
+            except duckdb.Error as err:
+                raise self._name_damaged(err) from None
 
         return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+    def _name_damaged(self, err: duckdb.Error) -> duckdb.Error:
+        """A read error that names no file (DuckDB's `Variable-length int over 10 bytes.` for a damaged page of a
+        Parquet file whose footer reads) gets the damaged file(s) named; any other error is returned as it is."""
+        if type(err) not in READ_ERRORS or ".parquet" in str(err):
+            return err
+        if self._damaged is None:
+            self._damaged = damaged_parquet(self.parquet_files)
+        if not self._damaged:
+            return err
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        more = f" (+{len(self._damaged) - 3} more)" if len(self._damaged) > 3 else ""
+        return type(err)(f"{first} (damaged Parquet file: {'; '.join(self._damaged[:3])}{more})")
 
     def _refused(self, err: Exception) -> AuditRefused:
         return AuditRefused(f"refused by DuckDB (only files under {self.run_dir} can be read): {err}")

@@ -51,6 +51,7 @@ def _sql_str(value: str | Path) -> str:
 
 # Files left out of the views by the last `create_all`: damaged or truncated Parquet, JSON that does not parse
 UNREADABLE: list[str] = []
+PARQUET_FILES: list[Path] = []  # the Parquet files the views of the last `create_all` read
 
 
 def _parquet_files(folder: Path) -> list[Path]:
@@ -66,7 +67,25 @@ def _parquet_files(folder: Path) -> list[Path]:
             UNREADABLE.append(f"{path}: {_first_line(err)}")
             continue
         files.append(path)
+    PARQUET_FILES.extend(files)
     return files
+
+
+def damaged_parquet(files: list[Path]) -> list[str]:
+    """`FILE: why` for each file whose pages do not read (its footer read when the views were made, which says
+    nothing of the pages): each file is read whole, a row group at a time. Slow on a large run: only for naming
+    the file behind a DuckDB error that does not name it (`Variable-length int over 10 bytes.`)."""
+    import pyarrow.parquet as pq
+
+    damaged = []
+    for path in files:
+        try:
+            parquet = pq.ParquetFile(path)
+            for group in range(parquet.num_row_groups):
+                parquet.read_row_group(group)
+        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            damaged.append(f"{path}: {_first_line(err)}")
+    return damaged
 
 
 def _scan(files: list[Path], filename: bool = False) -> str:
@@ -398,6 +417,7 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
 def create_all(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     """Every relation the run folder allows, {name: what it is over}; views of absent stages are absent."""
     UNREADABLE.clear()
+    PARQUET_FILES.clear()
     made: dict[str, str] = {}
     builds = (create_document_views, create_branch_views, create_reject_views, create_json_tables,
               create_jsonl_views)  # fmt: skip

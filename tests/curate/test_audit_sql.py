@@ -431,3 +431,23 @@ def test_jsonl_lines_that_do_not_parse_are_left_out_and_counted(run_dir, tmp_pat
         ]
     out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0 and "2 of" in out.stderr and "clusters.jsonl" in out.stderr, out.output
+
+
+def test_a_damaged_page_behind_a_good_footer_is_named_in_the_error(run_dir, tmp_path):
+    """The footer reads (so the file is in its view) but a page does not: DuckDB said only `Variable-length int
+    over 10 bytes.`, naming no file, in `audit sql` and in the report's sections."""
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run, ignore=shutil.ignore_patterns("branches", "shards"))
+    data = bytearray(sorted((run / "dedup" / "data").glob("*.parquet"))[0].read_bytes())
+    data[4:2000] = b"\xab" * 1996  # the first pages; the footer at the end is intact
+    damaged = run / "dedup" / "data" / "zz.parquet"
+    damaged.write_bytes(bytes(data))
+    with AuditSession(run) as s:
+        assert s.unreadable == []  # the footer reads
+        with pytest.raises(duckdb.Error, match=f"damaged Parquet file: {damaged}"):
+            s.query("SELECT sum(length(text)) FROM dedup")
+    query = "SELECT sum(length(text)) FROM dedup"
+    out = CliRunner().invoke(_cli(), ["audit", "sql", str(run), query, "-f", "csv"])
+    assert out.exit_code == 2 and str(damaged) in out.output and "Traceback" not in out.output, out.output
+    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 0 and "could not be computed: " in out.stderr and str(damaged) in out.stderr
