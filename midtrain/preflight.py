@@ -182,9 +182,11 @@ def check_start(recipe: TrainRecipe, stage: StageConfig, planned: set[str]) -> N
 def check_mixture(recipe: TrainRecipe, stage: StageConfig) -> dict[Path, dict[str, Any]]:
     """Every path of every source names shards; returns the shard manifests found, by path."""
     from shards.manifest import MANIFEST, resolve_prefixes
+    from shards.mixture import check_mixture_plan
 
     manifests = {}
-    for source in stage.build_mixture(recipe.run_dir).sources:
+    mixture = stage.build_mixture(recipe.run_dir)
+    for source in mixture.sources:
         for path in source.paths:
             try:
                 prefixes = resolve_prefixes(path)
@@ -195,6 +197,10 @@ def check_mixture(recipe: TrainRecipe, stage: StageConfig) -> dict[Path, dict[st
                 manifest = _read_manifest(folder / MANIFEST)
                 if manifest is not None:
                     manifests[folder / MANIFEST] = manifest
+    try:  # the blend the stage builds: token budgets over stage.tokens used to fail once training had started
+        check_mixture_plan(mixture, stage.tokens)
+    except ValueError as err:  # IndexFormatError (a damaged .idx) included
+        raise TrainRecipeError(f"stage {stage.name}: {err}") from None
     return manifests
 
 

@@ -123,9 +123,11 @@ def train_stage(
     loss_fn = loss_function(model, recipe.model.compile)
     hf_config = model.config
     optimizer = build_optimizer(model, recipe)
-    packer = PackedSequences(
-        build_documents(recipe, stage) if documents is None else documents, t.seq_len, t.intra_document
-    )
+    try:  # a shard damaged since the checks (a truncated .bin) is named in one line
+        documents = build_documents(recipe, stage) if documents is None else documents
+    except ValueError as err:
+        raise TrainRecipeError(f"stage {stage.name}: {err}") from None
+    packer = PackedSequences(documents, t.seq_len, t.intra_document)
 
     ckpt_dir = stage_dir / "checkpoints"
     state = _restore(recipe, stage, model, optimizer, packer, ckpt_dir)

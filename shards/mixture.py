@@ -115,6 +115,52 @@ def plan_tokens(config: MixtureConfig, available: dict[str, int], total_tokens: 
     return {s.name: targets[s.name] for s in config.sources}
 
 
+def check_epochs(target: int, available: int, documents: int) -> None:
+    """Raise ValueError where meeting `target` tokens from a source of `available` tokens in `documents` documents
+    takes more epochs than a blend index can hold (MAX_BLEND_DOCUMENTS)."""
+    full = target // available if available else 0
+    if target > 0 and (full + 1) * documents > MAX_BLEND_DOCUMENTS:
+        raise ValueError(
+            f"{target:,} tokens from a source of {available:,} means {full + 1:,} epochs "
+            f"({(full + 1) * documents:,} documents): lower the total or this source's share"
+        )
+
+
+def plan_mixture(
+    config: MixtureConfig, available: dict[str, int], total_tokens: int | None
+) -> tuple[list[str], dict[str, int]]:
+    """(the empty sources, the token target of every source): an empty source's share goes to the others."""
+    empty = [name for name, n in available.items() if n == 0]
+    if len(empty) == len(config.sources):
+        raise ValueError(f"mixture {config.name}: every source is empty ({empty})")
+    kept = config.model_copy(update={"sources": [s for s in config.sources if s.name not in empty]})
+    return empty, plan_tokens(kept, available, total_tokens) | {name: 0 for name in empty}
+
+
+def check_mixture_plan(config: MixtureConfig, total_tokens: int | None) -> dict[str, int]:
+    """The token targets `BlendedDocuments(config, total_tokens)` takes, from the shards' index files alone (no
+    permutation, no token read), raising the ValueError that building the blend would raise: budgets over the
+    total, every source empty, a source repeated past what a blend index holds. For checks before a run."""
+    from shards.indexed import read_index
+
+    available, documents = {}, {}
+    for spec in config.sources:
+        tokens = docs = 0
+        for path in spec.paths:
+            for prefix in resolve_prefixes(path):
+                index = read_index(prefix + ".idx")
+                tokens += int(index["sequence_lengths"].sum(dtype=np.int64))
+                docs += len(index["document_indices"]) - 1
+        available[spec.name], documents[spec.name] = tokens, docs
+    _, targets = plan_mixture(config, available, total_tokens)
+    for name, target in targets.items():
+        try:
+            check_epochs(target, available[name], documents[name])
+        except ValueError as err:
+            raise ValueError(f"mixture {config.name}, source {name}: {err}") from None
+    return targets
+
+
 def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -> np.ndarray:
     """Document ids (repeating in whole seeded epochs) whose sizes sum as close to `target` as possible."""
     available = int(sizes.sum())
@@ -122,12 +168,8 @@ def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -
         return np.zeros(0, np.int64)
     if available == 0:
         raise ValueError("source has no tokens")
+    check_epochs(target, available, len(sizes))
     full, remaining = divmod(target, available)
-    if (full + 1) * len(sizes) > MAX_BLEND_DOCUMENTS:
-        raise ValueError(
-            f"{target:,} tokens from a source of {available:,} means {full + 1:,} epochs "
-            f"({(full + 1) * len(sizes):,} documents): lower the total or this source's share"
-        )
     parts = [rng.permutation(len(sizes)) for _ in range(full)]
     if remaining:
         perm = rng.permutation(len(sizes))
@@ -209,15 +251,11 @@ class BlendedDocuments:
         available = {s.name: int(s.sizes.sum()) for s in self.sources}
         # A branch that produced nothing (e.g. every rewrite rejected) leaves an empty shard folder: its share
         # goes to the other sources, with a warning, rather than failing the whole run.
-        self.empty = [name for name, n in available.items() if n == 0]
-        if len(self.empty) == len(self.sources):
-            raise ValueError(f"mixture {config.name}: every source is empty ({self.empty})")
+        self.empty, self.targets = plan_mixture(config, available, total_tokens)
         for name in self.empty:
             log.warning(
                 "mixture %s: source %s has no tokens; its share goes to the others", config.name, name
             )
-        kept = config.model_copy(update={"sources": [s for s in config.sources if s.name not in self.empty]})
-        self.targets = plan_tokens(kept, available, total_tokens) | {name: 0 for name in self.empty}
         if cache_dir is None:
             self._source_ids, self._doc_ids, self.sizes = self._build()
         else:

@@ -3,6 +3,7 @@ shard paths, manifests against the model, the tokenizer. Each failure is one lin
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -283,3 +284,26 @@ def test_a_damaged_manifest_is_one_line_naming_it(tiny_shards, tmp_path, mt):
         message = _error(_train(recipe))
         assert "stage stable: source b:" in message and str(manifest) in message
     assert not (tmp_path / "out").exists()
+
+
+def test_a_mixture_the_stage_cannot_blend_fails_before_the_first_stage_trains(tiny_shards, tmp_path, mt):
+    # a decay source's budget over the stage's tokens failed with a ValueError traceback, after the stable stage
+    recipe = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=256, decay_tokens=256)
+    recipe["stages"][1]["mixture"] = copy.deepcopy(recipe["stages"][1]["mixture"])  # shared with stable
+    recipe["stages"][1]["mixture"]["sources"][1] = {
+        "name": "b",
+        "paths": [str(tiny_shards / "b")],
+        "tokens": 999,
+    }
+    message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
+    assert "stage decay: token budgets (999) exceed total_tokens (256)" in message
+    assert not (tmp_path / "out").exists()
+    # a .bin cut short after the checks: one line naming it, not IndexFormatError's traceback
+    from midtrain.config import TrainRecipe, TrainRecipeError
+    from midtrain.trainer import train_stage
+
+    config = TrainRecipe.model_validate(mt.recipe(tiny_shards, tmp_path / "out2", stable_tokens=256))
+    part = tiny_shards / "b" / "part.bin"
+    part.write_bytes(part.read_bytes()[:-2])
+    with pytest.raises(TrainRecipeError, match=r"stage stable: .*part\.bin: truncated data"):
+        train_stage(config, "stable", progress=False)
