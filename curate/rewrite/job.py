@@ -221,6 +221,7 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
     from datatrove.pipeline.writers import JsonlWriter
 
     from curate.rewrite.rollout import FAILURES_DIR, TimedInferenceRunner, rewrite_rollout
+    from curate.rewrite.steps import MarkDuplicateIds
 
     rollout = partial(
         rewrite_rollout, task=task, prompt_version=settings.prompt_version, sampling=settings.sampling(),
@@ -239,7 +240,7 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
         checkpoints_local_dir=str(out_dir / "checkpoints"),
         records_per_chunk=settings.records_per_chunk,
     )
-    return [*build_readers(inputs, settings), runner]
+    return [*build_readers(inputs, settings), MarkDuplicateIds(), runner]
 
 
 def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, model: str) -> tuple[list, str]:
@@ -342,6 +343,11 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     summary["docs_in"] = generated["docs_in"]  # the inputs, not the raw records the validator re-reads
     for reason, count in generated["dropped"].items():  # rows the input readers could not use
         summary["dropped"][reason] = summary["dropped"].get(reason, 0) + count
+    if summary["dropped"].get("duplicate_id"):
+        logger.warning(
+            f"{summary['dropped']['duplicate_id']} input document(s) had an id read before: dropped as duplicate_id "
+            "(only the first document read under each id is rewritten)"
+        )
     missing = summary["docs_in"] - summary["docs_out"] - sum(summary["dropped"].values())
     summary.pop("unaccounted", None)
     if missing:

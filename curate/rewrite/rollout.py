@@ -24,6 +24,7 @@ from datatrove.pipeline.inference.run_inference import InferenceRunner
 from datatrove.pipeline.inference.types import InferenceError, ServerError
 from loguru import logger
 
+from curate.rewrite.steps import DUPLICATE_OF
 from curate.rewrite.tasks import build_messages, source_text
 
 # The document whose rollout is running: set by the request cache lookup, read when a request goes to the server.
@@ -191,6 +192,8 @@ async def rewrite_rollout(
     backoff_s: float = 2.0,
 ) -> dict[str, Any]:
     """Generate one sample for `document`; return {"text", "reasoning", "finish_reason", "usage"} or {"error"}."""
+    if document.metadata.get(DUPLICATE_OF) is not None:  # its id was read before: not sent to the model
+        return {"error": "duplicate_id", "message": f"id {document.metadata[DUPLICATE_OF]} was read before"}
     source = source_text(task, document.text, document.metadata)
     messages = build_messages(task, source, prompt_version, max_input_chars)
     message = ""

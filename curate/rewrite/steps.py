@@ -17,6 +17,40 @@ from curate.rewrite import validate as v
 from curate.rewrite.tasks import ValidationSettings, decide, model_input, source_text, validate_rollout
 
 ROLLOUTS_KEY = "rollout_results"
+# Set on a document whose id was read before (`MarkDuplicateIds`): the id it was read under.
+DUPLICATE_OF = "_rewrite_duplicate_of"
+
+
+def _id_key(doc_id: Any) -> bytes:
+    """8 bytes per id (not the id): sets of them stay small on a corpus of millions."""
+    return hashlib.blake2b(str(doc_id).encode(), digest_size=8).digest()
+
+
+class MarkDuplicateIds(PipelineStep):
+    """Between the readers and the InferenceRunner: a document whose id was already read in this task goes on
+    under a new id (`ID#duplicate-N`), marked with the id it was read under, and is answered without a request
+    (`duplicate_id`, dropped by the validator, which also drops repeats read by other generation tasks).
+
+    Two documents under one id both went to the model and gave two output rows with one id; and datatrove, which
+    tells finished documents of an open checkpoint chunk by id, sent one of them again after a resume.
+    """
+
+    name = "🪪 Duplicate ids"
+    type = "🔻 - FILTER"
+
+    def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
+        seen: set[bytes] = set()
+        repeats = 0
+        for doc in data:
+            key = _id_key(doc.id)
+            if key in seen:
+                repeats += 1
+                self.stat_update("duplicate_ids")
+                doc.metadata[DUPLICATE_OF] = str(doc.id)
+                doc.id = f"{doc.id}#duplicate-{repeats}"
+            else:
+                seen.add(key)
+            yield doc
 
 
 def output_schema(task: str):
@@ -70,6 +104,7 @@ class RewriteValidator(PipelineStep):
         self.settings = settings or ValidationSettings()
         self.rejects_writer = rejects_writer
         self.lang = v.LanguageCheck(self.settings.languages, self.settings.language_threshold)
+        self._ids: set[bytes] = set()  # source ids validated so far (a repeat from another generation task)
 
     def run(self, data: DocumentsPipeline, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         rejects = self.rejects_writer
@@ -89,6 +124,13 @@ class RewriteValidator(PipelineStep):
     def process(self, doc: Document, rank: int = 0) -> Document | None:
         """The output document for `doc`, or None (counted under its reason) when no sample passes."""
         rollouts = doc.metadata.pop(ROLLOUTS_KEY, None) or [{"error": "request_failed"}]
+        read_as = doc.metadata.pop(DUPLICATE_OF, None)
+        if read_as is not None:  # its rollouts say duplicate_id; its rows name the id it was read under
+            doc.id = read_as
+        elif _id_key(doc.id) in self._ids:  # read again by another generation task
+            return self._drop(doc, rollouts[0], "duplicate_id", rank)
+        else:
+            self._ids.add(_id_key(doc.id))
         source = model_input(source_text(self.task, doc.text, doc.metadata), self.max_input_chars)
         verdicts = []
         for rollout in rollouts:
@@ -98,10 +140,7 @@ class RewriteValidator(PipelineStep):
             verdicts.append(verdict)
         verdict, agreement = decide(self.task, verdicts, self.settings)
         if not verdict.ok:
-            self.stat_update(f"dropped_{verdict.reason}")
-            if self.rejects_writer is not None:
-                self.rejects_writer.write(self._reject_doc(doc, rollouts[0], str(verdict.reason)), rank=rank)
-            return None
+            return self._drop(doc, rollouts[0], str(verdict.reason), rank)
         kept = rollouts[verdicts.index(verdict)]
         usage = kept.get("usage") or {}
         metadata = {
@@ -119,6 +158,11 @@ class RewriteValidator(PipelineStep):
             **{k: val for k, val in verdict.fields.items() if k != "text"},
         }
         return Document(text=verdict.fields["text"], id=f"{doc.id}/{self.task}", metadata=metadata)
+
+    def _drop(self, doc: Document, rollout: dict, reason: str, rank: int) -> None:
+        self.stat_update(f"dropped_{reason}")
+        if self.rejects_writer is not None:
+            self.rejects_writer.write(self._reject_doc(doc, rollout, reason), rank=rank)
 
     def _reject_doc(self, doc: Document, rollout: dict, reason: str) -> Document:
         text = rollout.get("text") or rollout.get("message") or ""

@@ -23,7 +23,7 @@ TASKS_WITH_ANSWER = ("qa", "longcot")
 REASONS = (
     "request_failed", "bad_request", "malformed_response", "empty", "truncated", "degenerate_repetition", "unparseable_score",
     "wrong_format", "no_boxed_answer", "copy_of_input", "length_out_of_bounds", "wrong_language",
-    "answer_mismatch", "self_consistency",
+    "answer_mismatch", "self_consistency", "duplicate_id",
 )  # fmt: skip
 
 
@@ -98,7 +98,7 @@ def validate_rollout(
 ) -> Verdict:
     """Validate one generation of `task` for a source text; the first failed check names the reason."""
     if rollout.get("error"):
-        known = ("bad_request", "malformed_response")
+        known = ("bad_request", "malformed_response", "duplicate_id")
         return _reject(rollout["error"] if rollout["error"] in known else "request_failed")
     text, reasoning = rollout.get("text") or "", rollout.get("reasoning") or ""
     if not isinstance(text, str) or not isinstance(

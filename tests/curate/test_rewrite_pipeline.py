@@ -508,3 +508,32 @@ def test_an_input_folder_without_input_files_is_one_line_before_anything_is_writ
     result = CliRunner().invoke(app, ["rewrite", str(empty), "-o", str(out), "--task", "score", "--model", "m",
                                       "--server", "endpoint", "--endpoint", url])  # fmt: skip
     assert result.exit_code == 0 and json.loads((out / "summary.json").read_text())["docs_out"] == 1
+
+
+def test_duplicate_input_ids_are_counted_and_dropped(tmp_path, endpoint, capfd):
+    """Two documents under one id both went on: two output rows with one id (and a resumed chunk, which skips
+    by id, redid one of them). The first is kept, the others are dropped as duplicate_id, with one warning."""
+    url, set_script = endpoint
+    script = Script("qa")
+    script.broken = False
+    set_script(script)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    docs = [("web-0", 0), ("web-1", 1), ("web-1", 2), ("web-3", 3), ("web-0", 10), ("web-5", 11)]
+    rows = [{"id": doc_id, "text": f"DOC-{i} Worked example: {i} + 1 = {i + 1}."} for doc_id, i in docs]
+    pq.write_table(pa.Table.from_pylist(rows[:4]), folder / "a.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[4:]), folder / "b.parquet")  # web-0 again, in another file
+    for tasks in (1, 2):  # two generation tasks: one file each, so one duplicate is read by another task
+        out = tmp_path / f"qa{tasks}"
+        summary = run_task([str(folder)], out, "qa", settings(url, inference_tasks=tasks), ExecutorConfig())
+        assert summary["docs_in"] == 6 and summary["docs_out"] == 4 and is_balanced(summary), summary
+        assert summary["dropped"] == {"duplicate_id": 2}
+        kept = {r["source_id"]: r["question"] for r in read_rows(out / "data")}
+        assert kept == {"web-0": "What is $0 + 1$?", "web-1": "What is $1 + 2$?", "web-3": "What is $3 + 4$?",
+                        "web-5": "What is $11 + 12$?"}  # fmt: skip
+        rejects = read_rows(out / "rejects")
+        assert sorted((r["id"], r["source_id"], r["reason"]) for r in rejects) == [
+            ("web-0/qa", "web-0", "duplicate_id"), ("web-1/qa", "web-1", "duplicate_id")]  # fmt: skip
+        assert capfd.readouterr().err.count("2 input document(s) had an id read before") == 1
+    # Read by the same task, a duplicate is not even requested; read by another task (web-0 in two tasks), it is.
+    assert 2 not in script.calls and script.calls[10] == 1

@@ -110,6 +110,7 @@ REJECTIONS = [
         "côtés, ce qui donne $2x = 8$, puis on divise par 2 : $x = 4$. On vérifie que le résultat est juste "
         "en remplaçant dans l'équation de départ, et on obtient bien onze.")}),
     ("answer_mismatch", "longcot", {"text": LONGCOT.replace("\\boxed{4}", "\\boxed{5}")}),
+    ("duplicate_id", "qa", {"error": "duplicate_id", "message": "id web-1 was read before"}),
 ]  # fmt: skip
 
 
