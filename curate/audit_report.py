@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from curate.audit import AuditSession
+import duckdb
+
+from curate.audit import AuditRefused, AuditSession
 
 TOKEN_COLUMNS = ("token_count", "n_tokens", "num_tokens", "tokens")
 LENGTH_COLUMNS = ("n_chars", "length", "num_chars", "char_count")
@@ -74,8 +76,15 @@ class ReportBuilder:
         self.math_threshold = math_threshold
         self.top_n = top_n
 
-    def add(self, section: Section, key: str, title: str, sql: str) -> ReportTable:
-        table = self.session.query(sql)
+    def add(self, section: Section, key: str, title: str, sql: str) -> ReportTable | None:
+        """Run one table's SQL into the section; a table whose SQL fails on these outputs (a column of another
+        type, a damaged file, memory) is a `could not be computed: TITLE: ...` note, and the section's other
+        tables and checks are still computed."""
+        try:
+            table = self.session.query(sql)
+        except (duckdb.Error, AuditRefused) as err:
+            section.notes.append(f"could not be computed: {title}: {_first_line(err)}")
+            return None
         rows = [list(r.values()) for r in table.to_pylist()]
         result = ReportTable(key, title, " ".join(sql.split()), table.column_names, rows)
         section.tables.append(result)
@@ -125,6 +134,10 @@ class ReportBuilder:
         return _scorer_threshold(self.session.run_dir / "web" / "logs" / "executor.json")
 
 
+def _first_line(err: BaseException) -> str:
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
 def _scorer_threshold(executor_json: Path) -> float | None:
     """The math scorer's threshold as datatrove saved the web pipeline (the step with a model and a threshold)."""
     try:
@@ -159,7 +172,10 @@ def funnel_section(b: ReportBuilder) -> Section:
         b.add(s, "drops", "Drops by reason (the rewriter per task)",
               f"SELECT stage, reason, dropped FROM stats WHERE reason IS NOT NULL AND NOT ({PER_TASK.format(table='stats')}) "
               "ORDER BY position, stage, dropped DESC, reason")  # fmt: skip
-        s.notes += [f"warning: {line}" for line in summary_checks(b)]
+        try:
+            s.notes += [f"warning: {line}" for line in summary_checks(b)]
+        except (duckdb.Error, AuditRefused) as err:
+            s.notes.append(f"could not be computed: the checks of the summaries: {_first_line(err)}")
         s.figures.append(ReportFigure("drops", "Drops by reason", "drops", "reason", "dropped", kind="barh",
                                       series="stage"))  # fmt: skip
     parts = []

@@ -148,3 +148,23 @@ def test_the_recipe_audit_stage_records_and_prints_the_warnings(run, capsys):
     summary = run_stage(Config(), ctx)
     assert any(w.startswith("decont: summary.json reports unaccounted = 3") for w in summary["warnings"])
     assert "warning: audit: decont: summary.json reports unaccounted = 3" in capsys.readouterr().err
+
+
+def test_a_funnel_table_that_fails_costs_neither_the_other_tables_nor_the_checks(run, tmp_path):
+    """A web file with `n_chars` as text made the token table fail, and with it the whole funnel: the stage
+    table and the check that web/data holds more documents than its summary says were lost."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    web = json.loads((run / "web" / "summary.json").read_text())
+    odd = pa.table({"id": ["x1", "x2"], "text": ["a", "b"], "n_chars": ["1", "one"]})
+    pq.write_table(odd, run / "web" / "data" / "zz_odd.parquet")
+    result = write_report(run, tmp_path / "r.html", None)
+    funnel = result["sections"]["funnel"]
+    assert [r["stage"] for r in funnel["stages"]][:4] == ["web", "dedup", "decont", "branches/qa"]
+    assert "tokens" not in funnel and "stages" in funnel and "drops" in funnel
+    assert any(n.startswith("could not be computed: Documents and tokens") for n in funnel["notes"])
+    line = (
+        f"web: its data/ holds {web['docs_out'] + 2} documents (view web) but its summary.json says docs_out"
+    )
+    assert any(w.startswith(line) for w in result["warnings"]), result["warnings"]
