@@ -12,12 +12,22 @@ Progress = Callable[[int], None]
 
 
 def load_pretrained(loader, model_path: str | Path, **kwargs):
-    """`loader.from_pretrained(MODEL)`, with any failure to load reported as a ValueError naming MODEL."""
+    """`loader.from_pretrained(MODEL)`, with any failure to load reported as a ValueError naming MODEL.
+
+    Corrupt weights count too: safetensors' SafetensorError ("header too large") and torch's RuntimeError for a
+    broken pytorch_model.bin used to end the command with a traceback. The message is the error's text on one
+    line (its first line alone could stop mid-sentence: "... from one of: "), cut to 300 characters.
+    """
+    from safetensors import SafetensorError
+
     try:
         return from_pretrained(loader, model_path, **kwargs)
-    except (OSError, ValueError, KeyError) as err:
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise ValueError(f"{model_path}: cannot load with transformers {loader.__name__}: {first}") from None
+    except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as err:
+        text = " ".join(str(err).split())
+        if not isinstance(err, OSError | ValueError) or not text:  # "KeyError: 174812789" (a broken .bin)
+            text = f"{type(err).__name__}: {text}".rstrip(": ")
+        text = text if len(text) <= 300 else text[:297] + "..."
+        raise ValueError(f"{model_path}: cannot load with transformers {loader.__name__}: {text}") from None
 
 
 class TransformersGenerator:

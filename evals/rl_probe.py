@@ -372,14 +372,20 @@ def run_probe(
     log = ValidationLog(out_dir / "validation.csv", keep_upto=done_steps)
     if resume is not None:
         console.print(f"resuming from {resume} (rollout step {done_steps})", soft_wrap=True)
-    trainer = GRPOTrainer(
-        model=str(model),
-        reward_funcs=reward,
-        args=grpo_args(config, out_dir, on_gpu, use_vllm),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[_validation_callback(config, heldout, math500 or [], log, tokenizer)],
-    )
+    from safetensors import SafetensorError
+
+    try:  # TRL loads the weights: a corrupt file ("header too large") was a traceback
+        trainer = GRPOTrainer(
+            model=str(model),
+            reward_funcs=reward,
+            args=grpo_args(config, out_dir, on_gpu, use_vllm),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            callbacks=[_validation_callback(config, heldout, math500 or [], log, tokenizer)],
+        )
+    except (OSError, SafetensorError) as err:
+        text = " ".join(str(err).split())[:300]
+        raise ValueError(f"{model}: cannot load the model for GRPO: {type(err).__name__}: {text}") from None
     if (
         done_steps is None or done_steps < config.steps
     ):  # killed after its last checkpoint: nothing left to train

@@ -188,3 +188,22 @@ def test_vllm_on_without_vllm_is_one_line_before_anything_runs(inputs, tmp_path,
     assert (
         "Traceback" not in result.output and not out.exists()
     )  # TRL's ImportError came after the overlap check
+
+
+def test_corrupt_weights_are_one_line_naming_the_model(tiny_model_dir, inputs, tmp_path):
+    """A truncated or garbled model.safetensors ended bench and rl-probe with a SafetensorError traceback."""
+    import shutil
+
+    prompts, bench = inputs
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, broken)
+    (broken / "model.safetensors").write_text("garbage")
+    for args in (
+        ["bench", str(broken), "--benchmarks", "math500:0", "--data-dir", str(bench), "-o", str(tmp_path / "b")],
+        ["rl-probe", str(broken), "--prompts", str(prompts), "--data-dir", str(bench), "-o", str(tmp_path / "p"),
+         "--steps", "1", *TINY, "--mini-batch", "2"],
+    ):  # fmt: skip
+        result = _eval(*args)
+        assert result.exit_code == 2, result.output
+        assert f"error: {broken}: cannot load" in result.stderr and "SafetensorError" in result.stderr
+        assert "Traceback" not in result.output
