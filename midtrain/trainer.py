@@ -7,6 +7,7 @@ stage's) -> for each step: LR from tokens, micro-batches with gradient accumulat
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -172,8 +173,19 @@ def train_stage(
             })  # fmt: skip
         bar.update(1)
         bar.set_postfix(loss=f"{loss_val:.4f}", lr=f"{lr:.2e}")
+        # a diverged run stops here: training on would write NaN checkpoints over the last good ones
+        # (keep_checkpoints prunes them) and hand decay branches and exports NaN weights, all with exit 0
+        checkpoint_due = step % t.checkpoint_every == 0 or step == total_steps
+        if (
+            not math.isfinite(loss_val)
+            or not math.isfinite(norm_val)
+            or (checkpoint_due and not _finite(model))
+        ):
+            bar.close()
+            logger.close()
+            _diverged(stage.name, step, loss_val, norm_val, lr, ckpt_dir)
         # 4) checkpoint every N steps and at the end of the stage
-        if step % t.checkpoint_every == 0 or step == total_steps:
+        if checkpoint_due:
             state["tokenizer"] = recipe.model.tokenizer_source
             state["tokenizer_sha256"] = tokenizer_sha256  # what `train export` checks its tokenizer against
             ckpt.save_checkpoint(ckpt_dir, model, optimizer, state, config_json, t.keep_checkpoints)
@@ -191,6 +203,32 @@ def train_stage(
     if dist.is_initialized():
         dist.barrier()
     return summary
+
+
+def _finite(model) -> bool:
+    """Whether every parameter is finite, on every rank (a sharded model checks its own shards)."""
+    local = [p.to_local() if hasattr(p, "to_local") else p for p in model.parameters()]
+    ok = torch.stack([torch.isfinite(p).all() for p in local]).all().to(torch.int32)
+    if dist.is_initialized():
+        dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    return bool(ok.item())
+
+
+def _diverged(stage: str, step: int, loss: float, grad_norm: float, lr: float, ckpt_dir: Path) -> None:
+    """Raise the one-line error of a stage whose loss, gradient norm or weights stopped being finite."""
+    latest = ckpt.list_checkpoints(ckpt_dir)
+    kept = (
+        f"the latest checkpoint, {latest[-1].name}, is from before" if latest else "no checkpoint was written"
+    )
+    raise TrainingDiverged(
+        f"stage {stage}: training diverged at step {step} (loss {loss:.4g}, grad norm {grad_norm:.4g}, "
+        f"lr {lr:.3g}; NaN or inf, in these or in the weights): stopped without checkpointing it, {kept}. "
+        "Lower trainer.lr (or the stage's lr) or lengthen the warmup, and train into a new output folder"
+    )
+
+
+class TrainingDiverged(TrainRecipeError):
+    """The loss, gradient norm or weights of a stage are no longer finite (NaN or inf)."""
 
 
 def _restore(

@@ -97,3 +97,20 @@ def test_restart_after_the_last_checkpoint_only_finishes_the_stage(tiny_shards, 
     assert again == rows  # nothing retrained, nothing logged twice
     done = json.loads((tmp_path / "run" / "stable" / "done.json").read_text())
     assert done["steps"] == 2 and done["final_loss"] == rows[-1]["loss"]
+
+
+def test_a_diverged_run_stops_before_checkpointing_nan_weights(tiny_shards, tmp_path, mt):
+    # lr 1e10 trained 16 steps of NaN with exit 0: NaN checkpoints replaced the good ones and done.json was written
+    import pytest
+
+    from midtrain.checkpoint import list_checkpoints
+    from midtrain.config import TrainRecipeError
+
+    recipe = mt.recipe(
+        tiny_shards, tmp_path / "out", stable_tokens=16 * 256, lr=1e10, checkpoint_every=1, keep_checkpoints=2
+    )
+    with pytest.raises(TrainRecipeError, match=r"diverged at step 3 .*step_00000002, is from before"):
+        mt.train(recipe)
+    stage = tmp_path / "out" / "stable"
+    assert [p.name for p in list_checkpoints(stage / "checkpoints")] == ["step_00000001", "step_00000002"]
+    assert not (stage / "done.json").exists() and len(_losses(stage)) == 3
