@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import decimal
+import errno
 import json
 import math
 import os
@@ -242,8 +243,14 @@ def write_result(
     if path.exists() and not path.is_file():  # /dev/stdout, a FIFO, >(...): written through as they are
         _write_to(reader, fmt, path, max_width, max_rows)
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:  # named as the user wrote it, not as our temporary file beside it
+        above = next((p for p in path.parents if p.exists()), None)
+        if above is not None and not above.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, f"{above} is not a folder", str(path)) from None
+        raise type(err)(err.errno, err.strerror, str(path)) from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:

@@ -218,3 +218,15 @@ def test_report_to_a_special_file_writes_no_twin_beside_it(run_dir, tmp_path):
     assert out.exit_code == 0 and "no Markdown twin" in out.output, out.output
     assert got and got[0].startswith("<!doctype html>") and fifo.is_fifo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+def test_an_output_that_cannot_be_made_is_named_as_written(run_dir, tmp_path):
+    """-o under a file said `FILE: File exists`; -o in a folder no file can be made in named our temporary
+    `.x.csv.abc123.tmp` beside it instead of the -o the user wrote."""
+    blocker = tmp_path / "report.html"
+    blocker.write_text("x")
+    out = _invoke("sql", str(run_dir), "SELECT 1", "-o", str(blocker / "x.csv"))
+    assert out.exit_code == 2, out.output
+    assert out.output.strip() == f"error: {blocker / 'x.csv'}: {blocker} is not a folder"
+    out = _invoke("sql", str(run_dir), "SELECT 1", "-o", "/proc/x.csv")
+    assert out.exit_code == 2 and out.output.startswith("error: /proc/x.csv: ") and ".tmp" not in out.output
