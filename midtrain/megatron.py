@@ -152,7 +152,7 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], npr
     if stage.kind == "stable":
         lines += [f"--train-samples {samples}", "--lr-decay-style constant"]  # warmup, then the peak
         if recipe.model.path:  # the pretrained base, converted to Megatron format beforehand (see `emit`)
-            lines += [f"--load {recipe.model.path}-mcore", "--finetune"]
+            lines += [f"--load {shlex.quote(recipe.model.path + '-mcore')}", "--finetune"]
     else:
         source = str(stage.start_from)  # a decay stage has one (StageConfig checks)
         base = train_samples(recipe, recipe.stage(source)) if source in [s.name for s in recipe.stages] else 0
@@ -164,7 +164,7 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], npr
             "--lr-decay-style WSD",
             f"--lr-wsd-decay-style {WSD_STYLE[stage.decay_shape]}",
             f"--lr-wsd-decay-samples {decay}",
-            f"--load {start}",
+            f"--load {shlex.quote(str(start))}",
             "--override-opt_param-scheduler",
         ]
     if t.intra_document:  # positions restart per document, no attention or loss across a document boundary
@@ -175,7 +175,7 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], npr
     lines += [
         "--data-path " + " ".join(shlex.quote(a) for a in data_path_args(recipe, stage)),
         "--split 100,0,0",
-        f"--save {save}",
+        f"--save {shlex.quote(str(save))}",
         f"--save-interval {t.checkpoint_every}",
         # the dense document mask needs Megatron's own attention and the unfused softmax (MASK_NOTE)
         "--transformer-impl local --no-masked-softmax-fusion"
@@ -202,14 +202,14 @@ def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -
     model = model_args(hf_config)
     blocks = []
     if recipe.model.path:
+        path = shlex.quote(recipe.model.path)
         size = "mistral" if hf_config.model_type == "mistral" else "llama3"
         impl = "local" if t.intra_document else "transformer_engine"
         blocks.append(
             "# first convert the HF base: python tools/checkpoint/convert.py --model-type GPT "
             f"--loader llama_mistral --saver core --saver-transformer-impl {impl} --checkpoint-type hf "
             f"--model-size {size} "
-            f"--load-dir {recipe.model.path} --save-dir {recipe.model.path}-mcore "
-            f"--tokenizer-model {recipe.model.path}"
+            f"--load-dir {path} --save-dir {shlex.quote(recipe.model.path + '-mcore')} --tokenizer-model {path}"
         )
     for stage in recipe.stages:
         if stages and stage.name not in stages:

@@ -126,3 +126,26 @@ def test_sample_budgets_count_the_trainers_steps(tiny_shards, tmp_path, mt):
     # Megatron's warmup counts from the run's first sample: a branch continuing the stable run cannot warm up
     with pytest.raises(TrainRecipeError, match="stage decay: warmup_tokens 64: Megatron counts a warmup"):
         _emit(mt, tiny_shards, tmp_path, warmup={"decay": 64}, decay_tokens=512)
+
+
+def test_paths_with_spaces_are_quoted_for_the_shell(tiny_shards, tmp_path, mt):
+    # --save, --load and the conversion's --load-dir/--save-dir were pasted unquoted: `--save /x/my run/stable`
+    import shlex
+
+    from transformers import LlamaConfig
+
+    from midtrain.config import TrainRecipe
+    from midtrain.megatron import emit
+
+    base = tmp_path / "my model"
+    LlamaConfig(**mt.recipe(tiny_shards, tmp_path)["model"]["config"]).save_pretrained(base)
+    recipe = mt.recipe(tiny_shards, tmp_path / "my run", decay_tokens=512)
+    recipe["model"] = {"path": str(base), "tokenizer": None}
+    text = emit(TrainRecipe.model_validate(recipe), nproc=2)
+    convert, stable, decay = (shlex.split(block.split(": ", 1)[1] if block.startswith("# first") else block,
+                                          comments=True) for block in text.split("\n\n")[:3])  # fmt: skip
+    assert convert[convert.index("--load-dir") + 1] == str(base)
+    assert convert[convert.index("--save-dir") + 1] == f"{base}-mcore"
+    assert stable[stable.index("--load") + 1] == f"{base}-mcore"
+    assert stable[stable.index("--save") + 1] == str(tmp_path / "my run" / "stable" / "megatron")
+    assert decay[decay.index("--load") + 1] == str(tmp_path / "my run" / "stable" / "megatron")
