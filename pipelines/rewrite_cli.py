@@ -58,6 +58,13 @@ def run_rewrite(
     retries: int = typer.Option(
         2, "--retries", min=0, help="retries of a failed request (backoff 2 s, doubling)"
     ),
+    max_attempts: int = typer.Option(
+        3,
+        "--max-attempts",
+        min=1,
+        help="runs whose requests may fail a document before it is dropped as "
+        "request_failed (in rejects/); until then each rerun requests it again",
+    ),
     request_timeout: float = typer.Option(
         600.0, "--request-timeout", min=0.001, help="seconds one request may take before it is retried"
     ),
@@ -98,7 +105,8 @@ def run_rewrite(
         settings = RewriteSettings(
             model=model, server=server, endpoint=endpoint, max_tokens=max_tokens, temperature=temperature,
             samples=samples, max_docs=max_docs, text_key=text_key, decont_benchmarks=decont or [],
-            corpus_docs=corpus_docs, tp=tp, retries=retries, request_timeout_s=request_timeout, **timeout,
+            corpus_docs=corpus_docs, tp=tp, retries=retries, max_attempts=max_attempts,
+            request_timeout_s=request_timeout, **timeout,
         )  # fmt: skip
     except ValidationError as err:
         fail(format_validation_errors(err))

@@ -13,8 +13,8 @@ from pipelines.job_record import JOB_FILE
 
 # How a rerun may differ from the run it resumes: where and how fast it generates, not what.
 OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "request_timeout_s",
-                        "server_ready_timeout_s", "retries", "retry_backoff_s", "tp", "dp", "cpu_threads",
-                        "corpus_docs", "gpu_output_tokens_per_s"}  # fmt: skip
+                        "server_ready_timeout_s", "retries", "retry_backoff_s", "max_attempts", "tp", "dp",
+                        "cpu_threads", "corpus_docs", "gpu_output_tokens_per_s"}  # fmt: skip
 
 
 def model_digest(settings: Any) -> str | None:

@@ -56,6 +56,9 @@ class RewriteSettings(BaseModel):
         1800.0, gt=0, description="wait this long for the server to come up"
     )
     retries: int = Field(2, ge=0)
+    max_attempts: int = Field(
+        3, ge=1, description="runs whose requests may fail a document before it is dropped as request_failed"
+    )
     retry_backoff_s: float = Field(2.0, ge=0, description="first retry delay; doubles each retry")
     tp: int = Field(1, ge=1)
     dp: int = Field(1, ge=1)
@@ -220,7 +223,7 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
 
     from datatrove.pipeline.writers import JsonlWriter
 
-    from curate.rewrite.rollout import FAILURES_DIR, TimedInferenceRunner, rewrite_rollout
+    from curate.rewrite.rollout import ATTEMPTS_DIR, FAILURES_DIR, TimedInferenceRunner, rewrite_rollout
     from curate.rewrite.steps import MarkDuplicateIds
 
     rollout = partial(
@@ -233,6 +236,8 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
         rollout_fn=rollout,
         request_timeout_s=settings.request_timeout_s,
         failures_dir=str(out_dir / "logs" / "generate" / FAILURES_DIR),
+        max_attempts=settings.max_attempts,
+        attempts_dir=str(out_dir / "checkpoints" / ATTEMPTS_DIR),
         config=inference_config(settings, model, out_dir / "logs" / "server"),
         output_writer=JsonlWriter(
             str(out_dir / "raw"), output_filename="${rank}_chunk_${chunk_index}.jsonl.gz"
@@ -326,7 +331,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         raise RequestsFailedError(
             f"{count} document(s) failed their requests after every retry (e.g. {', '.join(examples)}; last "
             f"error: {failed[-1]['last_error'][:200]}); the other documents are done and kept: rerun the same "
-            "command to request only the failed ones again (--retries / --request-timeout to wait longer)"
+            "command to request only the failed ones again (--retries / --request-timeout to wait longer; after "
+            f"{settings.max_attempts} failed runs, --max-attempts, a document is dropped as request_failed)"
         )
     gen_seconds = time.time() - start
     if any((out_dir / "raw").glob("*.jsonl.gz")):

@@ -5,7 +5,8 @@ reaches the rollout as an InferenceError and is retried here (`retries`, backoff
 handling is bypassed on purpose: it retries connection errors for 5 min per request (a dead endpoint cost 16 min
 for 6 documents) and takes a 500 or a connection closed without reply for a dead server, stopping the run for
 one bad request. A sample still failing after the retries is `{"error": "request_failed"}`; the runner then
-does not save its document as finished (see `TimedInferenceRunner`), so a rerun requests it again. A 400 is
+does not save its document as finished (see `TimedInferenceRunner`), so a rerun requests it again, up to
+`max_attempts` runs; in the last one it is saved and validation drops it as `request_failed`. A 400 is
 final (`bad_request`, saved). A ServerError from the server's start (it never came up) still stops the task.
 
 `TimedInferenceRunner` puts the request timeout around the HTTP call itself, after the server is ready: a
@@ -30,6 +31,10 @@ from curate.rewrite.tasks import build_messages, source_text
 # The document whose rollout is running: set by the request cache lookup, read when a request goes to the server.
 # Each rollout runs in its own asyncio task, so each sees its own document.
 _DOC_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("rewrite_doc_id", default=None)
+
+
+ATTEMPTS_DIR = "request_attempts"  # in the checkpoints folder, one {rank}.json each: failed runs per document
+CONNECTION_FAILED = "connection failed: "  # how a refused or reset connection's message starts
 
 
 class RequestsFailedError(RuntimeError):
@@ -57,14 +62,21 @@ class TimedInferenceRunner(InferenceRunner):
     every document into a permanent drop, with exit 0). The task finishes every other document but leaves its
     last chunk open and keeps the request cache (a document's samples that did succeed are not requested again);
     `failures_dir`/RANK.json says how many failed, for `run_task` to report and to rerun the task.
+
+    Up to `max_attempts` runs: `attempts_dir`/RANK.json counts, per document not done, the runs that failed it (a
+    document whose requests always fail made every rerun exit 1). In the last one it is saved with its failed
+    samples, and the validator drops it as `request_failed` (a rejects/ row). A failure to connect (refused or
+    reset: no server there) is not counted: an endpoint down for a few runs must not drop every document.
     """
 
-    def __init__(
-        self, *args: Any, request_timeout_s: float = 600.0, failures_dir: str | None = None, **kwargs: Any
-    ):
+    def __init__(self, *args: Any, request_timeout_s: float = 600.0, failures_dir: str | None = None,
+                 max_attempts: int = 3, attempts_dir: str | None = None, **kwargs: Any):  # fmt: skip
         super().__init__(*args, **kwargs)
         self.request_timeout_s = request_timeout_s
         self.failures_dir = failures_dir
+        self.max_attempts, self.attempts_dir = max_attempts, attempts_dir
+        self._attempts: dict[str, int] = {}  # document id -> runs that failed it, this one included
+        self._given_up = 0
         self._failed: list[tuple[str, str]] = []  # (document id, last error) of this run
         self._span: list[float] = []  # first request sent, last answer received (server start excluded)
         self._docs_requested: set[str] = set()
@@ -96,7 +108,7 @@ class TimedInferenceRunner(InferenceRunner):
             except ServerError as err:  # a 500, or a connection closed without a status line
                 raise InferenceError(None, f"server error: {err}") from err
             except (ConnectionError, OSError) as err:  # refused or reset: retried by the rollout
-                raise InferenceError(None, f"connection failed: {type(err).__name__}: {err}") from err
+                raise InferenceError(None, f"{CONNECTION_FAILED}{type(err).__name__}: {err}") from err
             finally:
                 self._span[1] = max(self._span[1], time.monotonic())
 
@@ -105,19 +117,31 @@ class TimedInferenceRunner(InferenceRunner):
 
     async def _save_document(self, document: Any, output_writer_context: Any, rank: int, chunk_index: int,
                              count_processed_stat: bool = True) -> None:  # fmt: skip
+        doc_id = str(document.id)
         failed = [r for r in document.metadata.get(self.metadata_key) or [] if _request_failed(r)]
-        if failed:  # not finished: neither in raw/ nor in the checkpoints, so a rerun asks again
-            self._failed.append((str(document.id), str(failed[0].get("message") or "")))
-            self.stat_update("documents_request_failed", value=1, unit="document")
-            return
+        if failed:
+            counted = any(not str(r.get("message") or "").startswith(CONNECTION_FAILED) for r in failed)
+            attempts = self._attempts.get(doc_id, 0) + counted
+            # Not finished before its last attempt: neither in raw/ nor in the checkpoints, so a rerun asks again.
+            if attempts < self.max_attempts:
+                if attempts:
+                    self._attempts[doc_id] = attempts
+                self._failed.append((doc_id, str(failed[0].get("message") or "")))
+                self.stat_update("documents_request_failed", value=1, unit="document")
+                return
+            self._given_up += 1  # saved with its failed samples: dropped as request_failed by the validator
+            self.stat_update("documents_given_up", value=1, unit="document")
+        self._attempts.pop(doc_id, None)
         await super()._save_document(document, output_writer_context, rank, chunk_index, count_processed_stat)
 
     async def run_async(self, data_gen: Any, rank: int = 0) -> None:
         import json
         import os
 
-        self._failed = []
+        self._failed, self._given_up = [], 0
         path = os.path.join(self.failures_dir, f"{rank:05d}.json") if self.failures_dir else None
+        attempts = os.path.join(self.attempts_dir, f"{rank:05d}.json") if self.attempts_dir else None
+        self._attempts = _read_counts(attempts)
         manager, cache = self.checkpoint_manager, self.request_cache
         cleanup, close = manager.cleanup_last_chunk, cache.close
 
@@ -134,6 +158,13 @@ class TimedInferenceRunner(InferenceRunner):
             await super().run_async(data_gen, rank)
         finally:
             manager.cleanup_last_chunk, cache.close = cleanup, close  # type: ignore[method-assign]
+            if attempts:
+                _write_counts(attempts, self._attempts)
+        if self._given_up:
+            logger.warning(
+                f"{self._given_up} document(s) failed their requests in {self.max_attempts} run(s) "
+                "(--max-attempts): dropped as request_failed"
+            )
         if self._failed and path:
             # Not an exception: datatrove would log a traceback for it; run_task reads this file, removes the
             # task's completion marker so that a rerun runs it again, and stops with one line.
@@ -152,6 +183,32 @@ class TimedInferenceRunner(InferenceRunner):
         finally:
             if self._span:  # throughput without the server's start-up (minutes for a large model)
                 self.stat_update("generation_seconds", value=self._span[1] - self._span[0], unit="task")
+
+
+def _read_counts(path: str | None) -> dict[str, int]:
+    import json
+
+    try:
+        with open(path or "") as handle:
+            counts = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
+
+
+def _write_counts(path: str, counts: dict[str, int]) -> None:
+    """COUNTS to PATH atomically; no file when there is nothing to count."""
+    import json
+    import os
+
+    if not counts:
+        if os.path.exists(path):
+            os.remove(path)
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as handle:
+        json.dump(counts, handle)
+    os.replace(path + ".tmp", path)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -454,10 +454,13 @@ def test_an_endpoint_dead_after_the_readiness_check_fails_fast(tmp_path, monkeyp
     monkeypatch.setattr("curate.rewrite.job.wait_for_endpoint", lambda url, timeout: None)
     monkeypatch.setattr(EndpointServer, "is_ready", ready)
     inputs = [str(write_stage_input(tmp_path / "decont", n=3))]
-    start = time.time()
-    with pytest.raises(RequestsFailedError, match=r"3 document\(s\) failed .*connection failed"):
-        run_task(inputs, tmp_path / "qa", "qa", settings(f"http://127.0.0.1:{port}"), ExecutorConfig(tasks=1))
-    assert time.time() - start < 30  # not datatrove's 5 min of connection retries per request
+    run = settings(f"http://127.0.0.1:{port}", max_attempts=1)
+    for _ in range(2):  # no server there: not the documents' failure, so not counted against --max-attempts
+        start = time.time()
+        with pytest.raises(RequestsFailedError, match=r"3 document\(s\) failed .*connection failed"):
+            run_task(inputs, tmp_path / "qa", "qa", run, ExecutorConfig(tasks=1))
+        assert time.time() - start < 30  # not datatrove's 5 min of connection retries per request
+    assert not list((tmp_path / "qa" / "raw").glob("*"))
 
 
 def test_output_inside_an_input_folder_is_refused_before_anything_is_written(tmp_path, endpoint):
@@ -537,3 +540,36 @@ def test_duplicate_input_ids_are_counted_and_dropped(tmp_path, endpoint, capfd):
         assert capfd.readouterr().err.count("2 input document(s) had an id read before") == 1
     # Read by the same task, a duplicate is not even requested; read by another task (web-0 in two tasks), it is.
     assert 2 not in script.calls and script.calls[10] == 1
+
+
+def test_a_document_failing_in_max_attempts_runs_is_dropped_as_request_failed(tmp_path, endpoint):
+    """A document whose requests always fail made every rerun exit 1, forever. After --max-attempts runs that
+    failed it, it is dropped as request_failed (a rejects/ row) and the run finishes."""
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    url, set_script = endpoint
+    script = FailingScript("qa")  # documents 1 (HTTP 500) and 2 (connection closed) fail on every request
+    set_script(script)
+    inputs = str(write_stage_input(tmp_path / "decont", n=4) / "data")
+    out = tmp_path / "qa"
+    args = ["rewrite", inputs, "-o", str(out), "--task", "qa", "--model", "m", "--server", "endpoint",
+            "--endpoint", url, "--retries", "0", "--request-timeout", "5", "--max-attempts", "2"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    output = " ".join(result.output.split())
+    assert (
+        result.exit_code == 1
+        and "2 document(s) failed their requests" in output
+        and "--max-attempts" in output
+    )
+    assert script.calls == {0: 1, 1: 1, 2: 1, 3: 1} and not (out / "summary.json").exists()
+    result = CliRunner().invoke(app, args)  # their second failed run: dropped
+    assert result.exit_code == 0, result.output
+    assert script.calls == {0: 1, 1: 2, 2: 2, 3: 1}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["docs_out"] == 2 and summary["dropped"] == {"request_failed": 2} and is_balanced(summary)
+    rejects = {r["source_id"]: r["reason"] for r in read_rows(out / "rejects")}
+    assert rejects == {"web-1": "request_failed", "web-2": "request_failed"}
+    result = CliRunner().invoke(app, args)  # done: nothing is requested again
+    assert result.exit_code == 0 and script.calls == {0: 1, 1: 2, 2: 2, 3: 1}
