@@ -54,6 +54,24 @@ def test_a_short_eval_problem_inside_a_longer_prompt_is_dropped(tmp_path):
     assert report["overlapping_prompts"] == 1 and kept == prompts[1:]
 
 
+def test_an_eval_problem_too_short_for_any_ngram_rule_is_caught_as_the_prompt_itself(tmp_path):
+    """62 of MATH500's problems ("Simplify $\\sqrt{242}$.") escape the 13-gram and whole-match rules:
+    a prompt file holding them verbatim was trained on, even with --on-overlap fail."""
+    evals = tmp_path / "math500" / "test.jsonl"
+    write_jsonl(
+        evals,
+        [{"problem": "Simplify $\\sqrt{242}$.", "answer": "11\\sqrt2"}, {"problem": LEAKED, "answer": "x"}],
+    )
+    prompts = [
+        {"question": "simplify  $\\sqrt{242}$.", "answer": "x"},
+        {"question": "Simplify $\\sqrt{243}$.", "answer": "x"},
+    ]
+    kept, report = check_overlap(prompts, [evals], "drop")
+    assert (
+        kept == prompts[1:] and report["overlapping_prompts"] == report["identical_to_an_eval_problem"] == 1
+    )
+
+
 def test_grpo_probe_runs_a_few_steps_and_logs_validation(tiny_model_dir, tmp_path, capsys):
     prompts, bench = probe_inputs(tmp_path)
     # records without a prompt and an answer are left out, counted by reason (they used to vanish silently)
