@@ -123,13 +123,22 @@ def check_model(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]], note
 
 def note_budgets(recipe: TrainRecipe, stages: list[StageConfig]) -> None:
     """Say where a stage's token budget is not a whole number of global batches (it trains floor(tokens / batch)
-    steps, at least one): silent rounding made a 100-token stage train 512."""
+    steps, at least one): silent rounding made a 100-token stage train 512; and where its warmup outlasts it (a
+    "stable" stage that never reaches its peak LR, silently: `--emit megatron` refuses it)."""
     import sys
 
     if int(os.environ.get("RANK", "0")) != 0:
         return
     batch = recipe.trainer.global_batch_tokens
     for stage in stages:
+        steps = max(1, stage.tokens // batch)
+        if stage.warmup_tokens > (steps - 1) * batch:  # the last step's LR is still below the peak
+            print(
+                f"note: stage {stage.name}: warmup_tokens {stage.warmup_tokens:,} do not end before its last step "
+                f"({steps} step{'s' * (steps > 1)} of {batch:,} tokens): its LR never reaches the peak "
+                f"{stage.lr or recipe.trainer.lr:g}",
+                file=sys.stderr,
+            )
         if stage.tokens % batch:
             steps = max(1, stage.tokens // batch)
             print(

@@ -307,3 +307,14 @@ def test_a_mixture_the_stage_cannot_blend_fails_before_the_first_stage_trains(ti
     part.write_bytes(part.read_bytes()[:-2])
     with pytest.raises(TrainRecipeError, match=r"stage stable: .*part\.bin: truncated data"):
         train_stage(config, "stable", progress=False)
+
+
+def test_a_warmup_that_outlasts_its_stage_is_noted(tiny_shards, tmp_path, mt):
+    # warmup_tokens past the stage's last step: a "stable" stage that never reaches its peak LR, without a word
+    recipe = mt.recipe(
+        tiny_shards, tmp_path / "out", stable_tokens=2 * 256
+    )  # warmup 512: steps at lr 0, lr/2
+    result = _train(mt.write_recipe(tmp_path / "r.yaml", recipe))
+    assert result.exit_code == 0, result.output
+    assert "stage stable: warmup_tokens 512 do not end before its last step (2 steps of 256 tokens): its LR never " \
+        "reaches the peak 0.02" in " ".join(result.output.split())  # fmt: skip
