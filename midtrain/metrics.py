@@ -36,7 +36,9 @@ class MetricsLogger:
             return
         stage_dir.mkdir(parents=True, exist_ok=True)
         kept = [r for r in read_metrics(self.path) if r["step"] <= resume_step]
-        self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        tmp = self.path.with_suffix(".jsonl.tmp")  # a kill mid-rewrite must not lose the earlier steps' rows
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        tmp.replace(self.path)
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter  # needs the optional `tensorboard` package
 

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from mathmix.cli_util import write_json
 from midtrain import checkpoint as ckpt
 from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 from midtrain.data import PackedSequences
@@ -199,7 +200,7 @@ def train_stage(
         "data_fraction": round(data_seconds / step_seconds, 5) if step_seconds else None,
     }  # fmt: skip
     if is_main:
-        (stage_dir / DONE_FILE).write_text(json.dumps(summary, indent=2))
+        write_json(stage_dir / DONE_FILE, summary)  # atomic: a kill mid-write left a torn done.json for good
     if dist.is_initialized():
         dist.barrier()
     return summary

@@ -114,3 +114,25 @@ def test_a_diverged_run_stops_before_checkpointing_nan_weights(tiny_shards, tmp_
     stage = tmp_path / "out" / "stable"
     assert [p.name for p in list_checkpoints(stage / "checkpoints")] == ["step_00000001", "step_00000002"]
     assert not (stage / "done.json").exists() and len(_losses(stage)) == 3
+
+
+def test_a_kill_while_done_json_is_written_reruns(tiny_shards, tmp_path, mt, monkeypatch):
+    # done.json was written in place: killed half-way, every rerun skipped the stage and died on its JSON
+    import pytest
+
+    recipe = mt.recipe(tiny_shards, tmp_path / "out", stable_tokens=2 * 256)
+    real = Path.write_text
+
+    def torn(self, text, *args, **kwargs):
+        if self.name.startswith("done.json"):
+            real(self, text[: len(text) // 2])
+            raise KeyboardInterrupt  # the kill
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", torn)
+    with pytest.raises(KeyboardInterrupt):
+        mt.train(recipe)
+    monkeypatch.setattr(Path, "write_text", real)
+    rows = mt.train(recipe)["stable"]
+    done = json.loads((tmp_path / "out" / "stable" / "done.json").read_text())
+    assert done["steps"] == 2 and len(rows) == 2
