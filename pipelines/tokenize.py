@@ -40,7 +40,9 @@ class Config(BaseModel):
     corpus_name: str = "corpus"
     eos_token: str | None = None
     batch_size: int = Field(1000, ge=1)
-    max_shard_mb: float = Field(1024, gt=0)
+    max_shard_mb: float = Field(
+        1024, gt=0, allow_inf_nan=False, description="start a new shard past this .bin size"
+    )
 
 
 def sources(config: Config, ctx: StageContext) -> dict[str, list[str]]:

@@ -70,3 +70,10 @@ def test_stage_config_validates():
     assert parse_stage_config("shards", {"tokenizer": "train", "vocab_size": 2048}).vocab_size == 2048
     with pytest.raises(ValidationError, match="vocab_sise"):
         Config.model_validate({"vocab_sise": 10})
+
+
+@pytest.mark.parametrize("size", [float("inf"), float("nan"), 0, -1])
+def test_stage_refuses_a_shard_size_that_is_not_a_positive_number(size):
+    # inf passed the recipe check and died later in int(inf * 2**20) with an OverflowError traceback.
+    with pytest.raises(ValidationError, match="max_shard_mb"):
+        Config.model_validate({"max_shard_mb": size})
