@@ -111,11 +111,17 @@ def inspect_shards(
 def _samples(
     datasets: list[IndexedDataset], tokenizer: str | None, n: int, limit: int, seed: int, folder: Path | None
 ) -> list:
-    flat = [(k, i) for k, d in enumerate(datasets) for i in range(len(d))]
-    if not flat or n <= 0:
+    # Global document j is document j - ends[k-1] of file k (files in order): the indices are drawn from the
+    # total count and mapped back, so no per-document list is built (200M documents made gigabytes of tuples).
+    ends = np.cumsum([len(d) for d in datasets], dtype=np.int64)
+    total = int(ends[-1]) if len(ends) else 0
+    if not total or n <= 0:
         return []
     rng = np.random.default_rng(seed)
-    picks = [flat[j] for j in sorted(rng.choice(len(flat), size=min(n, len(flat)), replace=False))]
+    drawn = np.sort(rng.choice(total, size=min(n, total), replace=False))
+    files = np.searchsorted(ends, drawn, side="right")  # the first file whose end lies past j
+    starts = np.concatenate([[0], ends[:-1]])
+    picks = [(int(k), int(j - starts[k])) for k, j in zip(files, drawn, strict=True)]
     decode = None
     if tokenizer and (Path(tokenizer).exists() or not Path(tokenizer).is_absolute()):
         try:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import struct
+import tracemalloc
+from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from mathmix.cli import app
-from shards.indexed import write_indexed
-from shards.inspection import inspect_shards
+from shards.indexed import IndexedDataset, write_index, write_indexed
+from shards.inspection import _samples, inspect_shards
 from shards.manifest import file_entry, write_manifest
 from shards.validate import validate_path
 
@@ -128,3 +131,47 @@ def test_cli_train_tokenizer_build_inspect(tmp_path):
             app, ["shards", "train-tokenizer", str(corpus), "-o", str(tmp_path / "t3"), *option]
         )
         assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+
+
+def _tiny_docs_shard(prefix, documents: int) -> None:
+    """PREFIX.bin/.idx of DOCUMENTS one-token documents, written without a Python object per document."""
+    write_index(f"{prefix}.idx", np.ones(documents, np.int32), np.uint16)
+    Path(f"{prefix}.bin").write_bytes(bytes(2 * documents))
+
+
+def test_inspect_samples_without_a_list_of_every_document(tmp_path):
+    # the samples were drawn from a list of (file, document) tuples of every document: ~100 bytes a document,
+    # gigabytes at 200M; now from the document count, mapped back to (file, document) by the files' counts
+    for k in range(2):
+        _tiny_docs_shard(tmp_path / f"0000{k}_00000", 500_000)
+    datasets = [IndexedDataset(tmp_path / f"0000{k}_00000") for k in range(2)]
+    tracemalloc.start()
+    try:
+        rows = _samples(datasets, None, 3, 200, 0, tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(rows) == 3 and all(row["ids"] == [0] for row in rows)
+    assert peak < 10_000_000, f"{peak:,} bytes to sample 3 of 1,000,000 documents"
+
+
+def test_inspect_samples_are_the_documents_the_seed_drew_before(tmp_path):
+    # the same (file, document) picks as the per-document list gave, across files of several sizes and an empty one
+    sizes = [3, 0, 1, 5, 2]
+    names = [f"0000{k}_00000" for k in range(len(sizes))]
+    for k, n in enumerate(sizes):
+        write_indexed(tmp_path / names[k], [[k + 1, j + 1, 0] for j in range(n)], vocab_size=32)
+    datasets = [IndexedDataset(tmp_path / name) for name in names]
+    flat = [(names[k], i) for k, size in enumerate(sizes) for i in range(size)]
+
+    def before(n: int, seed: int) -> list[tuple[str, int]]:
+        chosen = np.random.default_rng(seed).choice(len(flat), size=min(n, len(flat)), replace=False)
+        return [flat[j] for j in sorted(chosen)]
+
+    for seed in range(20):
+        for n in (1, 4, 11, 20):
+            rows = _samples(datasets, None, n, 200, seed, tmp_path)
+            assert [(row["file"], row["document"]) for row in rows] == before(n, seed)
+            assert all(row["ids"][:2] == [int(row["file"][4]) + 1, row["document"] + 1] for row in rows)
+    rows = inspect_shards(tmp_path, samples=4, seed=3)["samples"]
+    assert [(row["file"], row["document"]) for row in rows] == before(4, 3)
