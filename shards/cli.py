@@ -49,6 +49,9 @@ def build_cmd(
         fail(f"--batch-size {batch_size}: must be at least 1")
     if not (math.isfinite(max_shard_mb) and max_shard_mb > 0):
         fail(f"--max-shard-mb {max_shard_mb:g}: must be a number of megabytes above 0")
+    # '' fell back to the folder's name without a word; '  ' was written to the manifest as the source's name
+    if name is not None and not name.strip():
+        fail(f"--name {name!r}: must name the source (leave --name out for the folder's name, {output.name})")
     check_output(output)
     try:
         summary = build_shards(

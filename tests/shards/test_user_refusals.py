@@ -251,6 +251,9 @@ def test_build_refuses_odd_option_values_in_one_line(tmp_path):
                           ("--max-shard-mb", "-1"), ("--max-shard-mb", "inf"), ("--max-shard-mb", "nan")]:  # fmt: skip
         error = _one_line_error(runner.invoke(app, [*base, option, value]))
         assert error.startswith(f"error: {option} ") and "must be" in error, error
+    for blank in ("", "  "):  # '' fell back to the folder's name without a word, '  ' was the manifest's name
+        error = _one_line_error(runner.invoke(app, [*base, "--name", blank]))
+        assert error.startswith(f"error: --name {blank!r}: must name the source"), error
     error = _one_line_error(runner.invoke(app, [*base, "--eos-token", "<nope>"]))
     assert "'<nope>', is not in its vocabulary" in error and "pass --eos-token" not in error
     assert not (tmp_path / "out").exists()
