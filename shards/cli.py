@@ -153,6 +153,10 @@ def validate_cmd(
     """
     from shards.validate import validate_path
 
+    for path in paths:  # a typo is no shard with two files missing: checked before any path is validated
+        prefix = str(path)[:-4] if str(path).endswith((".bin", ".idx")) else str(path)
+        if not any(Path(p).exists() for p in (path, f"{prefix}.idx", f"{prefix}.bin")):
+            fail(f"no such shard, prefix or folder: {path}")
     bad = 0
     for path in paths:
         report = validate_path(path)

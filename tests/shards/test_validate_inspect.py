@@ -93,6 +93,18 @@ def test_cli_validate_exit_codes(tmp_path):
     assert "00000_00000.idx" in bad.output and "truncated" in bad.output
 
 
+def test_cli_validate_a_path_that_names_nothing_is_one_line(tmp_path):
+    # it was "missing .idx / missing .bin, 1 shard file(s) checked", as if a shard had lost both its files
+    out = _folder(tmp_path)
+    for missing in (tmp_path / "nonexist", tmp_path / "nonexist.idx"):
+        result = runner.invoke(app, ["shards", "validate", str(out), str(missing)])
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+        assert result.output.strip() == f"error: no such shard, prefix or folder: {missing}"
+    (out / "00001_00000.bin").unlink()  # a prefix whose .bin alone is missing: reported as before
+    result = runner.invoke(app, ["shards", "validate", str(out / "00001_00000")])
+    assert result.exit_code == 1 and f"invalid: {out / '00001_00000.bin'}: missing" in result.output
+
+
 def test_inspect_counts_and_histogram(tmp_path):
     out = _folder(tmp_path)
     report = inspect_shards(out, samples=2)
