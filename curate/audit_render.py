@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -100,6 +101,14 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def md_text(value: Any) -> str:
+    """Text from the data, made safe for one Markdown line or table cell: `<`, `>`, `&` HTML-escaped (a domain
+    `<img src=x onerror=...>` is text, as in the HTML report), `\\` and `|` backslash-escaped (a `|` ends a
+    cell), and a newline a `<br>` (it ends the table row, or the note)."""
+    text = html.escape(_fmt(value), quote=False).replace("\\", "\\\\").replace("|", "\\|")
+    return re.sub(r"\r\n|\r|\n", "<br>", text)
+
+
 def _figures(section: Section) -> list[tuple[ReportFigure, bytes]]:
     out = []
     for figure in section.figures:
@@ -121,15 +130,15 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
         + "".join(f"<li><a href='#{s.key}'>{html.escape(s.title)}</a></li>" for s in sections)
         + "</ul>"
     )
-    markdown = [f"# {title}", "", f"generated {stamp} by `mathmix audit report`", ""]
+    markdown = [f"# {md_text(title)}", "", f"generated {stamp} by `mathmix audit report`", ""]
     written = []
     plot_dir = md_path.with_name(md_path.stem + "_plots") if md_path else None
     for section in sections:
         body.append(f"<h2 id='{section.key}'>{html.escape(section.title)}</h2>")
-        markdown += [f"## {section.title}", ""]
+        markdown += [f"## {md_text(section.title)}", ""]
         for note in section.notes:
             body.append(f"<p class='note'>{html.escape(note)}</p>")
-            markdown += [f"> {note}", ""]
+            markdown += [f"> {md_text(note)}", ""]
         for figure, png in _figures(section):
             data = base64.b64encode(png).decode()
             body.append(f"<img alt='{html.escape(figure.title)}' src='data:image/png;base64,{data}'>")
@@ -138,7 +147,8 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
                 path = plot_dir / f"{section.key}_{figure.key}.png"
                 path.write_bytes(png)
                 written.append(path)
-                markdown += [f"![{figure.title}]({plot_dir.name}/{path.name})", ""]
+                alt = md_text(figure.title).replace("[", "\\[").replace("]", "\\]")
+                markdown += [f"![{alt}]({plot_dir.name}/{path.name})", ""]
         for table in section.tables:
             body.append(_html_table(table))
             markdown += _md_table(table)
@@ -171,13 +181,13 @@ def _html_table(table: ReportTable) -> str:
 
 
 def _md_table(table: ReportTable) -> list[str]:
-    lines = [f"### {table.title}", ""]
+    lines = [f"### {md_text(table.title)}", ""]
     if not table.rows:
         return lines + ["(no rows)", ""]
-    lines.append("| " + " | ".join(table.columns) + " |")
+    lines.append("| " + " | ".join(md_text(c) for c in table.columns) + " |")
     lines.append("|" + "|".join("---:" if isinstance(v, int | float) else "---" for v in table.rows[0]) + "|")
     for row in table.rows[:MAX_ROWS_SHOWN]:
-        lines.append("| " + " | ".join(_fmt(v).replace("|", "\\|") for v in row) + " |")
+        lines.append("| " + " | ".join(md_text(v) for v in row) + " |")
     if len(table.rows) > MAX_ROWS_SHOWN:
         lines.append(f"\n({len(table.rows) - MAX_ROWS_SHOWN} more rows)")
     return lines + ["", "<details><summary>SQL</summary>", "", f"```sql\n{table.sql}\n```", "</details>", ""]

@@ -257,3 +257,55 @@ def test_estimated_tokens_are_characters_over_4_everywhere(tmp_path):
     outputs = result["sections"]["rewriter"]["outputs"]
     assert outputs == [{"task": "qa", "docs": 3, "tokens": round(sum(len(t) / 4 for t in texts))}]
     assert "length(text) / 4" in result["sections"]["rewriter"]["sql"]["outputs"]
+
+
+HOSTILE = ["<img src=x onerror=alert(1)>", "a|b", "line1\nline2", "back\\|slash & <script>alert(1)</script>"]
+
+
+def test_markdown_escapes_what_the_data_holds(tmp_path):
+    """report.md wrote domains, benchmarks, stage names, drop reasons and notes raw: `<img onerror=...>` was live
+    HTML in it (the HTML report escapes it), and a `|` or a newline in a cell broke its table."""
+    import pyarrow as pa
+
+    run = build_synthetic_run(tmp_path / "run", 150)
+    data = run / "decont" / "data" / "00000.parquet"
+    table = pq.read_table(data)
+    domains = [HOSTILE[i % len(HOSTILE)] for i in range(table.num_rows)]
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("domain"), "domain", pa.array(domains)), data
+    )
+    line = json.loads((run / "decont" / "contamination.jsonl").read_text().splitlines()[0])
+    with (run / "decont" / "contamination.jsonl").open("w") as f:
+        for bench in HOSTILE:
+            f.write(json.dumps(line | {"overlaps": [line["overlaps"][0] | {"benchmark": bench}]}) + "\n")
+    # a folder with a summary.json is a stage; this one does not add up, so a note names it
+    stage = run / "<svg onload=alert(1)>|x"
+    stage.mkdir()
+    (stage / "summary.json").write_text(
+        json.dumps({"docs_in": 9, "docs_out": 1, "dropped": {"<b>r|\nx</b>": 2}})
+    )
+    result = write_report(run, tmp_path / "r.html", tmp_path / "r.md")
+    assert any("<svg" in w for w in result["warnings"])  # the note that names the stage is in the report
+    md = (tmp_path / "r.md").read_text()
+    prose = re.sub(r"```sql\n.*?\n```", "", md, flags=re.S)
+    tags = {t.lower() for t in re.findall(r"<(/?[a-zA-Z][^\s>/]*)", prose)}
+    assert tags <= {"details", "/details", "summary", "/summary", "br"}, tags
+    assert "&lt;img src=x onerror=alert(1)&gt;" in md and "&lt;svg onload=alert(1)&gt;\\|x" in md
+    assert "| a\\|b |" in md and "line1<br>line2" in md and "back\\\\\\|slash &amp; &lt;script&gt;" in md
+    tables = 0
+    for block in re.findall(r"(?:^\|.*\n)+", prose, flags=re.M):
+        widths = {len(re.split(r"(?<!\\)\|", row)) for row in block.splitlines()}
+        assert len(widths) == 1, block  # every row has the header's cells
+        tables += 1
+    assert tables >= 10
+    # ... and as a Markdown renderer reads it (raw HTML allowed, as GitHub's and most viewers' do)
+    from markdown_it import MarkdownIt  # rich's dependency
+
+    page = MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
+    assert not re.search(r"<(script|img src=x|svg|b>)", page), page
+    for table in re.findall(r"<table>.*?</table>", page, flags=re.S):
+        cells = {
+            len(re.findall(r"<t[hd][ >]", row)) for row in re.findall(r"<tr>.*?</tr>", table, flags=re.S)
+        }
+        assert len(cells) == 1, table
+    assert "<td>a|b</td>" in page and "<td>line1<br>line2</td>" in page and "back\\|slash &amp;" in page
