@@ -160,7 +160,8 @@ def read_curves_csv(
         accuracy_only: keep only columns that look like accuracies (see `is_accuracy_column`).
         report: called with a line for each column that holds no number, for each run with cells that are not
             a number (left out; empty cells are not reported: runs of different lengths leave them), for rows
-            whose compute is not a number, and for each run given two values at one step (they are averaged:
+            whose compute is not a number, for rows whose compute is negative (left out: the fit would take
+            them as compute 0), and for each run given two values at one step (they are averaged:
             the run is a function of compute).
         step_hint: what the error for a file without a Step column tells the user to do.
     """
@@ -195,6 +196,16 @@ def read_curves_csv(
         report(
             f"{path}: {len(bad_x)} row(s) skipped, their {header[x_index]} not a number ({_examples(bad_x)})"
         )
+    # a negative step or compute was fitted as compute 0, i.e. as the curve's start R0: such rows are left out
+    negative = [
+        row[x_index].strip()
+        for row in rows[1:]
+        if x_index < len(row) and (cx := _float(row[x_index])) is not None and cx < 0
+    ]
+    if negative and report is not None:
+        report(
+            f"{path}: {len(negative)} row(s) skipped, their {header[x_index]} negative (the first: {negative[0]})"
+        )
     curves = []
     for j, name in enumerate(header):
         if j == x_index or name.endswith(_SKIP_SUFFIXES) or lower[j] in ("step", "compute"):
@@ -205,6 +216,8 @@ def read_curves_csv(
         for row in rows[1:]:
             if j < len(row) and x_index < len(row):
                 cx, cy = _float(row[x_index]), _float(row[j])
+                if cx is not None and cx < 0:
+                    continue  # said once for the file, above
                 if cx is not None and cy is not None:
                     points.append((cx, cy))
                 elif cx is not None and row[j].strip():

@@ -254,6 +254,22 @@ def test_cells_that_are_not_numbers_are_left_out_with_a_line(tmp_path):
     )
 
 
+def test_rows_at_a_negative_step_are_left_out_with_one_line_per_file(tmp_path):
+    # a negative Step was fitted as compute 0, i.e. taken for the curve's start R0, without a word
+    path = tmp_path / "neg.csv"
+    path.write_text("Step,a,b\n-20,0.5,0.6\n-10,0.45,\n-0,0.1,0.1\n10,0.2,0.2\n20,0.3,0.3\n30,0.35,0.4\n")
+    notes: list[str] = []
+    curves = read_curves_csv(path, report=notes.append)
+    assert [(c.name, c.x.tolist(), c.y.tolist()) for c in curves] == [
+        ("a", [0, 10, 20, 30], [0.1, 0.2, 0.3, 0.35]),
+        ("b", [0, 10, 20, 30], [0.1, 0.2, 0.3, 0.4]),
+    ]
+    assert notes == [f"{path}: 2 row(s) skipped, their Step negative (the first: -20)"]
+    result = _run("forecast", path, "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("their Step negative") == 1, result.stderr
+
+
 def test_a_curve_falling_over_its_fitted_points_gets_a_warning(tmp_path):
     path = tmp_path / "fall.csv"
     rise_fall = np.where(X < 100, 0.1 + X / 250, 0.5 - (X - 100) / 500)
