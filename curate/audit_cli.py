@@ -66,10 +66,17 @@ def output_option(output: str | None, what: str) -> Path | None:
     """`-o` as a Path; a trailing slash or an existing folder names a folder, which `what` cannot be."""
     if output is None:
         return None
+    refuse_empty(output, what)
     path = Path(output)
     if output.endswith(("/", os.sep)) or path.is_dir():
         fail(f"{output}: is a folder; -o names the {what} to write")
     return path
+
+
+def refuse_empty(output: str | None, what: str) -> None:
+    """`-o ""` (an unset shell variable): Path("") is ".", the current folder, which named no file the user meant."""
+    if output is not None and not output:
+        fail(f"-o {output!r}: an empty path; -o names the {what} to write")
 
 
 @audit_app.command("sql")
@@ -193,6 +200,7 @@ def report_cmd(
     from curate.audit import SettingsError, check_output_path
     from curate.audit_sections import write_report
 
+    refuse_empty(output, "HTML file (or folder)")
     html_path, md_path = report_paths(output or str(run_dir / "audit" / "report.html"), markdown)
     if markdown and md_path is None:
         console.print(

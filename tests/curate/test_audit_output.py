@@ -133,6 +133,24 @@ def test_output_to_a_folder_is_one_line(run_dir, tmp_path):
     assert list(folder.iterdir()) == [] and not (tmp_path / "newdir").exists()
 
 
+def test_an_empty_output_is_refused_in_one_line(run_dir, tmp_path, monkeypatch):
+    """`-o ""` (an unset shell variable): `audit report` wrote RUN/audit/ as if there were no -o, and `audit sql`
+    said `error: : is a folder`."""
+    monkeypatch.chdir(tmp_path)
+    before = sorted(run_dir.rglob("*"))
+    for args in (
+        ["report", str(run_dir), "-o", ""],
+        ["report", str(run_dir), "--output", "", "--no-markdown"],
+        ["sql", str(run_dir), "SELECT 1", "-o", ""],
+        ["sql", str(run_dir), "SELECT 1", "-f", "csv", "--output", ""],
+    ):
+        out = _invoke(*args)
+        assert out.exit_code == 2, (args, out.output)
+        assert len(out.output.strip().splitlines()) == 1, out.output
+        assert out.output.startswith("error: -o '': an empty path; -o names the "), out.output
+    assert sorted(run_dir.rglob("*")) == before and list(tmp_path.iterdir()) == []
+
+
 def test_report_into_a_folder_named_with_a_trailing_slash(run_dir, tmp_path):
     out = _invoke("report", str(run_dir), "-o", str(tmp_path / "rep_m") + "/")
     assert out.exit_code == 0, out.output
