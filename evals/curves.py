@@ -161,8 +161,8 @@ def read_curves_csv(
         report: called with a line for each column that holds no number, for each run with cells that are not
             a number (left out; empty cells are not reported: runs of different lengths leave them), for rows
             whose compute is not a number, for rows whose compute is negative (left out: the fit would take
-            them as compute 0), and for each run given two values at one step (they are averaged:
-            the run is a function of compute).
+            them as compute 0), for columns named as an earlier one (read as `NAME (2)`, ...), and for each run
+            given two values at one step (they are averaged: the run is a function of compute).
         step_hint: what the error for a file without a Step column tells the user to do.
     """
     path = Path(path)
@@ -206,12 +206,18 @@ def read_curves_csv(
         report(
             f"{path}: {len(negative)} row(s) skipped, their {header[x_index]} negative (the first: {negative[0]})"
         )
+    read = [
+        j
+        for j, name in enumerate(header)
+        if j != x_index
+        and not name.endswith(_SKIP_SUFFIXES)
+        and lower[j] not in ("step", "compute")
+        and (not accuracy_only or is_accuracy_column(name))
+    ]
+    names = _distinct_names(header, read, path, report)
     curves = []
-    for j, name in enumerate(header):
-        if j == x_index or name.endswith(_SKIP_SUFFIXES) or lower[j] in ("step", "compute"):
-            continue
-        if accuracy_only and not is_accuracy_column(name):
-            continue
+    for j in read:
+        name = names[j]
         points, bad = [], []  # bad: cells that are neither empty nor a finite number ("abc", "12%", "inf")
         for row in rows[1:]:
             if j < len(row) and x_index < len(row):
@@ -244,6 +250,26 @@ def read_curves_csv(
             x = steps
         curves.append(Curve(name=name, x=x, y=y, source=str(path)))
     return curves
+
+
+def _distinct_names(
+    header: list[str], read: list[int], path: Path, report: Callable[[str], None] | None
+) -> list[str]:
+    """HEADER with each read column named as an earlier read one renamed `NAME (2)`, `NAME (3)`, ...: two runs of
+    one name were two records with the same run and file, not to be told apart. Said once per file."""
+    names, taken, seen, renamed = list(header), set(header), set(), []
+    for j in read:
+        if header[j] in seen:
+            k = 2
+            while f"{header[j]} ({k})" in taken:  # not a name another column has already
+                k += 1
+            names[j] = f"{header[j]} ({k})"
+            taken.add(names[j])
+            renamed.append(repr(names[j]))
+        seen.add(header[j])
+    if renamed and report is not None:
+        report(f"{path}: {len(renamed)} column(s) named as an earlier column, read as {_examples(renamed)}")
+    return names
 
 
 def find_curve_files(path: Path | str) -> list[Path]:

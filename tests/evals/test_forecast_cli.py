@@ -270,6 +270,23 @@ def test_rows_at_a_negative_step_are_left_out_with_one_line_per_file(tmp_path):
     assert result.stderr.count("their Step negative") == 1, result.stderr
 
 
+def test_two_columns_of_one_name_are_two_runs_told_apart(tmp_path):
+    # the second 'acc' gave a second {"run": "acc", "file": ...} record: two forecasts no one could tell apart
+    path = tmp_path / "twice.csv"
+    columns = [("acc", _curve(0.5, 50.0)), ("acc (2)", _curve(0.6, 40.0)), ("acc", _curve(0.4, 60.0))]
+    columns += [("acc", _curve(0.3, 70.0))]
+    lines = ["Step," + ",".join(name for name, _ in columns)]
+    lines += [f"{s:g}," + ",".join(f"{y[j]:.5f}" for _, y in columns) for j, s in enumerate(X)]
+    path.write_text("\n".join(lines) + "\n")
+    result = _run("forecast", path, "--json")
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    assert [r["run"] for r in records] == ["acc", "acc (2)", "acc (3)", "acc (4)"]
+    assert [round(r["actual_final"], 2) for r in records] == [round(y[-1], 2) for _, y in columns]
+    line = f"{path}: 2 column(s) named as an earlier column, read as 'acc (3)', 'acc (4)'"
+    assert result.stderr.count("named as an earlier column") == 1 and line in result.stderr, result.stderr
+
+
 def test_a_curve_falling_over_its_fitted_points_gets_a_warning(tmp_path):
     path = tmp_path / "fall.csv"
     rise_fall = np.where(X < 100, 0.1 + X / 250, 0.5 - (X - 100) / 500)
