@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipelines.stages import StageContext
 
@@ -37,12 +37,20 @@ class Config(BaseModel):
     skip_branches: list[str] = Field(
         default_factory=lambda: ["score"], description="branches that are not training text (score: labels)"
     )
-    corpus_name: str = "corpus"
+    corpus_name: str = Field("corpus", description="source name of the corpus: its folder under RUN/shards/")
     eos_token: str | None = None
     batch_size: int = Field(1000, ge=1)
     max_shard_mb: float = Field(
         1024, gt=0, allow_inf_nan=False, description="start a new shard past this .bin size"
     )
+
+    @field_validator("corpus_name")
+    @classmethod
+    def _plain_folder_name(cls, name: str) -> str:
+        # the name is a folder under RUN/shards/: '' or '.' is RUN/shards itself, 'a/b' or '..' leaves it
+        if not name.strip() or name in (".", "..") or "/" in name or "\\" in name:
+            raise ValueError(f"{name!r}: must be a plain folder name (no '/', not '', '.' or '..')")
+        return name
 
 
 def sources(config: Config, ctx: StageContext) -> dict[str, list[str]]:
@@ -61,6 +69,11 @@ def sources(config: Config, ctx: StageContext) -> dict[str, list[str]]:
             p for p in branches.iterdir() if (p / "data").is_dir() and p.name not in config.skip_branches
         ]
         for task_dir in sorted(tasks):
+            if task_dir.name == config.corpus_name and config.corpus_name in found:
+                raise ValueError(
+                    f"shards: branch {task_dir} has the corpus's source name {config.corpus_name!r}; set "
+                    "corpus_name to another name or list the branch in skip_branches"
+                )  # one source name would have held the branch's shards and lost the corpus's
             if corpus_files([task_dir / "data"]):
                 found[task_dir.name] = [str(task_dir / "data")]
     return found

@@ -77,3 +77,19 @@ def test_stage_refuses_a_shard_size_that_is_not_a_positive_number(size):
     # inf passed the recipe check and died later in int(inf * 2**20) with an OverflowError traceback.
     with pytest.raises(ValidationError, match="max_shard_mb"):
         Config.model_validate({"max_shard_mb": size})
+
+
+@pytest.mark.parametrize("name", ["", " ", ".", "..", "a/b", "../x"])
+def test_stage_refuses_a_corpus_name_that_is_not_a_folder_name(name):
+    # the name is RUN/shards/<name>: '' or '.' put the corpus shards among the stage's own files, '..' outside
+    with pytest.raises(ValidationError, match="corpus_name"):
+        Config.model_validate({"corpus_name": name})
+
+
+def test_a_branch_named_like_the_corpus_is_refused_not_swapped_for_it(tmp_path):
+    run = tmp_path / "run"
+    _parquet(run / "decont" / "data", [f"Theorem {i}: $n^2 > {i}n$ for large n." for i in range(20)])
+    _parquet(run / "branches" / "qa" / "data", [f"Q: {i}+{i}? A: \\\\boxed{{{2 * i}}}" for i in range(20)])
+    ctx = StageContext(run_dir=run, out_dir=run / "shards", inputs=[], executor=ExecutorConfig(tasks=1))
+    with pytest.raises(ValueError, match="corpus's source name 'qa'"):
+        run_stage(Config(vocab_size=300, corpus_name="qa"), ctx)
