@@ -64,7 +64,7 @@ def sweep_records(
     runs = probe_runs(paths)
     records = []
     for path in runs:
-        curves = load_curves(path, dedupe=False, step_hint=NO_STEP_HINT)
+        curves = load_curves(path, dedupe=False, report=report, step_hint=NO_STEP_HINT)
         for curve in curves:
             if column in curve.name and not can_forecast(curve, 1.0) and report is not None:
                 report(

@@ -443,3 +443,15 @@ def test_sweep_fit_says_which_probe_it_leaves_out_for_too_few_points(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["runs"] == 2
     assert f"skipped run 'heldout_mean@4' ({short}): 2 point(s); a fit needs 3 or more" in result.stderr
+
+
+def test_sweep_fit_says_which_rows_of_a_probe_it_leaves_out(tmp_path):
+    """forecast and compare name rows they leave out (a negative step); sweep-fit read the same files silently."""
+    for lr, a in ((5e-7, 0.4), (1e-6, 0.5), (2e-6, 0.6)):
+        _probe(tmp_path / "sweep" / f"lr{lr:g}_mb64", _curve(a, 60.0), _curve(0.3, 60.0), lr=lr)
+    odd = tmp_path / "sweep" / "lr2e-06_mb64" / "validation.csv"
+    header, *rows = odd.read_text().splitlines()
+    odd.write_text("\n".join([header, "-20" + rows[0][rows[0].index(",") :], *rows]) + "\n")
+    result = _run("sweep-fit", tmp_path / "sweep")
+    assert result.exit_code == 0, result.output
+    assert f"{odd}: 1 row(s) skipped, their Step negative (the first: -20)" in " ".join(result.stderr.split())
