@@ -230,6 +230,11 @@ def report_cmd(
     # unbalanced or unfinished stages, sections not computed: the report says so, and so does the console
     warn(result["warnings"])
     console.print(f"wrote {', '.join(result['files'][:2])} ({result['seconds']:.1f} s)")
+    # plots not drawn: each section of the report says so, and one line here for a reader of the console
+    if undrawn := result["plots_not_drawn"]:
+        plots = f"{len(undrawn)} plot{'s' if len(undrawn) > 1 else ''}"
+        console.print(f"{plots} not drawn (their tables are in the report): {'; '.join(undrawn)}",
+                      markup=False, soft_wrap=True)  # fmt: skip
 
 
 def report_paths(output: str | Path, markdown: bool) -> tuple[Path, Path | None]:

@@ -118,6 +118,8 @@ def _figures(section: Section) -> list[tuple[ReportFigure, bytes]]:
                 out.append((figure, render_png(figure, table)))
             except (ValueError, TypeError) as err:  # e.g. non-numeric values where a plot needs numbers
                 section.notes.append(f"plot {figure.title!r} not drawn: {err}")
+                why = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+                section.plots_not_drawn.append(f"{figure.title!r} ({why})")
     return out
 
 
@@ -136,10 +138,11 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
     for section in sections:
         body.append(f"<h2 id='{section.key}'>{html.escape(section.title)}</h2>")
         markdown += [f"## {md_text(section.title)}", ""]
+        figures = _figures(section)  # first: a plot that cannot be drawn is a note of the section
         for note in section.notes:
             body.append(f"<p class='note'>{html.escape(note)}</p>")
             markdown += [f"> {md_text(note)}", ""]
-        for figure, png in _figures(section):
+        for figure, png in figures:
             data = base64.b64encode(png).decode()
             body.append(f"<img alt='{html.escape(figure.title)}' src='data:image/png;base64,{data}'>")
             if plot_dir is not None:

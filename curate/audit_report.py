@@ -63,6 +63,7 @@ class Section:
     tables: list[ReportTable] = field(default_factory=list)
     figures: list[ReportFigure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    plots_not_drawn: list[str] = field(default_factory=list)  # "'TITLE' (why)", also a note of the section
 
     def table(self, key: str) -> ReportTable | None:
         return next((t for t in self.tables if t.key == key), None)

@@ -291,6 +291,7 @@ def write_report(
             for n in s.notes
             if n.startswith(WARNING_NOTES)
         ],  # fmt: skip
+        "plots_not_drawn": [f"{s.title}: {plot}" for s in sections for plot in s.plots_not_drawn],
         "files": [str(f) for f in files],
         "query_seconds": round(query_seconds, 3),
         "seconds": round(time.time() - start, 3),

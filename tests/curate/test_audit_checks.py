@@ -168,3 +168,32 @@ def test_a_funnel_table_that_fails_costs_neither_the_other_tables_nor_the_checks
         f"web: its data/ holds {web['docs_out'] + 2} documents (view web) but its summary.json says docs_out"
     )
     assert any(w.startswith(line) for w in result["warnings"]), result["warnings"]
+
+
+def test_plots_not_drawn_are_counted_on_the_console_and_said_in_the_report(run, tmp_path, monkeypatch):
+    """A plot that could not be drawn (values a plot cannot take) was a note that reached neither
+    the console nor the report's pages (it was added after they were written): only audit/summary.json had it."""
+    import curate.audit_render
+
+    draw = curate.audit_render.render_png
+
+    def render_png(figure, table):
+        if figure.key == "by_docs":
+            raise ValueError("could not convert string to float: 'n/a'")
+        if figure.key == "langs":
+            raise TypeError("unhashable type: 'list'")
+        return draw(figure, table)
+
+    monkeypatch.setattr(curate.audit_render, "render_png", render_png)
+    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    lines = [line for line in out.stderr.splitlines() if "not drawn" in line]
+    assert lines == [
+        "2 plots not drawn (their tables are in the report): Top domains (corpus): 'Top domains by documents' "
+        "(could not convert string to float: 'n/a'); Language: 'Documents per language (kept)' "
+        "(unhashable type: 'list')"
+    ], out.stderr
+    md, page = (tmp_path / "r.md").read_text(), (tmp_path / "r.html").read_text()
+    assert "> plot 'Top domains by documents' not drawn: could not convert string to float: 'n/a'" in md
+    assert "plot &#x27;Documents per language (kept)&#x27; not drawn: unhashable type" in page
+    assert md.count(" not drawn: ") == page.count(" not drawn: ") == 2
