@@ -74,6 +74,7 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
         "sections": result["sections"],
         # numbers that do not add up, unfinished stages, sections not computed
         "warnings": result.get("warnings", []),
+        "plots_not_drawn": result.get("plots_not_drawn", []),  # their tables are in the report
     }
     write_summary(ctx.out_dir, summary)
     from rich.markup import escape
@@ -82,4 +83,12 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
 
     for warning in summary["warnings"]:  # `mathmix run` shows them, not only audit/summary.json
         console.print(f"[yellow]warning:[/] audit: {escape(str(warning))}", soft_wrap=True)
+    if undrawn := summary["plots_not_drawn"]:  # as `audit report` says it
+        plots = f"{len(undrawn)} plot{'s' if len(undrawn) > 1 else ''}"
+        its = "their tables are" if len(undrawn) > 1 else "its table is"
+        console.print(
+            f"audit: {plots} not drawn ({its} in the report): {'; '.join(undrawn)}",
+            markup=False,
+            soft_wrap=True,
+        )
     return summary

@@ -197,3 +197,27 @@ def test_plots_not_drawn_are_counted_on_the_console_and_said_in_the_report(run, 
     assert "> plot 'Top domains by documents' not drawn: could not convert string to float: 'n/a'" in md
     assert "plot &#x27;Documents per language (kept)&#x27; not drawn: unhashable type" in page
     assert md.count(" not drawn: ") == page.count(" not drawn: ") == 2
+
+
+def test_the_recipe_audit_stage_records_and_prints_the_plots_not_drawn(run, capsys, monkeypatch):
+    """`mathmix run`'s audit stage said nothing of plots it could not draw (`audit report` does)."""
+    import curate.audit_render
+    from pipelines.audit import Config, run_stage
+    from pipelines.executors import ExecutorConfig
+    from pipelines.stages import StageContext
+
+    draw = curate.audit_render.render_png
+
+    def render_png(figure, table):
+        if figure.key == "langs":
+            raise TypeError("unhashable type: 'list'")
+        return draw(figure, table)
+
+    monkeypatch.setattr(curate.audit_render, "render_png", render_png)
+    ctx = StageContext(run_dir=run, out_dir=run / "audit2", inputs=[], executor=ExecutorConfig())
+    summary = run_stage(Config(), ctx)
+    assert summary["plots_not_drawn"] == [
+        "Language: 'Documents per language (kept)' (unhashable type: 'list')"
+    ]
+    err = " ".join(capsys.readouterr().err.split())
+    assert "audit: 1 plot not drawn (its table is in the report): Language: 'Documents per language" in err
