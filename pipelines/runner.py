@@ -22,7 +22,14 @@ from rich.markup import escape
 from mathmix.cli_util import console, print_summary
 from mathmix.paths import expand_inputs
 from pipelines.executors import JobsSubmitted, live_submissions
-from pipelines.job_record import check_job, describe_difference, file_digest, has_progress, job_identity
+from pipelines.job_record import (
+    check_job,
+    describe_difference,
+    file_digest,
+    has_progress,
+    job_identity,
+    weights_digest,
+)
 from pipelines.recipe import Recipe
 from pipelines.stages import STAGES, StageContext, stage_module
 
@@ -178,7 +185,11 @@ def _digests_of_files_read(name: str, config: Any, run_dir: Path) -> dict[str, l
     files_read = getattr(stage_module(name), "files_read", None)
     if files_read is None:
         return {}
-    return {what: [path, file_digest(path)] for what, path in files_read(config, run_dir).items()}
+    # a model folder (rewrite's) by its weights, a file by its bytes
+    return {
+        what: [path, file_digest(path) if Path(path).is_file() else weights_digest(path)]
+        for what, path in files_read(config, run_dir).items()
+    }
 
 
 def _check_stage_job(out_dir: Path, identity: dict[str, Any], name: str) -> None:

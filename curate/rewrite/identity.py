@@ -1,7 +1,8 @@
 """What a rewrite job is, as recorded in OUT/job.json: a rerun of another job into a folder with work is refused.
 
 The identity holds the inputs (paths and sizes), the settings that change the output, the task, the
-decontamination benchmarks and, for a model in a local folder, a digest of its weights.
+decontamination benchmarks with their contents (`file_digests`, as decont records them) and, for a model in a
+local folder, a digest of its weights.
 """
 
 from __future__ import annotations
@@ -33,6 +34,20 @@ def model_digest(settings: Any) -> str | None:
     return weights_digest(settings.model)
 
 
+def benchmark_digests(paths: list[str]) -> dict[str, list]:
+    """{"benchmark NAME": [file, SIZE:SHA]} of the benchmark files a job decontaminates against: a benchmark file
+    replaced at the same path resumed the old job, whose kept documents were checked against the old problems.
+    Empty while a path is missing (the job's own check names it)."""
+    from curate.decont_sources import benchmark_files
+    from pipelines.job_record import file_digest
+
+    try:
+        named = benchmark_files(paths)
+    except (OSError, ValueError):
+        return {}
+    return {f"benchmark {name}": [str(path.resolve()), file_digest(path)] for name, path in named}
+
+
 def rewrite_identity(
     inputs: list[str], settings: Any, task: str, run_dir: Path, out_dir: Path
 ) -> tuple[dict, list[dict]]:
@@ -49,7 +64,8 @@ def rewrite_identity(
         mode="json", exclude=OPERATIONAL_SETTINGS | {"decont_benchmarks"}, exclude_defaults=True
     )
     benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
-    identity = job_identity(inputs, what, run_dir, task=task, decont_benchmarks=benchmarks)
+    extra = {"file_digests": digests} if (digests := benchmark_digests(settings.decont_benchmarks)) else {}
+    identity = job_identity(inputs, what, run_dir, task=task, decont_benchmarks=benchmarks, **extra)
     digest = model_digest(settings)
     if digest is not None:
         identity["model_digest"] = digest

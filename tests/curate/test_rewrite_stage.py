@@ -253,3 +253,48 @@ def test_other_weights_at_the_same_model_path_are_another_job(tmp_path):
     endpoint = settings.model_copy(update={"server": "endpoint", "endpoint": "http://127.0.0.1:9"})
     identity, earlier = rewrite_identity(inputs, endpoint, "qa", out.parent, out)
     assert "model_digest" not in identity and check_job(out, identity, "rewrite", earlier=earlier) is False
+
+
+def test_a_benchmark_replaced_at_the_same_path_is_another_rewrite_job(tmp_path):
+    """Rewrite decontaminates its outputs against benchmark files; one replaced at the same path (same size) resumed
+    the old job, whose kept documents were checked against the old problems. The recipe stage's record too."""
+    from curate.rewrite.identity import rewrite_identity
+    from curate.rewrite.job import RewriteSettings
+    from pipelines.job_record import check_job
+    from pipelines.rewrite import Config
+    from pipelines.runner import _digests_of_files_read
+
+    bench = tmp_path / "bench" / "test.jsonl"
+    bench.parent.mkdir()
+    bench.write_text(
+        json.dumps({"problem": "What is 12 + 30 in base ten arithmetic?", "answer": "42"}) + "\n"
+    )
+    (tmp_path / "in.jsonl").write_text(json.dumps({"id": "a", "text": "Some math text."}) + "\n")
+    inputs, out = [str(tmp_path / "in.jsonl")], tmp_path / "qa"
+    settings = RewriteSettings(decont_benchmarks=[str(tmp_path / "bench")])
+    identity, earlier = rewrite_identity(inputs, settings, "qa", tmp_path, out)
+    assert check_job(out, identity, "rewrite", earlier=earlier) is False  # recorded
+    stage = Config(decont_benchmarks=["{run_dir}/bench"])
+    recorded = _digests_of_files_read("rewrite", stage, tmp_path)
+    assert list(recorded) == ["benchmark bench/test"]
+    bench.write_text(bench.read_text().replace("12 + 30", "11 + 31"))  # same size, other problem
+    identity, earlier = rewrite_identity(inputs, settings, "qa", tmp_path, out)
+    (out / "summary.json").write_text("{}")  # the folder holds finished work: another job is refused
+    with pytest.raises(ValueError, match="benchmark bench/test"):
+        check_job(out, identity, "rewrite", earlier=earlier)
+    assert _digests_of_files_read("rewrite", stage, tmp_path) != recorded
+
+
+def test_the_recipe_rewrite_stage_records_its_local_model_by_weights(tmp_path):
+    from pipelines.rewrite import Config
+    from pipelines.runner import _digests_of_files_read
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"\0" * 64)
+    stage = Config(model=str(model))
+    before = _digests_of_files_read("rewrite", stage, tmp_path)
+    assert before["model"][0] == str(model.resolve())
+    (model / "model.safetensors").write_bytes(b"\1" * 64)  # retrained into the same folder
+    assert _digests_of_files_read("rewrite", stage, tmp_path)["model"] != before["model"]
+    assert _digests_of_files_read("rewrite", Config(), tmp_path) == {}  # model auto: built from the inputs
