@@ -161,7 +161,6 @@ def iter_texts(
     """
     import json
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     n = 0
@@ -178,7 +177,7 @@ def iter_texts(
                     f"{path}: no `{text_key}` column (columns: {', '.join(parquet.schema_arrow.names)})"
                 )
             kind = parquet.schema_arrow.field(text_key).type
-            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)):
+            if not _is_text_type(kind):
                 raise ValueError(f"{path}: the `{text_key}` column holds {kind}, not text")
             for batch in parquet.iter_batches(columns=[text_key], batch_size=1024):
                 texts = batch.column(0).to_pylist()
@@ -206,6 +205,22 @@ def iter_texts(
                     n += 1
                     if limit and n >= limit:
                         return
+
+
+def _is_text_type(kind: Any) -> bool:
+    """Whether a Parquet column of Arrow type `kind` reads as text: string, large_string, string_view, null (all
+    rows missing), or a dictionary of strings (a pandas categorical column) -- what `shards build` reads as text."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    is_view = getattr(pa.types, "is_string_view", None)  # pyarrow >= 16
+    return bool(
+        pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_null(kind)
+        or (is_view is not None and is_view(kind))
+    )
 
 
 CORPUS_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json.gz", ".jsonl.zst")

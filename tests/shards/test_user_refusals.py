@@ -272,3 +272,29 @@ def test_a_damaged_manifest_is_named_by_mix_inspect_and_validate(tmp_path):
         error = _one_line_error(runner.invoke(app, ["shards", "inspect", str(shards / "qa")]))
         assert str(manifest) in error
         assert validate_path(shards)["errors"][0].startswith(f"{manifest}: not ")
+
+
+def test_train_tokenizer_reads_a_categorical_and_a_string_view_text_column(tmp_path):
+    # bc6f7f2's type check took only string/large_string/null, so a pandas categorical column (read back as
+    # dictionary<values=string>) and an Arrow string_view column failed with "holds dictionary<...>, not text"
+    texts = [f"x = {i} + {i}" for i in range(20)]
+    categorical = tmp_path / "cat.parquet"
+    pq.write_table(pa.table({"text": pa.array(texts).dictionary_encode()}), categorical)
+    view = tmp_path / "view.parquet"
+    pq.write_table(pa.table({"text": pa.array(texts, type=pa.string_view())}), view)
+    assert pa.types.is_dictionary(pq.ParquetFile(categorical).schema_arrow.field("text").type)
+    assert pq.ParquetFile(view).schema_arrow.field("text").type == pa.string_view()
+    from shards.tokenizer import iter_texts
+
+    assert list(iter_texts([categorical])) == texts and list(iter_texts([view])) == texts
+    for corpus in (categorical, view):
+        out = tmp_path / f"tok-{corpus.stem}"
+        result = runner.invoke(app, ["shards", "train-tokenizer", str(corpus), "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        assert (out / "tokenizer.json").is_file()
+    codes = tmp_path / "codes.parquet"  # a dictionary of numbers is still not text
+    pq.write_table(pa.table({"text": pa.array([1, 2, 1]).dictionary_encode()}), codes)
+    error = _one_line_error(
+        runner.invoke(app, ["shards", "train-tokenizer", str(codes), "-o", str(tmp_path / "t")])
+    )
+    assert str(codes) in error and "not text" in error
