@@ -15,11 +15,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from curate.rewrite.identity import OPERATIONAL_SETTINGS
 from curate.rewrite.job import RewriteSettings, run_task
 from curate.summary import write_summary
 from pipelines.stages import StageContext
 
 FOLDER = "branches"
+# Left out of the recipe stage's record, as `mathmix rewrite` leaves them out of job.json: where and how fast it
+# generates (retries, max_attempts, timeouts ...), not what.
+OPERATIONAL_KEYS = OPERATIONAL_SETTINGS
 Task = Literal["refine", "qa", "longcot", "score"]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -110,12 +111,8 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             _check_upstream(out_dir, name, upstream, later)
             # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before
             # the stage runs); folders written before upstream.json existed adopt it.
-            digests = _digests_of_files_read(name, step["config"], recipe.output_dir)
-            # paths in the run folder are recorded as {run_dir}/...: a copied run folder still resumes; a record
-            # from before digests were kept is this job (job_record.LATER_FIELDS)
-            extra = {"file_digests": digests} if digests else {}
-            identity = job_identity(inputs, step["config"], run_dir=recipe.output_dir, **extra)
-            _check_stage_job(out_dir, identity, name)
+            identity, operational = stage_identity(name, step["config"], inputs, recipe.output_dir)
+            _check_stage_job(out_dir, identity, name, ignore=operational)
             _record_upstream(out_dir, upstream)
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
@@ -178,6 +175,23 @@ def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:
     return hashes
 
 
+def stage_identity(
+    name: str, config: Any, inputs: list[str], run_dir: Path
+) -> tuple[dict[str, Any], Collection[str]]:
+    """(what a recipe stage's record holds, the settings left out of it).
+
+    Left out: the settings that say how a stage runs, not what it writes (its module's `OPERATIONAL_KEYS`:
+    rewrite's retries, max_attempts, timeouts): a stuck stage is unstuck by changing them, which a new job would
+    refuse. Paths in the run folder are recorded as {run_dir}/... (a copied run folder still resumes); a record
+    from before digests were kept is this job (job_record.LATER_FIELDS).
+    """
+    digests = _digests_of_files_read(name, config, run_dir)
+    extra = {"file_digests": digests} if digests else {}
+    operational: Collection[str] = getattr(stage_module(name), "OPERATIONAL_KEYS", frozenset())
+    settings = config.model_dump(mode="json", exclude=set(operational), exclude_defaults=True)
+    return job_identity(inputs, settings, run_dir=run_dir, **extra), operational
+
+
 def _digests_of_files_read(name: str, config: Any, run_dir: Path) -> dict[str, list]:
     """{what: [path, SIZE:SHA]} of the files a stage's settings name besides its inputs (its module's
     `files_read`: web's model and blocklist, decont's benchmarks). A model retrained at the same path used to leave
@@ -192,7 +206,9 @@ def _digests_of_files_read(name: str, config: Any, run_dir: Path) -> dict[str, l
     }
 
 
-def _check_stage_job(out_dir: Path, identity: dict[str, Any], name: str) -> None:
+def _check_stage_job(
+    out_dir: Path, identity: dict[str, Any], name: str, ignore: Collection[str] = ()
+) -> None:
     """`check_job` for a recipe stage, where Slurm jobs still queued count as work: a recipe edited while they were
     queued used to be taken as a new job, and the stage then kept those jobs' output under the new settings."""
     live = live_submissions(out_dir)
@@ -203,6 +219,7 @@ def _check_stage_job(out_dir: Path, identity: dict[str, Any], name: str) -> None
             f"recipe stage ({name})",
             RECIPE_STAGE_FILE,
             progress=lambda out: bool(live) or has_progress(out),
+            ignore=ignore,  # a record from before they were left out still matches
         )
     except ValueError as err:
         if live and not has_progress(out_dir):

@@ -298,3 +298,25 @@ def test_the_recipe_rewrite_stage_records_its_local_model_by_weights(tmp_path):
     (model / "model.safetensors").write_bytes(b"\1" * 64)  # retrained into the same folder
     assert _digests_of_files_read("rewrite", stage, tmp_path)["model"] != before["model"]
     assert _digests_of_files_read("rewrite", Config(), tmp_path) == {}  # model auto: built from the inputs
+
+
+def test_the_recipe_rewrite_stage_takes_new_retry_settings_but_not_new_output_settings(tmp_path):
+    """docs/rewrite.md: raising max_attempts (or retries, timeouts) unsticks a stage without making it another job;
+    `mathmix rewrite` held to that, a recipe's rewrite stage refused it once the stage had work."""
+    from pipelines.rewrite import Config
+    from pipelines.runner import _check_stage_job, stage_identity
+
+    out = tmp_path / "branches"
+    inputs = [str(tmp_path / "corpus")]
+    first = Config(max_attempts=3, retries=1)
+    identity, ignore = stage_identity("rewrite", first, inputs, tmp_path)
+    _check_stage_job(out, identity, "rewrite", ignore)
+    (out / "qa" / "checkpoints").mkdir(parents=True)
+    (out / "qa" / "checkpoints" / "00000.jsonl").write_text("{}\n")  # generation under way
+    identity, ignore = stage_identity("rewrite", Config(max_attempts=5, retries=4), inputs, tmp_path)
+    _check_stage_job(out, identity, "rewrite", ignore)  # the same job
+    identity, ignore = stage_identity(
+        "rewrite", Config(max_attempts=5, prompt_version="v2"), inputs, tmp_path
+    )
+    with pytest.raises(ValueError, match="prompt_version"):
+        _check_stage_job(out, identity, "rewrite", ignore)
