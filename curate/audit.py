@@ -18,6 +18,7 @@ import errno
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -30,13 +31,43 @@ import duckdb
 import pyarrow as pa
 
 from curate.audit_guard import AuditRefused, check_read_only
-from curate.audit_views import PARQUET_FILES, UNREADABLE, create_all, damaged_parquet, unfinished_stages
+from curate.audit_views import UNREADABLE, VIEW_FILES, create_all, damaged_parquet, unfinished_stages
 
 __all__ = ["AuditRefused", "AuditSession", "SettingsError", "write_result"]
 
 OUTPUT_FORMATS = ("table", "csv", "json", "parquet")
 # Errors a damaged Parquet page can raise (plain duckdb.Error: `Variable-length int over 10 bytes.`)
 READ_ERRORS = (duckdb.Error, duckdb.IOException, duckdb.InvalidInputException, duckdb.InternalException)
+# What DuckDB 2.0.1 says, naming no file, for a damaged page behind a good footer (measured by overwriting bytes
+# of the pages of snappy, zstd, gzip, lz4, brotli and uncompressed files, data pages v1 and v2): the page
+# header's thrift decoding, a decompressor, a decoder running past its page. Only these send the session
+# reading Parquet files whole to name the damaged one; any other error (`SELECT error('typo')`, a missing
+# read_json path, malformed JSON text) is a plain SQL error, returned as it is.
+DAMAGED_PAGE = re.compile(
+    "|".join(
+        re.escape(text)
+        for text in (
+            "Variable-length int over",
+            "Varint-decoding",
+            "don't know what type",
+            "TProtocolException",
+            "Couldn't deserialize thrift",
+            "Out of buffer",
+            "decompress",
+            "snappy",
+            "zstd",
+            "gzip",
+            "lz4",
+            "brotli",
+            "corrupt",
+            "Mismatch in parquet read",
+            "dictionary offset out of range",
+            "Payload value bigger than allowed",
+        )
+    )
+    + r"|invalid \w+ page|page (?:size|header)",
+    re.IGNORECASE,
+)
 MAX_ROWS = 200  # rows the text table shows by default (the CLI's --max-rows)
 BATCH_ROWS = 2048  # rows fetched from DuckDB at a time when a result is streamed (DuckDB's vector size)
 
@@ -79,8 +110,9 @@ class AuditSession:
             raise SettingsError(f"DuckDB refused the settings ({str(err).splitlines()[0]})") from None
         self.relations = create_all(self.con, self.run_dir)
         self.unreadable = list(UNREADABLE)  # damaged Parquet and JSON files the views leave out
-        self.parquet_files = list(PARQUET_FILES)  # what the views read
-        self._damaged: list[str] | None = None  # files whose pages do not read (looked for after an error)
+        self.view_files = {view: list(files) for view, files in VIEW_FILES.items()}  # what the views read
+        self.parquet_files = list(dict.fromkeys(f for files in self.view_files.values() for f in files))
+        self._pages: dict[Path, str | None] = {}  # file: why its pages do not read (None: they do), once read
         self.unfinished = unfinished_stages(
             self.run_dir, self.relations
         )  # stage folders with no summary.json
@@ -112,7 +144,7 @@ class AuditSession:
         except duckdb.PermissionException as err:
             raise self._refused(err) from None
         except duckdb.Error as err:
-            raise self._name_damaged(err) from None
+            raise self._name_damaged(err, statement) from None
 
     def stream(self, sql: str, batch_rows: int = BATCH_ROWS) -> pa.RecordBatchReader:
         """`query` as a stream of record batches of at most `batch_rows` rows: memory stays bounded whatever
@@ -123,7 +155,7 @@ class AuditSession:
         except duckdb.PermissionException as err:
             raise self._refused(err) from None
         except duckdb.Error as err:
-            raise self._name_damaged(err) from None
+            raise self._name_damaged(err, statement) from None
 
         def batches():
             try:
@@ -131,22 +163,29 @@ class AuditSession:
             except duckdb.PermissionException as err:
                 raise self._refused(err) from None
             except duckdb.Error as err:
-                raise self._name_damaged(err) from None
+                raise self._name_damaged(err, statement) from None
 
         return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
-    def _name_damaged(self, err: duckdb.Error) -> duckdb.Error:
-        """A read error that names no file (DuckDB's `Variable-length int over 10 bytes.` for a damaged page of a
-        Parquet file whose footer reads) gets the damaged file(s) named; any other error is returned as it is."""
-        if type(err) not in READ_ERRORS or ".parquet" in str(err):
+    def _name_damaged(self, err: duckdb.Error, sql: str) -> duckdb.Error:
+        """A damaged-page error that names no file (DuckDB's `Variable-length int over 10 bytes.` for a page of a
+        Parquet file whose footer reads) gets the damaged file(s) named, from reading whole the files of the
+        views `sql` names (all the views' files where it names none, e.g. a read_parquet() of its own); each file
+        is read at most once per session. Any other error is returned as it is, without reading anything."""
+        text = str(err)
+        if type(err) not in READ_ERRORS or ".parquet" in text or not DAMAGED_PAGE.search(text):
             return err
-        if self._damaged is None:
-            self._damaged = damaged_parquet(self.parquet_files)
-        if not self._damaged:
+        named = [view for view in self.view_files if re.search(rf"(?<!\w){re.escape(view)}(?!\w)", sql, re.I)]
+        files = [f for view in named for f in self.view_files[view]] or self.parquet_files
+        unread = list(dict.fromkeys(f for f in files if f not in self._pages))
+        for path in unread:
+            self._pages[path] = next(iter(damaged_parquet([path])), None)
+        damaged = [why for f in dict.fromkeys(files) if (why := self._pages[f]) is not None]
+        if not damaged:
             return err
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        more = f" (+{len(self._damaged) - 3} more)" if len(self._damaged) > 3 else ""
-        return type(err)(f"{first} (damaged Parquet file: {'; '.join(self._damaged[:3])}{more})")
+        more = f" (+{len(damaged) - 3} more)" if len(damaged) > 3 else ""
+        first = text.splitlines()[0] if text else type(err).__name__
+        return type(err)(f"{first} (damaged Parquet file: {'; '.join(damaged[:3])}{more})")
 
     def _refused(self, err: Exception) -> AuditRefused:
         return AuditRefused(f"refused by DuckDB (only files under {self.run_dir} can be read): {err}")

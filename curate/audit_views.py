@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from curate.audit_json import read_json_file, rows_to_arrow
 
@@ -51,7 +52,13 @@ def _sql_str(value: str | Path) -> str:
 
 # Files left out of the views by the last `create_all`: damaged or truncated Parquet, JSON that does not parse
 UNREADABLE: list[str] = []
-PARQUET_FILES: list[Path] = []  # the Parquet files the views of the last `create_all` read
+VIEW_FILES: dict[str, list[Path]] = {}  # {view: the Parquet files it reads}, for the last `create_all`
+
+
+# What pyarrow raises for a file it cannot read: ArrowInvalid is a ValueError, ArrowIOError an OSError, and
+# ArrowNotImplementedError (a damaged page header naming an encoding or codec it does not know) is neither but a
+# NotImplementedError; every Arrow error is an ArrowException
+PYARROW_READ_ERRORS = (OSError, ValueError, NotImplementedError, pa.ArrowException)
 
 
 def _parquet_files(folder: Path) -> list[Path]:
@@ -63,11 +70,10 @@ def _parquet_files(folder: Path) -> list[Path]:
     for path in sorted(p for p in folder.rglob("*.parquet") if p.is_file()) if folder.is_dir() else []:
         try:
             pq.read_metadata(path)
-        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        except PYARROW_READ_ERRORS as err:
             UNREADABLE.append(f"{path}: {_first_line(err)}")
             continue
         files.append(path)
-    PARQUET_FILES.extend(files)
     return files
 
 
@@ -83,7 +89,7 @@ def damaged_parquet(files: list[Path]) -> list[str]:
             parquet = pq.ParquetFile(path)
             for group in range(parquet.num_row_groups):
                 parquet.read_row_group(group)
-        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        except PYARROW_READ_ERRORS as err:
             damaged.append(f"{path}: {_first_line(err)}")
     return damaged
 
@@ -130,9 +136,11 @@ def create_document_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict
         source = _scan(files)
         con.execute(f'CREATE VIEW "{stage}" AS SELECT {_flat_select(con, source)} FROM {source}')
         made[stage] = f"{stage}/data: {len(files)} parquet file(s)"
+        VIEW_FILES[stage] = files
     for stage in reversed(DOCUMENT_STAGES):
         if stage in made:
             con.execute(f'CREATE VIEW corpus AS SELECT * FROM "{stage}"')
+            VIEW_FILES["corpus"] = VIEW_FILES[stage]
             made["corpus"] = f"= {stage} (the last curation stage present)"
             break
     return made
@@ -146,6 +154,7 @@ def create_branch_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[s
     source = _scan(files, filename=True)
     task = r"regexp_extract(filename, '[/\\]branches[/\\]([^/\\]+)[/\\]data[/\\]', 1) AS task"
     con.execute(f"CREATE VIEW branches AS SELECT {_flat_select(con, source, [task])} FROM {source}")
+    VIEW_FILES["branches"] = files
     return {"branches": f"branches/*/data: {len(files)} parquet file(s)"}
 
 
@@ -169,6 +178,7 @@ def create_reject_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[s
     reason = f"coalesce({', '.join([*candidates, folder_reason])})"
     extra = [stage, f"{reason} AS reason"]
     con.execute(f"CREATE VIEW rejects AS SELECT {_flat_select(con, source, extra)} FROM {source}")
+    VIEW_FILES["rejects"] = files
     return {"rejects": f"*/rejects: {len(files)} parquet file(s)"}
 
 
@@ -417,7 +427,7 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
 def create_all(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     """Every relation the run folder allows, {name: what it is over}; views of absent stages are absent."""
     UNREADABLE.clear()
-    PARQUET_FILES.clear()
+    VIEW_FILES.clear()
     made: dict[str, str] = {}
     builds = (create_document_views, create_branch_views, create_reject_views, create_json_tables,
               create_jsonl_views)  # fmt: skip

@@ -451,3 +451,55 @@ def test_a_damaged_page_behind_a_good_footer_is_named_in_the_error(run_dir, tmp_
     assert out.exit_code == 2 and str(damaged) in out.output and "Traceback" not in out.output, out.output
     out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0 and "could not be computed: " in out.stderr and str(damaged) in out.stderr
+
+
+def test_an_ordinary_sql_error_reads_no_parquet_file_whole(run_dir, monkeypatch):
+    """Any InvalidInput/IO/plain DuckDB error naming no .parquet file (`SELECT error('typo')`, a missing
+    read_json path, malformed JSON text) read every row group of every Parquet file of the run to look for a
+    damaged page; only DuckDB's messages for a damaged page do now."""
+    import curate.audit
+
+    scanned: list[list[Path]] = []
+    monkeypatch.setattr(curate.audit, "damaged_parquet", lambda files: scanned.append(files) or [])
+    with AuditSession(run_dir) as s:
+        for sql in (
+            "SELECT error('typo')",
+            "SELECT json_extract('{', '$.a') FROM web LIMIT 1",
+            f"SELECT * FROM read_json('{run_dir / 'missing.json'}')",
+            "SELECT 'a'::INT FROM dedup",
+        ):
+            with pytest.raises(duckdb.Error):
+                s.query(sql)
+            with pytest.raises(duckdb.Error):
+                s.stream(sql).read_all()
+    assert scanned == []
+
+
+def test_a_damaged_page_error_reads_only_the_files_of_the_views_the_query_names(run_dir, monkeypatch):
+    import curate.audit
+
+    scanned: list[Path] = []
+    monkeypatch.setattr(curate.audit, "damaged_parquet", lambda files: scanned.extend(files) or [])
+    with AuditSession(run_dir) as s:
+        error = duckdb.Error("Variable-length int over 10 bytes.")
+        assert s._name_damaged(error, "SELECT count(*) FROM Dedup") is error  # no damaged file found
+        assert scanned == s.view_files["dedup"] and scanned
+        s._name_damaged(error, "SELECT count(*) FROM dedup")
+        assert scanned == s.view_files["dedup"]  # each file read at most once per session
+        typo = duckdb.InvalidInputException("Invalid Input Error: typo")
+        assert s._name_damaged(typo, "FROM web") is typo
+        assert scanned == s.view_files["dedup"]
+
+
+def test_a_page_pyarrow_does_not_implement_is_named_not_a_traceback(run_dir, monkeypatch):
+    """pyarrow's ArrowNotImplementedError is a NotImplementedError, neither an OSError nor a ValueError."""
+    import pyarrow as pa
+
+    from curate.audit_views import damaged_parquet
+
+    def not_implemented(path):
+        raise pa.lib.ArrowNotImplementedError("Unknown encoding type.")
+
+    monkeypatch.setattr(pq, "ParquetFile", not_implemented)
+    files = sorted((run_dir / "dedup" / "data").glob("*.parquet"))[:1]
+    assert damaged_parquet(files) == [f"{files[0]}: Unknown encoding type."]
