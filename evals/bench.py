@@ -1,10 +1,11 @@
 """`mathmix eval bench`: few-shot math evals graded by math-verify; one results JSON per benchmark and a table.
 
 Output folder: `{benchmark}.json` ({"benchmark", "model", "shots", "n", "correct", "accuracy", "extraction",
-"items": [{"id", "question", "gold", "output", "extracted", "method", "correct"}], "backend", and
-"truncated_prompts" where prompts were cut to fit the model}), `results.json` ({"model", "backend", "benchmarks":
-{name: {"shots", "n", "correct", "accuracy"}}, "skipped": {name: reason}, "seconds"}) and `job.json` (what was
-evaluated: a rerun of the same job keeps the finished benchmarks, another job is refused).
+"grader", "items": [{"id", "question", "gold", "output", "extracted", "method", "correct"}], "backend", and
+"truncated_prompts" where prompts were cut to fit the model}), `results.json` ({"model", "backend", "grader",
+"benchmarks": {name: {"shots", "n", "correct", "accuracy"}}, "skipped": {name: reason}, "seconds"}) and `job.json`
+(what was evaluated: a rerun of the same job keeps the finished benchmarks, regrading those graded by another
+grader version, and another job is refused).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.benchmarks import BENCHMARKS, STOPS, build_prompt, find_test_file, load_benchmark, load_exemplars
-from evals.grading import grade
+from evals.grading import GRADER, grade
 from mathmix.cli_util import write_json
 
 
@@ -47,8 +48,26 @@ def benchmark_result(name: str, model: str, shots: int, records: list[dict[str, 
         "correct": correct,
         "accuracy": correct / len(records) if records else 0.0,
         "extraction": dict(Counter(r["method"] for r in records)),
+        "grader": GRADER,
         "items": records,
     }
+
+
+def regrade(
+    name: str, model: str, result: dict[str, Any], items: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """RESULT (a kept results file) with its outputs graded again by this grader against ITEMS' gold answers (read
+    again with this grader too), its other fields kept; None when its items are not ITEMS' (by id, in order) or
+    hold no output, so the benchmark is evaluated again."""
+    records = result.get("items")
+    if not isinstance(records, list) or len(records) != len(items):
+        return None
+    if not all(isinstance(r, dict) and isinstance(r.get("output"), str) for r in records):
+        return None
+    if [r.get("id") for r in records] != [item["id"] for item in items]:
+        return None
+    graded = grade_outputs(items, [r["output"] for r in records])
+    return {**result, **benchmark_result(name, model, result["shots"], graded)}
 
 
 def bench_identity(
@@ -165,6 +184,8 @@ def run_bench(
 
     OUT/job.json records the model, data and settings: a rerun of the same job keeps each benchmark whose results
     file is whole and evaluates the rest; another job into a folder holding results is refused (ValueError).
+    The grader is not part of the job: a kept results file graded by another grader version (`GRADER`) has its
+    outputs regraded in place, not generated again.
 
     Raises:
         ValueError: nothing to evaluate (see `plan_bench`), or OUT holds another job's results.
@@ -193,14 +214,33 @@ def run_bench(
         model, benchmarks, data_dir, run_dir, {**settings, "backend": backend}, prompt_file
     )
     rerun = check_job(out_dir, identity, "eval bench", progress=has_eval_output)
-    kept = {}
+    kept, regraded = {}, {}
     for name, _, items, exemplars in plan:  # a results file of this job, whole and of the same size
         result = _read_json(out_dir / f"{name}.json") if rerun else None
-        if result is not None and (result.get("shots"), result.get("n")) == (len(exemplars), len(items)):
-            kept[name] = result
-    summary: dict[str, Any] = {"model": str(model), "backend": None, "benchmarks": {}, "skipped": skipped}
+        if result is None or (result.get("shots"), result.get("n")) != (len(exemplars), len(items)):
+            continue
+        if result.get("grader") != GRADER:  # the outputs are this job's; their grades are another grader's
+            earlier_grader = str(result.get("grader") or "a grader before versions were recorded")
+            result = regrade(name, str(model), result, items)
+            if result is None:
+                continue
+            write_json(out_dir / f"{name}.json", result)
+            regraded[name] = earlier_grader
+        kept[name] = result
+    summary: dict[str, Any] = {
+        "model": str(model),
+        "backend": None,
+        "grader": GRADER,
+        "benchmarks": {},
+        "skipped": skipped,
+    }
     if kept:
         console.print(f"kept from an earlier run of this job: {', '.join(kept)} ({out_dir})", soft_wrap=True)
+    for name, earlier_grader in regraded.items():
+        console.print(
+            f"{name}: its kept outputs were graded by {earlier_grader}; regraded by {GRADER} (not generated again)",
+            soft_wrap=True,
+        )
     todo = [entry for entry in plan if entry[0] not in kept]
     if todo:
         generator = generator or make_generator(model, backend=backend, batch_size=batch_size)

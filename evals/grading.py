@@ -16,30 +16,50 @@ _HASHES = re.compile(r"####\s*([^\n]+)")
 _NUMBER_THEN_WORDS = re.compile(
     r"^\$?\s*([-+]?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:\s*/\s*\d+)?)\s*\$?\s+([A-Za-z][A-Za-z'.\s/-]*)$"
 )
+# The grader's version, recorded in each benchmark's results JSON: `eval bench` regrades kept results of another.
+# 2: a number's unit is cut ("18 dollars" -> 18) but not a word that changes its value ("2 million").
+GRADER = "mathmix-grading/2"
+
 # Words after a number that keep the answer whole: math, not a unit ("2 pi", "3 and 4", "5 or 6").
-_NOT_UNITS = {
-    "pi",
-    "sqrt",
-    "and",
-    "or",
-    "to",
-    "times",
-    "plus",
-    "minus",
-    "over",
-    "divided",
+_MATH_WORDS = {"pi", "sqrt", "and", "or", "to", "times", "plus", "minus", "over", "divided"}
+# Words that change the number's value: cutting them graded "2 million", "#### 3 thousand", "2 thirds" or
+# "5 factorial" right against a gold 2, 3, 2 or 5. Kept whole, such an answer is graded as written (math-verify
+# reads "50 percent" as 50%; "2 million" as a product of letters, wrong against both 2 and 2000000). "second" is
+# left out: "2 seconds" is a unit far more often than 2/2.
+_SCALES = ("hundred", "thousand", "million", "billion", "trillion", "quadrillion", "dozen", "lakh", "crore")
+_ORDINALS = (
+    "third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth hundredth thousandth millionth"
+)
+_VALUE_WORDS = {
+    *_SCALES,
+    *(f"{word}s" for word in _SCALES),
+    *_ORDINALS.split(),
+    *(f"{word}s" for word in _ORDINALS.split()),
+    "half",
+    "halves",
+    "quarter",
+    "quarters",
+    "percent",
+    "percentage",
+    "percents",
+    "factorial",
     "squared",
     "cubed",
 }
+_KEEP_WHOLE = _MATH_WORDS | _VALUE_WORDS
 
 
 def _drop_unit(answer: str) -> str:
-    """The number of NUMBER UNIT WORDS ("18 dollars" -> "18"); any other answer as it is."""
+    """The number of NUMBER UNIT WORDS ("18 dollars" -> "18", "90 degrees" -> "90"); any other answer, and a number
+    followed by a word that changes its value ("2 million", "4 dozen", "2 thirds", "5 per cent"), as it is."""
     match = _NUMBER_THEN_WORDS.match(answer)
     if match is None:
         return answer
-    first = match.group(2).split()[0].strip(".").lower()
-    return answer if len(first) < 2 or first in _NOT_UNITS else match.group(1)
+    words = [word.strip(".").lower() for word in match.group(2).split()]
+    first = words[0]
+    if len(first) < 2 or first in _KEEP_WHOLE or words[:2] == ["per", "cent"]:
+        return answer
+    return match.group(1)
 
 
 def last_boxed(text: str) -> str | None:

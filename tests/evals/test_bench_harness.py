@@ -11,7 +11,16 @@ from typer.testing import CliRunner
 
 from evals.bench import run_bench
 from evals.benchmarks import build_prompt, load_benchmark, load_exemplars, normalize, parse_benchmarks
-from evals.grading import answers_match, boxed_reward, extract_answer, grade, last_boxed, truncate_at_stops
+from evals.grading import (
+    GRADER,
+    answers_match,
+    boxed_reward,
+    extract_answer,
+    gold_answer_from_solution,
+    grade,
+    last_boxed,
+    truncate_at_stops,
+)
 
 
 @pytest.mark.parametrize(
@@ -38,6 +47,33 @@ def test_extract_answer(output, expected):
 def test_a_unit_after_the_number_is_graded_on_the_number():
     assert grade("The answer is 18 dollars.", "18")["correct"]
     assert grade("#### 2,000 meters", "2000")["correct"]
+
+
+@pytest.mark.parametrize(
+    ("output", "extracted", "gold"),
+    [
+        # 9f29def cut these words as units: "2 million" was graded right against a gold 2
+        ("The answer is 2 million.", "2 million", "2"),
+        ("#### 3 thousand", "3 thousand", "3"),
+        ("The answer is 2 thirds.", "2 thirds", "2"),
+        ("#### 5 factorial", "5 factorial", "5"),
+        ("#### 4 dozen", "4 dozen", "4"),
+        ("The answer is 3 quarters.", "3 quarters", "3"),
+        ("#### 1 half", "1 half", "1"),
+        ("#### 7 hundredths", "7 hundredths", "7"),
+    ],
+)
+def test_a_word_that_changes_the_value_keeps_the_answer_whole(output, extracted, gold):
+    assert extract_answer(output)[0] == extracted
+    assert not grade(output, gold)["correct"]
+    assert gold_answer_from_solution(f"Some working.\n{output}") == extracted  # gold answers too
+
+
+def test_units_are_still_cut_and_percent_is_read_by_math_verify():
+    assert extract_answer("The answer is 90 degrees.")[0] == "90"  # a unit, not a value word
+    assert extract_answer("#### 40 per hour")[0] == "40" and extract_answer("#### 2 seconds")[0] == "2"
+    assert grade("The answer is 50 percent.", "50")["correct"]  # math-verify reads it as 50%
+    assert extract_answer("#### 5 per cent")[0] == "5 per cent" and grade("#### 5 per cent", "5")["correct"]
 
 
 def test_last_boxed_balances_braces():
@@ -185,6 +221,38 @@ class Counting(HandWritten):
     def generate(self, prompts, max_new_tokens, stops, progress=None):
         self.prompts += prompts
         return super().generate(prompts, max_new_tokens, stops, progress)
+
+
+def test_a_rerun_regrades_results_of_another_grader_without_generating_again(bench_dir, tmp_path, capsys):
+    out, plan = tmp_path / "out", [("gsm8k", 0)]
+    outputs = ["#### 0", "The answer is 2 million.", "#### 4", "#### 6"]  # golds 0, 2, 4, 6
+    run_bench("hand", plan, bench_dir, out, generator=Counting(outputs))
+    result = json.loads((out / "gsm8k.json").read_text())
+    assert result["grader"] == GRADER and result["correct"] == 3
+    assert json.loads((out / "results.json").read_text())["grader"] == GRADER
+    # as written by 9f29def's grader: no version recorded, "2 million" graded right against 2
+    del result["grader"]
+    result["items"][1]["correct"], result["items"][1]["extracted"] = True, "2"
+    result["correct"], result["accuracy"] = 4, 1.0
+    (out / "gsm8k.json").write_text(json.dumps(result))
+    summary = run_bench("hand", plan, bench_dir, out, generator=Counting([]))  # nothing generated
+    assert summary["benchmarks"]["gsm8k"] == {"shots": 0, "n": 4, "correct": 3, "accuracy": 0.75}
+    regraded = json.loads((out / "gsm8k.json").read_text())
+    assert regraded["grader"] == GRADER and regraded["items"][1]["extracted"] == "2 million"
+    assert [i["output"] for i in regraded["items"]] == outputs and regraded["backend"] == "hand-written"
+    assert (
+        f"gsm8k: its kept outputs were graded by a grader before versions were recorded; regraded by {GRADER}"
+        in (capsys.readouterr().err.replace("\n", " "))
+    )
+    regraded["grader"], regraded["items"][0]["id"] = (
+        "mathmix-grading/1",
+        "not-an-item",
+    )  # items that do not line up
+    (out / "gsm8k.json").write_text(json.dumps(regraded))
+    again = Counting(outputs)
+    run_bench("hand", plan, bench_dir, out, generator=again)
+    assert len(again.prompts) == 4  # evaluated again
+    assert json.loads((out / "gsm8k.json").read_text())["items"][0]["id"] != "not-an-item"
 
 
 def test_a_rerun_keeps_finished_benchmarks_and_another_job_is_refused(bench_dir, tmp_path):
