@@ -74,8 +74,17 @@ def check_overlap(
     # An eval problem given as the prompt itself: problems too short for the n-gram and whole-match rules
     # ("Simplify $\sqrt{242}$."; MATH500 read as prompts: 62 of its 500) went through unchecked.
     problems = _eval_problems(eval_files)
-    exact = [i for i, text in enumerate(texts) if i not in set(bad) and _plain(text) in problems]
+    flagged = set(bad)
+    identical = {i: problems[plain] for i, text in enumerate(texts) if (plain := _plain(text)) in problems}
+    exact = [i for i in identical if i not in flagged]
     bad = sorted(bad + exact)
+
+    def shown(i: int) -> list[dict[str, Any]]:
+        """Two of prompt I's overlaps, an identical eval problem first (caught as one alone, a prompt has no
+        n-gram overlap to show)."""
+        first = [identical[i]] if i in identical else []
+        return (first + [o.to_dict() for o in hits[i][:2]])[:2]
+
     report = {
         "checked": True,
         "eval_sets": [str(f) for f in eval_files],
@@ -84,7 +93,7 @@ def check_overlap(
         "prompts_with_any_hit": len(any_hit),
         "overlapping_prompts": len(bad),
         "identical_to_an_eval_problem": len(exact),
-        "examples": [{"prompt": i, "overlaps": [o.to_dict() for o in hits[i][:2]]} for i in bad[:5]],
+        "examples": [{"prompt": i, "overlaps": shown(i)} for i in bad[:5]],
     }
     if bad and policy == "fail":
         raise ValueError(
@@ -102,17 +111,20 @@ def _plain(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _eval_problems(eval_files: list[Path]) -> set[str]:
-    """The problem statements of the eval sets (`_plain`), whatever their field names."""
+def _eval_problems(eval_files: list[Path]) -> dict[str, dict[str, Any]]:
+    """The problem statements of the eval sets (`_plain`), whatever their field names, each with the first record
+    that states it: {"benchmark" (named as `curate.decont` names it), "problem", "identical": True}."""
+    from curate.decont_sources import benchmark_files
     from mathmix.records import read_objects
 
     fields = ("problem", "question", "prompt")
-    return {
-        _plain(text)
-        for path in eval_files
-        for record in read_objects(path)
-        if isinstance(text := next((record[f] for f in fields if record.get(f)), None), str)
-    }
+    problems: dict[str, dict[str, Any]] = {}
+    for name, path in benchmark_files(eval_files):
+        for record in read_objects(path):
+            text = next((record[f] for f in fields if record.get(f)), None)
+            if isinstance(text, str):
+                problems.setdefault(_plain(text), {"benchmark": name, "problem": text, "identical": True})
+    return problems
 
 
 def eval_set_files(data_dir: Path | None) -> list[Path]:

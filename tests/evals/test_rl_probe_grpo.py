@@ -267,3 +267,24 @@ def test_the_probe_record_tells_weights_and_other_commands_apart(tiny_model_dir,
         assert "it holds the output of rl-probe" in str(err)
     else:
         raise AssertionError("eval bench wrote into a probe's folder")
+
+
+def test_a_prompt_identical_to_an_eval_problem_names_it_in_the_examples(tmp_path):
+    # overlap.json's examples listed such a prompt with empty overlaps: nothing said which eval problem it was
+    evals = tmp_path / "math500" / "test.jsonl"
+    write_jsonl(
+        evals, [{"problem": LEAKED, "answer": "x"}, {"problem": "Simplify $\\sqrt{242}$.", "answer": "y"}]
+    )
+    prompts = [
+        {"question": "Simplify $\\sqrt{243}$.", "answer": "x"},
+        {"question": "simplify $\\sqrt{242}$.", "answer": "x"},
+    ]
+    _, report = check_overlap(prompts, [evals], "warn")
+    assert report["identical_to_an_eval_problem"] == 1
+    (example,) = report["examples"]
+    assert example["prompt"] == 1
+    assert example["overlaps"][0] == {
+        "benchmark": "math500/test",
+        "problem": "Simplify $\\sqrt{242}$.",
+        "identical": True,
+    }
