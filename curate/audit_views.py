@@ -387,10 +387,49 @@ def _empty_view(con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, st
     con.execute(f'CREATE VIEW "{name}" AS SELECT {select} WHERE false')
 
 
+# The end of a JSON-lines file checked for lines that do not parse: a stage killed while writing leaves its torn
+# line last, and reading the whole of a multi-GB report on every session costs seconds to find it.
+TAIL_LINES = 8  # at least this many of the last lines (all of the lines of the blocks read from the end)
+TAIL_BYTES = 64 * 1024  # read from the end a block at a time, each twice the last
+MAX_TAIL_BYTES = 32 * 1024 * 1024  # never more than this (a line longer than that is not checked)
+
+
+def tail_lines(path: Path, lines: int = TAIL_LINES) -> tuple[list[bytes], bool]:
+    """The complete lines at the end of `path` (blank ones left out; at least `lines` of them where the file
+    holds them) and whether they are all of its lines. Blocks are read from the end only until they hold
+    `lines` complete lines: a large file is never read whole."""
+    with path.open("rb") as stream:
+        start = stream.seek(0, 2)
+        data, block = b"", TAIL_BYTES
+        while start > 0 and data.count(b"\n") <= lines and len(data) < MAX_TAIL_BYTES:
+            step = min(block, start, MAX_TAIL_BYTES - len(data))
+            start -= step
+            stream.seek(start)
+            data = stream.read(step) + data
+            block *= 2
+    parts = data.split(b"\n")
+    if start > 0:
+        parts = parts[1:]  # it began before the first block read
+    return [part for part in parts if part.strip()], start == 0
+
+
+def _torn_lines(path: Path) -> tuple[int, int, bool]:
+    """(lines that are no JSON object, lines checked, whether that is all of them) at the end of `path`."""
+    checked, whole = tail_lines(path)
+    bad = 0
+    for line in checked:
+        try:
+            bad += not isinstance(json.loads(line.decode("utf-8", errors="replace")), dict)
+        except ValueError:  # json.JSONDecodeError is a ValueError
+            bad += 1
+    return bad, len(checked), whole
+
+
 def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> bool:
     """A lazy view over JSON-lines files. A line that does not parse (a stage killed while writing it) would be
     a row of NULLs: it is left out of the view, and each file holding such lines is named (`UNREADABLE`) with
-    their count; a known report (EMPTY_REPORT_COLUMNS) none of whose lines parse is an empty view."""
+    their count; a known report (EMPTY_REPORT_COLUMNS) none of whose lines parse is an empty view. Only the end
+    of each file is checked (`tail_lines`: where a killed stage leaves its torn line), so the view stays lazy."""
     taken = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
     ).fetchall()
@@ -399,28 +438,25 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
     paths = ", ".join(_sql_str(f) for f in files)
     source = f"read_json([{paths}], format = 'newline_delimited', union_by_name = true, ignore_errors = true)"
     try:
-        bad = con.execute(
-            "SELECT filename, count(*) FILTER (WHERE json IS NULL), count(*) FROM read_ndjson_objects("
-            f"[{paths}], ignore_errors = true, filename = true) GROUP BY ALL ORDER BY filename"
-        ).fetchall()
-        con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {source}')
-        columns = con.sql(f'SELECT * FROM "{name}" LIMIT 0').columns
-    except duckdb.Error as err:  # not JSON lines at all: left to read_json() in a query, and said so
-        con.execute(f'DROP VIEW IF EXISTS "{name}"')
+        torn = {f: _torn_lines(f) for f in files}
+        # each bind of read_json samples the first 32 MiB of the files for their schema: bound twice, no more
+        columns = con.sql(f"SELECT * FROM {source} LIMIT 0").columns
+        empty = name in EMPTY_REPORT_COLUMNS and all(
+            whole and n_bad == n for n_bad, n, whole in torn.values()
+        )
+        if not empty:  # a known report of which every line was read and none parses is its empty view
+            good = " OR ".join(f'"{c}" IS NOT NULL' for c in columns)
+            where = f" WHERE {good}" if any(n_bad for n_bad, _, _ in torn.values()) else ""
+            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {source}{where}')
+    except (duckdb.Error, OSError) as err:  # not JSON lines at all: left to read_json() in a query, said so
         UNREADABLE.extend(f"{f}: {_first_line(err)}" for f in files)
         return False
-    bad = [(file, n_bad, n_lines) for file, n_bad, n_lines in bad if n_bad]
-    for file, n_bad, n_lines in bad:
-        UNREADABLE.append(f"{file}: {n_bad} of {n_lines} line(s) do not parse (view {name})")
-    if bad:
-        good = " OR ".join(f'"{c}" IS NOT NULL' for c in columns)
-        con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * FROM {source} WHERE {good}')
-        if (
-            name in EMPTY_REPORT_COLUMNS
-            and not con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]
-        ):
-            con.execute(f'DROP VIEW "{name}"')
-            _empty_view(con, name, EMPTY_REPORT_COLUMNS[name])
+    for file, (n_bad, n_lines, whole) in torn.items():
+        if n_bad:
+            of = f"{n_lines}" if whole else f"the last {n_lines}"
+            UNREADABLE.append(f"{file}: {n_bad} of {of} line(s) do not parse (view {name})")
+    if empty:
+        _empty_view(con, name, EMPTY_REPORT_COLUMNS[name])
     return True
 
 

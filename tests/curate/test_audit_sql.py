@@ -503,3 +503,50 @@ def test_a_page_pyarrow_does_not_implement_is_named_not_a_traceback(run_dir, mon
     monkeypatch.setattr(pq, "ParquetFile", not_implemented)
     files = sorted((run_dir / "dedup" / "data").glob("*.parquet"))[:1]
     assert damaged_parquet(files) == [f"{files[0]}: Unknown encoding type."]
+
+
+def _bytes_read() -> int:
+    """Bytes this process has read (DuckDB's reads included), from Linux's /proc/self/io."""
+    return next(int(line.split()[1]) for line in open("/proc/self/io") if line.startswith("rchar:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+def test_a_large_jsonl_report_is_not_read_whole_to_find_a_torn_line(tmp_path):
+    """Every session read every JSON-lines report whole (read_ndjson_objects) to find lines that do not parse:
+    seconds per multi-GB clusters.jsonl on each `audit sql`/`schema`. A killed stage leaves its torn line at the
+    end, and only the end is read now, besides the first 32 MiB that DuckDB's schema sampling reads each time
+    the view is bound (twice)."""
+    run = tmp_path / "run"
+    (run / "dedup").mkdir(parents=True)
+    (run / "dedup" / "summary.json").write_text(json.dumps({"docs_in": 1, "docs_out": 1, "dropped": {}}))
+    line = json.dumps(
+        {"kind": "exact", "cluster_id": 1, "size": 2, "kept": "a" * 40, "removed": ["b" * 40] * 3}
+    )
+    clusters = run / "dedup" / "clusters.jsonl"
+    with clusters.open("w") as f:
+        f.write("not json\n")  # not at the end: not looked for
+        f.write((line + "\n") * (96 * 2**20 // (len(line) + 1)))
+        f.write('{"kind": "minhash", "cluster_id": 7, "si')
+    size = clusters.stat().st_size
+    AuditSession(run).close()  # imports and first-use reads, not counted below
+    before = _bytes_read()
+    with AuditSession(run) as s:
+        read = _bytes_read() - before
+        unreadable = s.unreadable
+    assert read < size, (read, size)  # the old check alone read it all, on top of DuckDB's sampling
+    [why] = unreadable  # the line at the start is not looked for
+    assert why.startswith(f"{clusters}: 1 of the last ") and why.endswith(
+        " line(s) do not parse (view dedup_clusters)"
+    )
+
+
+def test_the_end_of_a_jsonl_file_is_read_back_to_its_last_complete_lines(tmp_path):
+    from curate.audit_views import TAIL_BYTES, tail_lines
+
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n{"a": 2}\r\n')
+    assert tail_lines(path) == ([b'{"a": 1}', b'{"a": 2}\r'], True)
+    long = b'{"a": "' + b"x" * 3 * TAIL_BYTES  # a torn last line longer than the first blocks read
+    path.write_bytes(b'{"a": 0}\n' * 10 * TAIL_BYTES + b'{"a": 1}\n' * 8 + long)
+    lines, whole = tail_lines(path, lines=8)
+    assert not whole and lines[-9:] == [b'{"a": 1}'] * 8 + [long] and len(lines) < 100_000
