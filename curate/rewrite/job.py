@@ -328,11 +328,19 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     if failed:
         count = sum(r["documents"] for r in failed)
         examples = [e for r in failed for e in r["examples"]][:3]
+        # Failures that were the server's, not the documents': no step towards --max-attempts, and said so.
+        spared = [r["not_counted"] for r in failed if r.get("not_counted")]
+        not_counted = ""
+        if spared:
+            n = sum(s["documents"] for s in spared)
+            which = "not" if n == count else f"{n} of them not"
+            not_counted = f"; {which} counted against --max-attempts, as {spared[-1]['why']}"
         raise RequestsFailedError(
             f"{count} document(s) failed their requests after every retry (e.g. {', '.join(examples)}; last "
-            f"error: {failed[-1]['last_error'][:200]}); the other documents are done and kept: rerun the same "
-            "command to request only the failed ones again (--retries / --request-timeout to wait longer; after "
-            f"{settings.max_attempts} failed runs, --max-attempts, a document is dropped as request_failed)"
+            f"error: {failed[-1]['last_error'][:300]}){not_counted}; the other documents are done and kept: rerun "
+            "the same command to request only the failed ones again (--retries / --request-timeout to wait "
+            f"longer; after {settings.max_attempts} failed runs, --max-attempts, a document is dropped as "
+            "request_failed)"
         )
     gen_seconds = time.time() - start
     if any((out_dir / "raw").glob("*.jsonl.gz")):

@@ -34,7 +34,19 @@ _DOC_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("rewrite_do
 
 
 ATTEMPTS_DIR = "request_attempts"  # in the checkpoints folder, one {rank}.json each: failed runs per document
-CONNECTION_FAILED = "connection failed: "  # how a refused or reset connection's message starts
+# How a failed request's message starts, by kind of failure (`request_error`):
+CONNECTION_FAILED = "connection failed: "  # refused or reset: no server there
+REFUSED = "refused by the endpoint: "  # HTTP 401/403/404/429: the job's settings or quota, not the document
+TIMED_OUT = "request timed out"
+SERVER_ERROR = "server error: "  # HTTP 5xx, or a connection closed without a status line
+REFUSALS = {
+    401: "unauthorized: check the endpoint's API key (api_key_env, $OPENAI_API_KEY by default)",
+    403: "forbidden: check that the API key (api_key_env, $OPENAI_API_KEY by default) may use this model",
+    404: "not found: check --model, the name the endpoint serves (GET URL/v1/models lists them), and the URL",
+    429: "rate limited: the endpoint's rate limit or quota; rerun later, or lower max_concurrent",
+}
+# datatrove's message for a local server's statuses other than 200, 400 and 500
+_LOCAL_STATUS = re.compile(r"Error http status (\d{3})")
 
 
 class RequestsFailedError(RuntimeError):
@@ -65,8 +77,10 @@ class TimedInferenceRunner(InferenceRunner):
 
     Up to `max_attempts` runs: `attempts_dir`/RANK.json counts, per document not done, the runs that failed it (a
     document whose requests always fail made every rerun exit 1). In the last one it is saved with its failed
-    samples, and the validator drops it as `request_failed` (a rejects/ row). A failure to connect (refused or
-    reset: no server there) is not counted: an endpoint down for a few runs must not drop every document.
+    samples, and the validator drops it as `request_failed` (a rejects/ row). Only a document's own failure counts
+    (`_not_the_documents`): not a failure to connect (no server there), nor a 401/403/404/429 (the job's settings
+    or quota), nor anything in a run where the server answered no request (nor a one-token test request): an
+    endpoint that is down, misnamed or failing for a few runs must not drop every document.
     """
 
     def __init__(self, *args: Any, request_timeout_s: float = 600.0, failures_dir: str | None = None,
@@ -80,6 +94,11 @@ class TimedInferenceRunner(InferenceRunner):
         self._failed: list[tuple[str, str]] = []  # (document id, last error) of this run
         self._span: list[float] = []  # first request sent, last answer received (server start excluded)
         self._docs_requested: set[str] = set()
+        self._answered = False  # a request of this run was answered
+        self._probe_error: str | None = None  # the test request's error; "" when answered, None when not sent
+        self._probe_lock: asyncio.Lock | None = None
+        self._not_counted: list[str] = []  # why failures of this run were not counted against --max-attempts
+        self._test_request: Any = None
 
     async def _cached_request(self, payload: dict, *args: Any, **kwargs: Any):
         # datatrove 0.10 passes it by keyword (functools.partial); positionally it follows semaphore and server
@@ -98,34 +117,79 @@ class TimedInferenceRunner(InferenceRunner):
         server = super()._init_server(rank)
         inner, timeout = server._make_request, self.request_timeout_s
 
-        async def timed_request(payload: dict) -> dict:
+        async def call(payload: dict, probe: bool = False) -> dict:
             start = time.monotonic()
-            self._span = [min(self._span[0], start), self._span[1]] if self._span else [start, start]
+            if not probe:
+                self._span = [min(self._span[0], start), self._span[1]] if self._span else [start, start]
             try:
-                return await asyncio.wait_for(inner(payload), timeout)
-            except TimeoutError as err:
-                raise InferenceError(None, f"request timed out after {timeout}s") from err
-            except ServerError as err:  # a 500, or a connection closed without a status line
-                raise InferenceError(None, f"server error: {err}") from err
-            except (ConnectionError, OSError) as err:  # refused or reset: retried by the rollout
-                raise InferenceError(None, f"{CONNECTION_FAILED}{type(err).__name__}: {err}") from err
+                answer = await asyncio.wait_for(inner(payload), timeout)
+            except (TimeoutError, ServerError, ConnectionError, OSError, InferenceError) as err:
+                error = request_error(err, timeout)
+                if error is err:
+                    raise
+                raise error from err
             finally:
-                self._span[1] = max(self._span[1], time.monotonic())
+                if not probe:
+                    self._span[1] = max(self._span[1], time.monotonic())
+            if probe:
+                self._probe_error = ""
+            else:
+                self._answered = True  # the server works: this run's failures are the documents' own
+            return answer
+
+        async def timed_request(payload: dict) -> dict:
+            return await call(payload)
+
+        async def test_request() -> None:
+            payload = {"model": self.config.model_name_or_path, "max_tokens": 1, "temperature": 0.0,
+                       "messages": [{"role": "user", "content": "Reply with OK."}]}  # fmt: skip
+            for key, value in self.config.default_generation_params.items():
+                payload.setdefault(key, value)
+            await call(payload, probe=True)
 
         server._make_request = timed_request
+        self._test_request = test_request
         return server
+
+    async def _not_the_documents(self, failed: list[dict]) -> str | None:
+        """Why the failure of a document's samples FAILED is not its own (so not counted against --max-attempts),
+        or None when it is: the server answered other requests of this run (or, none having been sent or
+        answered yet, a one-token test request) and still failed this document's."""
+        kinds = [str(r.get("message") or "") for r in failed]
+        own = [m for m in kinds if not m.startswith((CONNECTION_FAILED, REFUSED))]
+        if not own:
+            if any(m.startswith(REFUSED) for m in kinds):
+                return "the endpoint refused the requests (the last error says what to check)"
+            return "no server answered (connection refused or reset)"
+        if self._answered:
+            return None
+        if all(m.startswith(TIMED_OUT) for m in own):  # --request-timeout too short, or an overloaded server
+            return ("no request of this run was answered in time: the server is overloaded, or --request-timeout "
+                    "is too short for --max-tokens")  # fmt: skip
+        async with self._probe_lock:  # one test request per run
+            if self._probe_error is None:
+                try:
+                    await self._test_request()
+                except Exception as err:  # noqa: BLE001 - any failure: the server is not working
+                    self._probe_error = str(getattr(err, "error", err))[:200] or type(err).__name__
+        if self._probe_error:
+            return (f"no request of this run was answered and the server failed a test request too "
+                    f"({self._probe_error}): the server is failing, not the documents")  # fmt: skip
+        return None
 
     async def _save_document(self, document: Any, output_writer_context: Any, rank: int, chunk_index: int,
                              count_processed_stat: bool = True) -> None:  # fmt: skip
         doc_id = str(document.id)
         failed = [r for r in document.metadata.get(self.metadata_key) or [] if _request_failed(r)]
         if failed:
-            counted = any(not str(r.get("message") or "").startswith(CONNECTION_FAILED) for r in failed)
-            attempts = self._attempts.get(doc_id, 0) + counted
+            not_its_own = await self._not_the_documents(failed)
+            attempts = self._attempts.get(doc_id, 0) + (not_its_own is None)
             # Not finished before its last attempt: neither in raw/ nor in the checkpoints, so a rerun asks again.
-            if attempts < self.max_attempts:
+            if not_its_own is not None or attempts < self.max_attempts:
                 if attempts:
                     self._attempts[doc_id] = attempts
+                if not_its_own is not None:
+                    self._not_counted.append(not_its_own)
                 self._failed.append((doc_id, str(failed[0].get("message") or "")))
                 self.stat_update("documents_request_failed", value=1, unit="document")
                 return
@@ -138,7 +202,8 @@ class TimedInferenceRunner(InferenceRunner):
         import json
         import os
 
-        self._failed, self._given_up = [], 0
+        self._failed, self._given_up, self._not_counted = [], 0, []
+        self._answered, self._probe_error, self._probe_lock = False, None, asyncio.Lock()
         path = os.path.join(self.failures_dir, f"{rank:05d}.json") if self.failures_dir else None
         attempts = os.path.join(self.attempts_dir, f"{rank:05d}.json") if self.attempts_dir else None
         self._attempts = _read_counts(attempts)
@@ -171,6 +236,8 @@ class TimedInferenceRunner(InferenceRunner):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             report = {"rank": rank, "documents": len(self._failed), "last_error": self._failed[-1][1],
                       "examples": [doc_id for doc_id, _ in self._failed[:5]]}  # fmt: skip
+            if self._not_counted:  # the server's failure, not the documents': no step towards --max-attempts
+                report["not_counted"] = {"documents": len(self._not_counted), "why": self._not_counted[-1]}
             with open(path, "w") as handle:
                 json.dump(report, handle)
             logger.warning(
@@ -233,6 +300,36 @@ def response_text(value: Any) -> str | None:
     return _SURROGATE.sub("\ufffd", value)
 
 
+def request_error(err: BaseException, timeout: float) -> BaseException:
+    """The InferenceError the rollout gets for a failed HTTP call ERR, its message starting with the kind of failure
+    (`TIMED_OUT`, `SERVER_ERROR`, `REFUSED` with what to check, `CONNECTION_FAILED`, `BadRequestError`); ERR itself
+    for another InferenceError (e.g. a local server's other statuses).
+
+    A local server's error is datatrove's own (`ServerError` for a 500, `Error http status N`); a remote endpoint's
+    comes from the OpenAI client, which datatrove re-raises as a ConnectionError (429, 5xx, connection, timeout)
+    or an InferenceError (401, 403, 404, 400) with the client's error as the cause, which holds the status.
+    """
+    cause = err.__cause__
+    status = getattr(cause, "status_code", None)
+    if not isinstance(status, int) and isinstance(err, InferenceError):
+        found = _LOCAL_STATUS.search(str(err.error))
+        status = int(found.group(1)) if found else None
+    detail = str(getattr(err, "error", err))[:300]
+    if isinstance(err, TimeoutError) or type(cause).__name__ == "APITimeoutError":
+        return InferenceError(None, f"{TIMED_OUT} after {timeout}s")
+    if status in REFUSALS:
+        return InferenceError(None, f"{REFUSED}HTTP {status} ({REFUSALS[status]}): {detail}")
+    if status == 400 and "BadRequestError" not in detail:  # final for the rollout and the request cache
+        return InferenceError(None, f"BadRequestError (HTTP 400): {detail}")
+    if isinstance(err, ServerError):  # a local 500, or a connection closed without a status line
+        return InferenceError(None, f"{SERVER_ERROR}{err}")
+    if isinstance(status, int) and status >= 500:
+        return InferenceError(None, f"{SERVER_ERROR}HTTP {status}: {detail}")
+    if isinstance(err, (ConnectionError, OSError)):  # refused or reset: retried by the rollout
+        return InferenceError(None, f"{CONNECTION_FAILED}{type(err).__name__}: {err}")
+    return err
+
+
 def _request_failed(rollout: Any) -> bool:
     return isinstance(rollout, dict) and rollout.get("error") == "request_failed"
 
@@ -264,6 +361,9 @@ async def rewrite_rollout(
             message = str(err.error)[:500]
             if "BadRequestError" in message:  # the same request would fail again
                 return {"error": "bad_request", "message": message}
+            if message.startswith(REFUSED) and not message.startswith(f"{REFUSED}HTTP 429"):
+                logger.warning(f"rewrite {task} doc {document.id}: {message}")
+                break  # 401, 403, 404: so would a retry, until the job's settings change (not counted, not saved)
         else:
             text, reasoning = response_text(result.text), response_text(result.reasoning)
             if text is None or reasoning is None:

@@ -42,6 +42,8 @@ class Script:
         self.broken = True  # documents 5 and 7 fail their requests while broken
 
     def respond(self, prompt: str) -> tuple[int, bytes, float]:
+        if "DOC-" not in prompt:  # the runner's one-token test request (does the server work?): answered
+            return 200, _completion("OK"), 0.0
         i = int(prompt.split("DOC-")[1].split()[0].strip(".,"))
         with self.lock:
             self.calls[i] = self.calls.get(i, 0) + 1
@@ -399,6 +401,8 @@ class FailingScript(Script):
     """qa answers, except: document 1 gets HTTP 500 and document 2 a connection closed without reply."""
 
     def respond(self, prompt: str) -> tuple[int | None, bytes, float]:
+        if "DOC-" not in prompt:
+            return super().respond(prompt)
         i = int(prompt.split("DOC-")[1].split()[0].strip(".,"))
         with self.lock:
             self.calls[i] = self.calls.get(i, 0) + 1
@@ -573,3 +577,105 @@ def test_a_document_failing_in_max_attempts_runs_is_dropped_as_request_failed(tm
     assert rejects == {"web-1": "request_failed", "web-2": "request_failed"}
     result = CliRunner().invoke(app, args)  # done: nothing is requested again
     assert result.exit_code == 0 and script.calls == {0: 1, 1: 2, 2: 2, 3: 1}
+
+
+class DownScript(Script):
+    """Every request fails the same way, the test request too: the endpoint is wrong or failing, not a document."""
+
+    def __init__(self, status: int, delay: float = 0.0):
+        super().__init__("qa")
+        self.status, self.delay, self.tests = status, delay, 0
+
+    def respond(self, prompt: str) -> tuple[int, bytes, float]:
+        if "DOC-" not in prompt:
+            self.tests += 1
+        elif not self.broken:
+            return super().respond(prompt)
+        else:
+            i = int(prompt.split("DOC-")[1].split()[0].strip(".,"))
+            with self.lock:
+                self.calls[i] = self.calls.get(i, 0) + 1
+        if self.status == 200:  # answers, too late
+            return 200, _completion(qa_answer(0)), self.delay
+        return self.status, b'{"error": "down"}', self.delay
+
+
+@pytest.mark.parametrize(
+    ("status", "delay", "why"),
+    [(404, 0.0, "check --model, the name the endpoint serves"), (401, 0.0, "API key"), (429, 0.0, "rate limit"),
+     (500, 0.0, "failed a test request too"), (503, 0.0, "failed a test request too"),
+     (200, 2.0, "--request-timeout is too short")],
+)  # fmt: skip
+def test_an_endpoint_failing_every_request_drops_no_document(tmp_path, endpoint, status, delay, why):
+    """An endpoint answering 404 for a wrong --model (its GET /v1/models check passes), 401, 429, 500, 503 or
+    timing out, failed every document's requests, which counted against --max-attempts: three reruns dropped the
+    whole corpus as request_failed with exit 0. The server's failure is not the documents': however many runs,
+    nothing is dropped, every run says why, and once the endpoint works every document is done."""
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    url, set_script = endpoint
+    script = DownScript(status, delay)
+    set_script(script)
+    inputs = str(write_stage_input(tmp_path / "decont", n=3) / "data")
+    out = tmp_path / "qa"
+    args = ["rewrite", inputs, "-o", str(out), "--task", "qa", "--model", "m", "--server", "endpoint",
+            "--endpoint", url, "--retries", "0", "--request-timeout", "0.5", "--max-attempts", "2"]  # fmt: skip
+    for run in range(3):  # --max-attempts + 1 runs
+        result = CliRunner().invoke(app, args)
+        output = " ".join(result.output.split())
+        assert result.exit_code == 1, (run, output)
+        assert "3 document(s) failed their requests" in output, output
+        assert "not counted against --max-attempts" in output and why in output and "Traceback" not in output
+        assert not (out / "summary.json").exists() and not list((out / "raw").glob("*"))
+    assert script.calls == {0: 3, 1: 3, 2: 3}  # one request per document and run: --retries 0, or futile
+    # the test request: sent only when a failure may be the document's
+    assert script.tests == (3 if status in (500, 503) else 0)
+    script.broken = False  # the endpoint works again: every document is done, none was given up
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["docs_out"] == 3 and summary["dropped"] == {} and is_balanced(summary)
+
+
+def test_a_remote_endpoints_500_counts_against_the_document(tmp_path, endpoint, monkeypatch):
+    """A remote endpoint goes through the OpenAI client, whose 5xx datatrove re-raises as a ConnectionError (as
+    for no server there): a document always answered 500 was never counted, and every rerun exited 1. The client's
+    error (the cause) holds the status: a 500 counts as a local one does, and a 400 is final as a local one is."""
+    from datatrove.pipeline.inference.servers.endpoint_server import EndpointServer
+
+    url, set_script = endpoint
+    set_script(Script("score"))
+
+    class InternalServerError(Exception):  # as openai's errors: the status on the exception
+        status_code = 500
+
+    class BadRequestError(Exception):
+        status_code = 400
+
+    make_request = EndpointServer._make_request
+
+    async def remote(self, payload: dict) -> dict:  # what EndpointServer does with the client's 5xx and 400
+        from datatrove.pipeline.inference.types import InferenceError
+
+        prompt = payload["messages"][0]["content"]
+        try:
+            if "DOC-1 " in prompt:
+                raise InternalServerError("Error code: 500 - {'error': 'internal'}")
+            if "DOC-2 " in prompt:
+                raise BadRequestError("Error code: 400 - {'error': 'prompt too long'}")
+        except InternalServerError as err:
+            raise ConnectionError(str(err)) from err
+        except BadRequestError as err:
+            raise InferenceError(None, str(err)) from err
+        return await make_request(self, payload)
+
+    monkeypatch.setattr(EndpointServer, "_make_request", remote)
+    inputs = [str(write_stage_input(tmp_path / "decont", n=3))]
+    run = settings(url, retries=0, max_attempts=2)
+    with pytest.raises(RequestsFailedError, match=r"1 document\(s\) failed .*server error: HTTP 500"):
+        run_task(inputs, tmp_path / "score", "score", run, ExecutorConfig(tasks=1))
+    summary = run_task(inputs, tmp_path / "score", "score", run, ExecutorConfig(tasks=1))
+    assert summary["docs_out"] == 1 and is_balanced(summary)
+    assert summary["dropped"] == {"request_failed": 1, "bad_request": 1}  # a 400 is final, as a local one is
