@@ -288,6 +288,18 @@ def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
     )
 
 
+def load_policy(model: str | Path, trust_remote_code: bool = False):
+    """The model GRPO trains, loaded as `GRPOTrainer(model=NAME)` loads it (TRL's `create_model_from_path`), so
+    that a failure to load it is told apart from the trainer's own errors (its output folder, say)."""
+    try:
+        from trl.trainer.utils import create_model_from_path
+    except ImportError:  # an older TRL, whose GRPOTrainer called AutoModelForCausalLM.from_pretrained itself
+        from transformers import AutoModelForCausalLM
+
+        return AutoModelForCausalLM.from_pretrained(str(model), trust_remote_code=trust_remote_code)
+    return create_model_from_path(str(model), trust_remote_code=trust_remote_code)
+
+
 def run_probe(
     model: str | Path, prompts_path: Path, out_dir: Path, config: ProbeConfig, data_dir: Path | None
 ) -> dict:
@@ -374,18 +386,24 @@ def run_probe(
         console.print(f"resuming from {resume} (rollout step {done_steps})", soft_wrap=True)
     from safetensors import SafetensorError
 
-    try:  # TRL loads the weights: a corrupt file ("header too large") was a traceback
+    args = grpo_args(config, out_dir, on_gpu, use_vllm)
+    try:  # a corrupt weights file ("header too large") was a traceback
+        policy = load_policy(model, trust_remote_code=bool(getattr(args, "trust_remote_code", False)))
+    except (OSError, SafetensorError) as err:
+        text = " ".join(str(err).split())[:300]
+        raise ValueError(f"{model}: cannot load the model for GRPO: {type(err).__name__}: {text}") from None
+    try:  # the model is loaded: an OSError here is the trainer's (its output folder), not the model's
         trainer = GRPOTrainer(
-            model=str(model),
+            model=policy,
             reward_funcs=reward,
-            args=grpo_args(config, out_dir, on_gpu, use_vllm),
+            args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
             callbacks=[_validation_callback(config, heldout, math500 or [], log, tokenizer)],
         )
-    except (OSError, SafetensorError) as err:
+    except OSError as err:
         text = " ".join(str(err).split())[:300]
-        raise ValueError(f"{model}: cannot load the model for GRPO: {type(err).__name__}: {text}") from None
+        raise ValueError(f"{out_dir}: cannot set up the GRPO trainer: {type(err).__name__}: {text}") from None
     if (
         done_steps is None or done_steps < config.steps
     ):  # killed after its last checkpoint: nothing left to train

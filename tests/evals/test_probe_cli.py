@@ -207,3 +207,17 @@ def test_corrupt_weights_are_one_line_naming_the_model(tiny_model_dir, inputs, t
         assert result.exit_code == 2, result.output
         assert f"error: {broken}: cannot load" in result.stderr and "SafetensorError" in result.stderr
         assert "Traceback" not in result.output
+
+
+def test_a_trainer_setup_error_is_not_reported_as_the_model(tiny_model_dir, inputs, tmp_path):
+    """Any OSError while GRPOTrainer was built said 'cannot load the model', here OUT/trainer being a file."""
+    prompts, bench = inputs
+    out = tmp_path / "p"
+    out.mkdir()
+    (out / "trainer").write_text("not a folder")
+    result = _eval("rl-probe", str(tiny_model_dir), "--prompts", str(prompts), "--data-dir", str(bench), "-o",
+                   str(out), "--steps", "1", *TINY, "--mini-batch", "2")  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "cannot load the model" not in result.stderr and "Traceback" not in result.output
+    assert f"error: {out}: cannot set up the GRPO trainer: FileExistsError" in result.stderr
+    assert str(out / "trainer") in result.stderr
