@@ -50,6 +50,12 @@ def _sql_str(value: str | Path) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
+def sql_name(name: str) -> str:
+    """A column name as a quoted SQL identifier: the keys of JSON reports and Parquet columns are the data's,
+    and one holding `"` (`say "hi"`) would end the identifier and break the statement."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 # Files left out of the views by the last `create_all`: damaged or truncated Parquet, JSON that does not parse
 UNREADABLE: list[str] = []
 VIEW_FILES: dict[str, list[Path]] = {}  # {view: the Parquet files it reads}, for the last `create_all`
@@ -112,15 +118,16 @@ def _flat_select(con: duckdb.DuckDBPyConnection, source: str, extra: list[str] |
         if name in ("metadata", "filename") or name in extra_names:
             continue
         # Files written flat and files written with a metadata struct can meet in one union_by_name scan.
+        column = sql_name(name)
         parts.append(
-            f'coalesce("{name}", TRY_CAST(metadata."{name}" AS {kind})) AS "{name}"'
+            f"coalesce({column}, TRY_CAST(metadata.{column} AS {kind})) AS {column}"
             if name in fields
-            else f'"{name}"'
+            else column
         )
     if meta is not None:
         if fields:
             taken = set(names) | extra_names
-            parts += [f'metadata."{f}" AS "{f}"' for f in fields if f not in taken]
+            parts += [f"metadata.{sql_name(f)} AS {sql_name(f)}" for f in fields if f not in taken]
         else:
             parts.append('"metadata"')  # a JSON string or a map: kept as it is, for DuckDB's json functions
     return ", ".join(parts + (extra or []))
@@ -445,7 +452,7 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
             whole and n_bad == n for n_bad, n, whole in torn.values()
         )
         if not empty:  # a known report of which every line was read and none parses is its empty view
-            good = " OR ".join(f'"{c}" IS NOT NULL' for c in columns)
+            good = " OR ".join(f"{sql_name(c)} IS NOT NULL" for c in columns)
             where = f" WHERE {good}" if any(n_bad for n_bad, _, _ in torn.values()) else ""
             con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {source}{where}')
     except (duckdb.Error, OSError) as err:  # not JSON lines at all: left to read_json() in a query, said so

@@ -550,3 +550,25 @@ def test_the_end_of_a_jsonl_file_is_read_back_to_its_last_complete_lines(tmp_pat
     path.write_bytes(b'{"a": 0}\n' * 10 * TAIL_BYTES + b'{"a": 1}\n' * 8 + long)
     lines, whole = tail_lines(path, lines=8)
     assert not whole and lines[-9:] == [b'{"a": 1}'] * 8 + [long] and len(lines) < 100_000
+
+
+def test_a_column_name_holding_a_double_quote_is_quoted_in_the_views(tmp_path):
+    """A JSON-lines key or a Parquet column `say "hi"` went into the views' SQL unquoted: the statement broke
+    outside any handler, and every audit command of the run ended in a traceback."""
+    import pyarrow as pa
+
+    run = tmp_path / "run"
+    (run / "web" / "data").mkdir(parents=True)
+    table = pa.table({"id": ["d1"], 'say "hi"': ["x"], "metadata": [{'q"f': 1}]})
+    pq.write_table(table, run / "web" / "data" / "a.parquet")
+    (run / "dedup").mkdir()
+    torn = '{"kind": "minhash", "si'  # a torn last line: the view is rebuilt with a WHERE over every column
+    (run / "dedup" / "clusters.jsonl").write_text(json.dumps({"kind": "exact", 'a"b': 1}) + "\n" + torn)
+    with AuditSession(run) as s:
+        assert s.rows("SELECT * FROM web") == [{"id": "d1", 'say "hi"': "x", 'q"f': 1}]
+        assert s.rows('SELECT kind, "a""b" FROM dedup_clusters') == [{"kind": "exact", 'a"b': 1}]
+        assert s.unreadable == [
+            f"{run / 'dedup' / 'clusters.jsonl'}: 1 of 2 line(s) do not parse (view dedup_clusters)"
+        ]
+    out = CliRunner().invoke(_cli(), ["audit", "schema", str(run)])
+    assert out.exit_code == 0 and 'a"b' in out.stdout and 'say "hi"' in out.stdout, out.output
