@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ def plan_bench(
             skipped[name] = f"no test set under {data_dir}"
             continue
         if not items:
-            why = f" ({_reasons(dropped[name])})" if bad else ""
+            why = f" ({format_reasons(dropped[name])})" if bad else ""
             skipped[name] = f"no usable item in {find_test_file(name, data_dir)}{why}"
             continue
         try:
@@ -159,9 +160,9 @@ def plan_bench(
     return plan, skipped, dropped
 
 
-def _reasons(counts: dict[str, int]) -> str:
-    """{"no_answer": 2} -> "no_answer: 2"."""
-    return ", ".join(f"{reason}: {n}" for reason, n in counts.items())
+def format_reasons(counts: Mapping[str, int]) -> str:
+    """Counts by reason, by reason's name: {"no_question": 1, "no_answer": 2} -> "no_answer: 2, no_question: 1"."""
+    return ", ".join(f"{reason}: {n}" for reason, n in sorted(counts.items()))
 
 
 def run_bench(
@@ -202,7 +203,7 @@ def run_bench(
         if name not in skipped:
             console.print(
                 f"[yellow]warning:[/] {name}: {sum(counts.values())} record(s) of {find_test_file(name, data_dir)} "
-                f"dropped, not evaluated ({_reasons(counts)}); counted under dropped_items in {name}.json",
+                f"dropped, not evaluated ({format_reasons(counts)}); counted under dropped_items in {name}.json",
                 soft_wrap=True,
             )
     if backend == "auto":  # the backend that will answer: auto and its choice are one job

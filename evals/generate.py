@@ -11,23 +11,36 @@ from mathmix.hub import check_model_source, from_pretrained
 Progress = Callable[[int], None]
 
 
-def load_pretrained(loader, model_path: str | Path, **kwargs):
-    """`loader.from_pretrained(MODEL)`, with any failure to load reported as a ValueError naming MODEL.
-
-    Corrupt weights count too: safetensors' SafetensorError ("header too large") and torch's RuntimeError for a
-    broken pytorch_model.bin used to end the command with a traceback. The message is the error's text on one
-    line (its first line alone could stop mid-sentence: "... from one of: "), cut to 300 characters.
-    """
+def model_load_errors() -> tuple[type[BaseException], ...]:
+    """What loading a model or tokenizer raises for a folder it cannot use: OSError and ValueError (missing files,
+    a name not fetchable), and for corrupt weights safetensors' SafetensorError ("header too large") and torch's
+    RuntimeError or KeyError for a broken pytorch_model.bin, which used to end a command with a traceback."""
     from safetensors import SafetensorError
 
+    return (OSError, ValueError, KeyError, RuntimeError, SafetensorError)
+
+
+def error_text(err: BaseException) -> str:
+    """ERR's text on one line (its first line alone could stop mid-sentence: "... from one of: "), led by its type
+    where the text alone says little ("KeyError: 174812789"), cut to 300 characters."""
+    text = " ".join(str(err).split())
+    if not isinstance(err, OSError | ValueError) or not text:
+        text = f"{type(err).__name__}: {text}".rstrip(": ")
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def cannot_load(model_path: str | Path, what: str, err: BaseException) -> ValueError:
+    """`MODEL: cannot load WHAT: MESSAGE` (`error_text`), for a command to end on in one line."""
+    return ValueError(f"{model_path}: cannot load {what}: {error_text(err)}")
+
+
+def load_pretrained(loader, model_path: str | Path, **kwargs):
+    """`loader.from_pretrained(MODEL)`, with any failure to load (`model_load_errors`, corrupt weights included)
+    reported as a ValueError naming MODEL (`cannot_load`)."""
     try:
         return from_pretrained(loader, model_path, **kwargs)
-    except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as err:
-        text = " ".join(str(err).split())
-        if not isinstance(err, OSError | ValueError) or not text:  # "KeyError: 174812789" (a broken .bin)
-            text = f"{type(err).__name__}: {text}".rstrip(": ")
-        text = text if len(text) <= 300 else text[:297] + "..."
-        raise ValueError(f"{model_path}: cannot load with transformers {loader.__name__}: {text}") from None
+    except model_load_errors() as err:
+        raise cannot_load(model_path, f"with transformers {loader.__name__}", err) from None
 
 
 class TransformersGenerator:

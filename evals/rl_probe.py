@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evals.bench import has_eval_output
+from evals.bench import format_reasons, has_eval_output
 from evals.benchmarks import load_benchmark
-from evals.generate import load_pretrained
+from evals.generate import cannot_load, error_text, load_pretrained, model_load_errors
 from evals.grading import boxed_reward
 from evals.probe_prompts import check_overlap, eval_set_files, load_prompts
 from mathmix.cli_util import console, write_json
@@ -337,10 +337,9 @@ def run_probe(
     bad_prompts: Counter = Counter()
     prompts = load_prompts(prompts_path, bad_prompts)
     if bad_prompts:
-        reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(bad_prompts.items()))
         console.print(
             f"skipped {sum(bad_prompts.values())} record(s) of {prompts_path} without a prompt and an answer "
-            f"({reasons}); counted under dropped_prompts in {out_dir}/summary.json",
+            f"({format_reasons(bad_prompts)}); counted under dropped_prompts in {out_dir}/summary.json",
             soft_wrap=True,
             markup=False,
         )
@@ -384,14 +383,11 @@ def run_probe(
     log = ValidationLog(out_dir / "validation.csv", keep_upto=done_steps)
     if resume is not None:
         console.print(f"resuming from {resume} (rollout step {done_steps})", soft_wrap=True)
-    from safetensors import SafetensorError
-
     args = grpo_args(config, out_dir, on_gpu, use_vllm)
     try:  # a corrupt weights file ("header too large") was a traceback
         policy = load_policy(model, trust_remote_code=bool(getattr(args, "trust_remote_code", False)))
-    except (OSError, SafetensorError) as err:
-        text = " ".join(str(err).split())[:300]
-        raise ValueError(f"{model}: cannot load the model for GRPO: {type(err).__name__}: {text}") from None
+    except model_load_errors() as err:
+        raise cannot_load(model, "the model for GRPO", err) from None
     try:  # the model is loaded: an OSError here is the trainer's (its output folder), not the model's
         trainer = GRPOTrainer(
             model=policy,
@@ -402,8 +398,8 @@ def run_probe(
             callbacks=[_validation_callback(config, heldout, math500 or [], log, tokenizer)],
         )
     except OSError as err:
-        text = " ".join(str(err).split())[:300]
-        raise ValueError(f"{out_dir}: cannot set up the GRPO trainer: {type(err).__name__}: {text}") from None
+        what = f"{type(err).__name__}: {error_text(err)}"
+        raise ValueError(f"{out_dir}: cannot set up the GRPO trainer: {what}") from None
     if (
         done_steps is None or done_steps < config.steps
     ):  # killed after its last checkpoint: nothing left to train

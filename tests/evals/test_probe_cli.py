@@ -221,3 +221,25 @@ def test_a_trainer_setup_error_is_not_reported_as_the_model(tiny_model_dir, inpu
     assert "cannot load the model" not in result.stderr and "Traceback" not in result.output
     assert f"error: {out}: cannot set up the GRPO trainer: FileExistsError" in result.stderr
     assert str(out / "trainer") in result.stderr
+
+
+def test_a_corrupt_pytorch_model_bin_is_one_line_for_rl_probe_as_for_bench(tiny_model_dir, inputs, tmp_path):
+    """bench caught torch's RuntimeError for a broken pytorch_model.bin; rl-probe, which handled corrupt weights
+    on its own (OSError and SafetensorError only), ended with its traceback."""
+    import shutil
+
+    prompts, bench = inputs
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, broken)
+    (broken / "model.safetensors").unlink()
+    (broken / "pytorch_model.bin").write_bytes(b"PK\x03\x04garbage" * 10)  # a torch zip archive cut short
+    for args, what in (
+        (["bench", str(broken), "--benchmarks", "math500:0", "--data-dir", str(bench), "-o", str(tmp_path / "b")],
+         "with transformers AutoModelForCausalLM"),
+        (["rl-probe", str(broken), "--prompts", str(prompts), "--data-dir", str(bench), "-o", str(tmp_path / "p"),
+          "--steps", "1", *TINY, "--mini-batch", "2"], "the model for GRPO"),
+    ):  # fmt: skip
+        result = _eval(*args)
+        assert result.exit_code == 2, result.output
+        assert f"error: {broken}: cannot load {what}: RuntimeError: PytorchStreamReader" in result.stderr
+        assert "Traceback" not in result.output
