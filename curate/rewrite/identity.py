@@ -53,9 +53,11 @@ def rewrite_identity(
 ) -> tuple[dict, list[dict]]:
     """(identity, earlier forms for `check_job`).
 
-    Where only one of OUT's record and this job has a model digest, the earlier form is this identity as that record
-    would hold it: a record from before digests were kept (or of a run through an endpoint) is the same job when
-    nothing else differs, and any other difference is named against it (not as `model_digest in one record only`).
+    A record without a model digest (from before digests were kept, or of a run through an endpoint) is this job
+    with one when nothing else differs (the earlier form), and any other difference is named against it (not as
+    `model_digest in one record only`); the record is rewritten with the digest. A job without one (through an
+    endpoint: no local weights) keeps the recorded digest in its identity, so in the record: written without it,
+    a later local run with other weights matched the record-from-before-digests form and resumed silently.
     Where both have one, a different digest is another job: `the model's weights changed (same path)`.
     """
     from pipelines.job_record import job_identity
@@ -70,10 +72,12 @@ def rewrite_identity(
     if digest is not None:
         identity["model_digest"] = digest
     recorded = _recorded(Path(out_dir) / JOB_FILE)
-    if recorded is None or ("model_digest" in recorded) == (digest is not None):
-        return identity, []
-    base = {k: v for k, v in identity.items() if k != "model_digest"}
-    return identity, [base if digest is not None else {**base, "model_digest": recorded["model_digest"]}]
+    if recorded is None or "model_digest" not in recorded:
+        base = {k: v for k, v in identity.items() if k != "model_digest"}
+        return identity, [base] if recorded is not None and digest is not None else []
+    if digest is None:  # kept: no weights to see here, and a later local run is checked against them
+        identity["model_digest"] = recorded["model_digest"]
+    return identity, []
 
 
 def _recorded(path: Path) -> dict | None:

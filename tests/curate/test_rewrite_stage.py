@@ -251,8 +251,40 @@ def test_other_weights_at_the_same_model_path_are_another_job(tmp_path):
     assert check_job(out, identity, "rewrite", earlier=earlier) is False
     assert json.loads((out / "job.json").read_text())["model_digest"] == identity["model_digest"]
     endpoint = settings.model_copy(update={"server": "endpoint", "endpoint": "http://127.0.0.1:9"})
+    digest = identity["model_digest"]
     identity, earlier = rewrite_identity(inputs, endpoint, "qa", out.parent, out)
-    assert "model_digest" not in identity and check_job(out, identity, "rewrite", earlier=earlier) is False
+    assert check_job(out, identity, "rewrite", earlier=earlier) is True  # the recorded digest is kept
+    assert json.loads((out / "job.json").read_text())["model_digest"] == digest
+
+
+def test_a_run_through_an_endpoint_keeps_the_recorded_weights_digest(tmp_path):
+    """A rerun through --server endpoint (no local weights, no digest) rewrote job.json without the digest; a later
+    local rerun with other weights then matched the 'record from before the digest' form and resumed silently."""
+    from curate.rewrite.identity import rewrite_identity
+    from curate.rewrite.job import RewriteSettings
+    from pipelines.job_record import check_job
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"\0" * 64)
+    (tmp_path / "in.jsonl").write_text(json.dumps({"id": "a", "text": "Some math text."}) + "\n")
+    inputs, out = [str(tmp_path / "in.jsonl")], tmp_path / "qa"
+
+    def check(settings: RewriteSettings) -> bool:
+        identity, earlier = rewrite_identity(inputs, settings, "qa", tmp_path, out)
+        return check_job(out, identity, "rewrite", earlier=earlier)
+
+    local = RewriteSettings(model=str(model))
+    endpoint = local.model_copy(update={"server": "endpoint", "endpoint": "http://127.0.0.1:9"})
+    assert check(local) is False
+    digest = json.loads((out / "job.json").read_text())["model_digest"]
+    (out / "summary.json").write_text("{}")  # the folder holds finished work
+    assert check(endpoint) is True  # the same job
+    assert json.loads((out / "job.json").read_text())["model_digest"] == digest  # still recorded
+    (model / "model.safetensors").write_bytes(b"\1" * 64)  # other weights at the same path
+    with pytest.raises(ValueError, match=r"another job than this rewrite \(the model's weights changed"):
+        check(local)
 
 
 def test_a_benchmark_replaced_at_the_same_path_is_another_rewrite_job(tmp_path):
