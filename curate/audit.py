@@ -31,7 +31,14 @@ import duckdb
 import pyarrow as pa
 
 from curate.audit_guard import AuditRefused, check_read_only
-from curate.audit_views import UNREADABLE, VIEW_FILES, create_all, damaged_parquet, unfinished_stages
+from curate.audit_views import (
+    UNREADABLE,
+    VIEW_FILES,
+    create_all,
+    damaged_parquet,
+    first_line,
+    unfinished_stages,
+)
 
 __all__ = ["AuditRefused", "AuditSession", "SettingsError", "write_result"]
 
@@ -107,7 +114,7 @@ class AuditSession:
             self.con = duckdb.connect(":memory:", config=config)
         except duckdb.Error as err:  # e.g. a memory limit DuckDB cannot parse
             self._cleanup()
-            raise SettingsError(f"DuckDB refused the settings ({str(err).splitlines()[0]})") from None
+            raise SettingsError(f"DuckDB refused the settings ({first_line(err)})") from None
         self.relations = create_all(self.con, self.run_dir)
         self.unreadable = list(UNREADABLE)  # damaged Parquet and JSON files the views leave out
         self.view_files = {view: list(files) for view, files in VIEW_FILES.items()}  # what the views read
@@ -184,8 +191,7 @@ class AuditSession:
         if not damaged:
             return err
         more = f" (+{len(damaged) - 3} more)" if len(damaged) > 3 else ""
-        first = text.splitlines()[0] if text else type(err).__name__
-        return type(err)(f"{first} (damaged Parquet file: {'; '.join(damaged[:3])}{more})")
+        return type(err)(f"{first_line(err)} (damaged Parquet file: {'; '.join(damaged[:3])}{more})")
 
     def _refused(self, err: Exception) -> AuditRefused:
         return AuditRefused(f"refused by DuckDB (only files under {self.run_dir} can be read): {err}")

@@ -198,7 +198,7 @@ def report_cmd(
     clusters, contamination, rewriter, mixture.
     """
     from curate.audit import SettingsError, check_output_path
-    from curate.audit_sections import write_report
+    from curate.audit_sections import plots_not_drawn_line, write_report
 
     refuse_empty(output, "HTML file (or folder)")
     html_path, md_path = report_paths(output or str(run_dir / "audit" / "report.html"), markdown)
@@ -232,9 +232,7 @@ def report_cmd(
     console.print(f"wrote {', '.join(result['files'][:2])} ({result['seconds']:.1f} s)")
     # plots not drawn: each section of the report says so, and one line here for a reader of the console
     if undrawn := result["plots_not_drawn"]:
-        plots = f"{len(undrawn)} plot{'s' if len(undrawn) > 1 else ''}"
-        console.print(f"{plots} not drawn (their tables are in the report): {'; '.join(undrawn)}",
-                      markup=False, soft_wrap=True)  # fmt: skip
+        console.print(plots_not_drawn_line(undrawn), markup=False, soft_wrap=True)
 
 
 def report_paths(output: str | Path, markdown: bool) -> tuple[Path, Path | None]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.audit_report import ReportFigure, ReportTable, Section
+from curate.audit_views import first_line
 
 MAX_ROWS_SHOWN = 50
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
@@ -118,8 +119,7 @@ def _figures(section: Section) -> list[tuple[ReportFigure, bytes]]:
                 out.append((figure, render_png(figure, table)))
             except (ValueError, TypeError) as err:  # e.g. non-numeric values where a plot needs numbers
                 section.notes.append(f"plot {figure.title!r} not drawn: {err}")
-                why = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
-                section.plots_not_drawn.append(f"{figure.title!r} ({why})")
+                section.plots_not_drawn.append(f"{figure.title!r} ({first_line(err)})")
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from curate.audit import AuditRefused, AuditSession
+from curate.audit_views import first_line
 
 TOKEN_COLUMNS = ("token_count", "n_tokens", "num_tokens", "tokens")
 LENGTH_COLUMNS = ("n_chars", "length", "num_chars", "char_count")
@@ -84,7 +85,7 @@ class ReportBuilder:
         try:
             table = self.session.query(sql)
         except (duckdb.Error, AuditRefused) as err:
-            section.notes.append(f"could not be computed: {title}: {_first_line(err)}")
+            section.notes.append(f"could not be computed: {title}: {first_line(err)}")
             return None
         rows = [list(r.values()) for r in table.to_pylist()]
         result = ReportTable(key, title, " ".join(sql.split()), table.column_names, rows)
@@ -135,10 +136,6 @@ class ReportBuilder:
         return _scorer_threshold(self.session.run_dir / "web" / "logs" / "executor.json")
 
 
-def _first_line(err: BaseException) -> str:
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
-
-
 def _scorer_threshold(executor_json: Path) -> float | None:
     """The math scorer's threshold as datatrove saved the web pipeline (the step with a model and a threshold)."""
     try:
@@ -176,7 +173,7 @@ def funnel_section(b: ReportBuilder) -> Section:
         try:
             s.notes += [f"warning: {line}" for line in summary_checks(b)]
         except (duckdb.Error, AuditRefused) as err:
-            s.notes.append(f"could not be computed: the checks of the summaries: {_first_line(err)}")
+            s.notes.append(f"could not be computed: the checks of the summaries: {first_line(err)}")
         s.figures.append(ReportFigure("drops", "Drops by reason", "drops", "reason", "dropped", kind="barh",
                                       series="stage"))  # fmt: skip
     parts = []

@@ -25,6 +25,7 @@ from curate.audit_report import (
     lengths_section,
     math_score_section,
 )
+from curate.audit_views import first_line
 
 CLUSTER_COLUMNS = ("minhash_cluster_size", "cluster_size", "dup_count", "duplicates")
 BENCHMARK_COLUMNS = ("benchmark", "bench", "dataset", "benchmark_name")
@@ -239,14 +240,21 @@ def build_report(
             # Outputs of a stage this report has not seen yet must not cost the rest of the report.
             key = make.__name__.removesuffix("_section")
             title = (make.__doc__ or key).splitlines()[0].rstrip(".")
-            message = str(err).splitlines()[0] if str(err) else type(err).__name__
-            sections.append(Section(key, title, notes=[f"could not be computed: {message}"]))
+            sections.append(Section(key, title, notes=[f"could not be computed: {first_line(err)}"]))
     if session.unreadable and sections:  # the first section (the funnel) says what the views left out
         sections[0].notes.insert(0, f"{len(session.unreadable)} damaged file(s) left out of the views: "
                                     + "; ".join(session.unreadable[:5]))  # fmt: skip
     if sections:  # ... and which stage folders have output but no summary (the funnel does not list them)
         sections[0].notes[:0] = [f"warning: {line}" for line in session.unfinished]
     return sections
+
+
+def plots_not_drawn_line(undrawn: list[str]) -> str:
+    """The one console line, for `audit report` and the recipe stage alike, on the plots a report could not
+    draw (`undrawn`: "SECTION: 'TITLE' (why)" each, as write_report returns them)."""
+    if len(undrawn) == 1:
+        return f"1 plot not drawn (its table is in the report): {undrawn[0]}"
+    return f"{len(undrawn)} plots not drawn (their tables are in the report): {'; '.join(undrawn)}"
 
 
 def report_data(sections: list[Section]) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def _parquet_files(folder: Path) -> list[Path]:
         try:
             pq.read_metadata(path)
         except PYARROW_READ_ERRORS as err:
-            UNREADABLE.append(f"{path}: {_first_line(err)}")
+            UNREADABLE.append(f"{path}: {first_line(err)}")
             continue
         files.append(path)
     return files
@@ -96,7 +96,7 @@ def damaged_parquet(files: list[Path]) -> list[str]:
             for group in range(parquet.num_row_groups):
                 parquet.read_row_group(group)
         except PYARROW_READ_ERRORS as err:
-            damaged.append(f"{path}: {_first_line(err)}")
+            damaged.append(f"{path}: {first_line(err)}")
     return damaged
 
 
@@ -311,12 +311,14 @@ def _json_file_rows(run_dir: Path, path: Path) -> list[dict[str, Any]]:
     try:
         return read_json_file(path)
     except (OSError, ValueError) as err:  # json.JSONDecodeError is a ValueError
-        UNREADABLE.append(f"{path}: {_first_line(err)}")
+        UNREADABLE.append(f"{path}: {first_line(err)}")
         return []
 
 
-def _first_line(err: BaseException) -> str:
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
+def first_line(err: BaseException) -> str:
+    """An error as one line: its message's first line that is not blank (DuckDB's go on with hints and the query
+    line), else its type's name. Every audit module says errors with this."""
+    return next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
 
 
 def _create_table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]) -> None:
@@ -358,7 +360,7 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
                 try:
                     _create_table(con, name, rows)
                 except (duckdb.Error, ValueError, TypeError) as err:  # a shape no table holds: named
-                    UNREADABLE.append(f"{path}: {_first_line(err)}")
+                    UNREADABLE.append(f"{path}: {first_line(err)}")
                     continue
                 made[name] = f"report {path.relative_to(run_dir).as_posix()}"
     return made
@@ -456,7 +458,7 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
             where = f" WHERE {good}" if any(n_bad for n_bad, _, _ in torn.values()) else ""
             con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {source}{where}')
     except (duckdb.Error, OSError) as err:  # not JSON lines at all: left to read_json() in a query, said so
-        UNREADABLE.extend(f"{f}: {_first_line(err)}" for f in files)
+        UNREADABLE.extend(f"{f}: {first_line(err)}" for f in files)
         return False
     for file, (n_bad, n_lines, whole) in torn.items():
         if n_bad:

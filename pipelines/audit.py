@@ -42,16 +42,18 @@ class Config(BaseModel):
         if value is not None:
             import duckdb
 
+            from curate.audit_views import first_line
+
             try:
                 duckdb.connect(":memory:", config={"memory_limit": value}).close()
             except duckdb.Error as err:
-                raise ValueError(str(err).splitlines()[0]) from None
+                raise ValueError(first_line(err)) from None
         return value
 
 
 def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
     """Write the report into ctx.out_dir and return the summary (docs_in = docs_out = corpus documents)."""
-    from curate.audit_sections import write_report
+    from curate.audit_sections import plots_not_drawn_line, write_report
 
     start = time.time()
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
@@ -84,11 +86,5 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
     for warning in summary["warnings"]:  # `mathmix run` shows them, not only audit/summary.json
         console.print(f"[yellow]warning:[/] audit: {escape(str(warning))}", soft_wrap=True)
     if undrawn := summary["plots_not_drawn"]:  # as `audit report` says it
-        plots = f"{len(undrawn)} plot{'s' if len(undrawn) > 1 else ''}"
-        its = "their tables are" if len(undrawn) > 1 else "its table is"
-        console.print(
-            f"audit: {plots} not drawn ({its} in the report): {'; '.join(undrawn)}",
-            markup=False,
-            soft_wrap=True,
-        )
+        console.print(f"audit: {plots_not_drawn_line(undrawn)}", markup=False, soft_wrap=True)
     return summary

@@ -221,3 +221,41 @@ def test_the_recipe_audit_stage_records_and_prints_the_plots_not_drawn(run, caps
     ]
     err = " ".join(capsys.readouterr().err.split())
     assert "audit: 1 plot not drawn (its table is in the report): Language: 'Documents per language" in err
+
+
+def test_audit_report_and_the_recipe_stage_say_one_plot_not_drawn_alike(run, tmp_path, monkeypatch):
+    """The console line on plots not drawn was written twice, in two wordings: `audit report` said '1 plot not
+    drawn (their tables are in the report)', the recipe stage '(its table is ...)'; one function says it now."""
+    import curate.audit_render
+
+    draw = curate.audit_render.render_png
+
+    def render_png(figure, table):
+        if figure.key == "langs":
+            raise TypeError("unhashable type: 'list'")
+        return draw(figure, table)
+
+    monkeypatch.setattr(curate.audit_render, "render_png", render_png)
+    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    assert out.exit_code == 0, out.output
+    undrawn = "Language: 'Documents per language (kept)' (unhashable type: 'list')"
+    assert [line for line in out.stderr.splitlines() if "not drawn" in line] == [
+        f"1 plot not drawn (its table is in the report): {undrawn}"
+    ]
+    from curate.audit_sections import plots_not_drawn_line
+
+    assert plots_not_drawn_line([undrawn]) == f"1 plot not drawn (its table is in the report): {undrawn}"
+    assert plots_not_drawn_line(["a", "b"]) == "2 plots not drawn (their tables are in the report): a; b"
+
+
+def test_an_error_is_said_by_its_first_line_that_is_not_blank():
+    import duckdb
+
+    from curate.audit_views import first_line
+
+    assert (
+        first_line(duckdb.CatalogException('Catalog Error: no web\nDid you mean "web"?'))
+        == "Catalog Error: no web"
+    )
+    assert first_line(ValueError("\n  \nthe reason\nmore")) == "the reason"
+    assert first_line(ValueError(" ")) == first_line(ValueError()) == "ValueError"
