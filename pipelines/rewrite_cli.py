@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from mathmix.cli_util import DefaultCommandGroup, fail, format_validation_errors, print_summary
+from mathmix.cli_util import DefaultCommandGroup, fail, print_summary
 
 rewrite_app = typer.Typer(
     cls=DefaultCommandGroup,
@@ -18,11 +18,28 @@ TASKS = ("refine", "qa", "longcot", "score")
 SERVERS = ("transformers", "vllm", "sglang", "endpoint")
 
 
-def _document_count(value: int) -> int:
-    """--max-docs: N > 0, or -1 for all (datatrove read nothing for 0 or -5, without a word)."""
-    if value < 1 and value != -1:
-        raise typer.BadParameter(f"{value} is not a number of documents: give N > 0, or -1 for all")
-    return value
+# The options given to RewriteSettings, by its field: the model checks them (counts, ranges), as it checks the
+# recipe's keys, and a ValidationError names the option (`_settings_error`).
+OPTIONS = {"model": "--model", "server": "--server", "endpoint": "--endpoint", "max_tokens": "--max-tokens",
+           "temperature": "--temperature", "samples": "--samples", "max_docs": "--max-docs", "text_key": "--text-key",
+           "decont_benchmarks": "--decont", "corpus_docs": "--corpus-docs", "tp": "--tp", "retries": "--retries",
+           "max_attempts": "--max-attempts", "request_timeout_s": "--request-timeout",
+           "server_ready_timeout_s": "--server-timeout"}  # fmt: skip
+
+
+def _settings_error(err) -> str:
+    """RewriteSettings' ValidationError as one line, each error naming its option: `Invalid value for '--max-docs':
+    must be a positive number of documents, or -1 for all (got -5)`; a check of several settings says its own."""
+    parts = []
+    for error in err.errors():
+        message = error["msg"].removeprefix("Value error, ")
+        option = OPTIONS.get(str(error["loc"][0])) if error["loc"] else None
+        if option is None:  # the model's checks across settings name the options themselves
+            parts.append(message)
+            continue
+        message = message[:1].lower() + message[1:]
+        parts.append(f"Invalid value for '{option}': {message} (got {error['input']!r})")
+    return "; ".join(parts)
 
 
 @rewrite_app.command("run")
@@ -41,37 +58,31 @@ def run_rewrite(
     endpoint: str | None = typer.Option(
         None, "--endpoint", help="OpenAI-compatible base URL (--server endpoint)"
     ),
-    max_tokens: int = typer.Option(1024, "--max-tokens", min=1, help="completion tokens per request"),
-    temperature: float = typer.Option(0.7, "--temperature", min=0),
-    samples: int = typer.Option(1, "--samples", min=1, help="samples per document; >1 = self-consistency"),
-    max_docs: int = typer.Option(
-        -1, "--max-docs", callback=_document_count, help="read at most N documents per input (-1: all)"
-    ),
+    max_tokens: int = typer.Option(1024, "--max-tokens", help="completion tokens per request"),
+    temperature: float = typer.Option(0.7, "--temperature"),
+    samples: int = typer.Option(1, "--samples", help="samples per document; >1 = self-consistency"),
+    max_docs: int = typer.Option(-1, "--max-docs", help="read at most N documents per input (-1: all)"),
     text_key: str = typer.Option("text", "--text-key", help="input field holding the text (e.g. problem)"),
     decont: list[str] | None = typer.Option(
         None, "--decont", help="benchmark file/folder to decontaminate against"
     ),
     corpus_docs: int | None = typer.Option(
-        None, "--corpus-docs", min=1, help="corpus size for the GPU-hours estimate"
+        None, "--corpus-docs", help="corpus size for the GPU-hours estimate"
     ),
-    tp: int = typer.Option(1, "--tp", min=1, help="tensor parallel GPUs (vllm, sglang)"),
-    retries: int = typer.Option(
-        2, "--retries", min=0, help="retries of a failed request (backoff 2 s, doubling)"
-    ),
+    tp: int = typer.Option(1, "--tp", help="tensor parallel GPUs (vllm, sglang)"),
+    retries: int = typer.Option(2, "--retries", help="retries of a failed request (backoff 2 s, doubling)"),
     max_attempts: int = typer.Option(
         3,
         "--max-attempts",
-        min=1,
         help="runs whose requests may fail a document before it is dropped as "
         "request_failed (in rejects/); until then each rerun requests it again",
     ),
     request_timeout: float = typer.Option(
-        600.0, "--request-timeout", min=0.001, help="seconds one request may take before it is retried"
+        600.0, "--request-timeout", help="seconds one request may take before it is retried"
     ),
     server_timeout: float | None = typer.Option(
         None,
         "--server-timeout",
-        min=1,
         help="seconds to wait for the server to answer (default 1800; endpoint: 60)",
     ),
 ) -> None:
@@ -108,8 +119,8 @@ def run_rewrite(
             corpus_docs=corpus_docs, tp=tp, retries=retries, max_attempts=max_attempts,
             request_timeout_s=request_timeout, **timeout,
         )  # fmt: skip
-    except ValidationError as err:
-        fail(format_validation_errors(err))
+    except ValidationError as err:  # the model's checks, as for the recipe's keys, naming the option
+        fail(_settings_error(err))
     try:
         summary = run_task([str(p) for p in inputs], output, task, settings, ExecutorConfig(tasks=1))
     except (ValueError, FileNotFoundError) as err:  # bad settings, inputs, endpoint; OUT holds another job

@@ -53,7 +53,7 @@ class RewriteSettings(BaseModel):
     max_concurrent: int = Field(64, ge=1, description="requests in flight at once")
     request_timeout_s: float = Field(600.0, gt=0)
     server_ready_timeout_s: float = Field(
-        1800.0, gt=0, description="wait this long for the server to come up"
+        1800.0, ge=1, description="wait this long for the server to come up"
     )
     retries: int = Field(2, ge=0)
     max_attempts: int = Field(
