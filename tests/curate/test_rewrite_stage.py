@@ -225,47 +225,44 @@ def test_count_options_out_of_range_are_refused_naming_the_option(tmp_path, opti
 
 
 def test_other_weights_at_the_same_model_path_are_another_job(tmp_path):
-    """A model replaced by one with other weights (same files, same sizes) resumed the old run silently."""
-    import shutil
+    """A model replaced by one with other weights (same files, same sizes) resumed the old run silently.
 
-    from curate.rewrite.job import RewriteSettings, run_task
-    from curate.rewrite.tiny_model import build_tiny_llama
-
-    texts = [f"Worked example {i}: $x + {i} = {2 * i}$ gives $x = {i}$." for i in range(4)]
-    (tmp_path / "in.jsonl").write_text(
-        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
-    )
-    model = tmp_path / "model"
-    build_tiny_llama(model, texts, max_positions=4096, seed=0)
-    settings = RewriteSettings(
-        model=str(model), max_tokens=4, temperature=0.0, max_input_chars=200, cpu_threads=1
-    )
-    inputs, out = [str(tmp_path / "in.jsonl")], tmp_path / "qa"
-    first = run_task(inputs, out, "qa", settings, ExecutorConfig(tasks=1))
-    assert first["docs_in"] == 4 and is_balanced(first)
-    assert (
-        run_task(inputs, out, "qa", settings, ExecutorConfig(tasks=1))["docs_in"] == 4
-    )  # same weights: resumes
-    sizes = sorted(p.stat().st_size for p in model.iterdir())
-    shutil.rmtree(model)
-    build_tiny_llama(model, texts, max_positions=4096, seed=1)  # retrained into the same folder
-    assert sorted(p.stat().st_size for p in model.iterdir()) == sizes
-    with pytest.raises(ValueError, match=r"another job than this rewrite \(the model's weights changed"):
-        run_task(inputs, out, "qa", settings, ExecutorConfig(tasks=1))
-    # A record from before the digest was kept is this job (rewritten with it); so is one through an endpoint.
+    What run_task checks before anything starts (rewrite_identity, then check_job), on a model folder of a config
+    and a weights file and an OUT holding a checkpoint: no server, no generation."""
     from curate.rewrite.identity import rewrite_identity
+    from curate.rewrite.job import RewriteSettings
     from pipelines.job_record import check_job
 
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "llama"}')
+    (model / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+    (tmp_path / "in.jsonl").write_text(json.dumps({"id": "d0", "text": "Worked example: $x + 1 = 2$."}))
+    inputs, out = [str(tmp_path / "in.jsonl")], tmp_path / "qa"
+    settings = RewriteSettings(model=str(model), max_tokens=4, temperature=0.0)
+
+    def check(settings: RewriteSettings) -> bool:
+        identity, earlier = rewrite_identity(inputs, settings, "qa", out.parent, out)
+        return check_job(out, identity, "rewrite", earlier=earlier)
+
+    assert check(settings) is False  # recorded
+    (out / "checkpoints" / "last_chunk").mkdir(parents=True)  # work to resume: another job is refused
+    (out / "checkpoints" / "last_chunk" / "00000.txt").write_text("0")
+    assert check(settings) is True  # the same weights: resumes
     record = json.loads((out / "job.json").read_text())
-    record.pop("model_digest")
-    (out / "job.json").write_text(json.dumps(record))
-    identity, earlier = rewrite_identity(inputs, settings, "qa", out.parent, out)
-    assert check_job(out, identity, "rewrite", earlier=earlier) is False
-    assert json.loads((out / "job.json").read_text())["model_digest"] == identity["model_digest"]
-    endpoint = settings.model_copy(update={"server": "endpoint", "endpoint": "http://127.0.0.1:9"})
-    digest = identity["model_digest"]
-    identity, earlier = rewrite_identity(inputs, endpoint, "qa", out.parent, out)
-    assert check_job(out, identity, "rewrite", earlier=earlier) is True  # the recorded digest is kept
+    sizes = sorted(p.stat().st_size for p in model.iterdir())
+    # retrained into the same folder: same files, same sizes, other bytes
+    (model / "model.safetensors").write_bytes(bytes(reversed(range(256))) * 64)
+    assert sorted(p.stat().st_size for p in model.iterdir()) == sizes
+    with pytest.raises(ValueError, match=r"another job than this rewrite \(the model's weights changed"):
+        check(settings)
+    # A record from before the digest was kept is this job (rewritten with it); so is a run through an endpoint,
+    # which keeps the recorded digest.
+    (out / "job.json").write_text(json.dumps({k: v for k, v in record.items() if k != "model_digest"}))
+    assert check(settings) is False
+    digest = json.loads((out / "job.json").read_text())["model_digest"]
+    assert digest != record["model_digest"]  # the weights now in the folder
+    assert check(settings.model_copy(update={"server": "endpoint", "endpoint": "http://127.0.0.1:9"})) is True
     assert json.loads((out / "job.json").read_text())["model_digest"] == digest
 
 
