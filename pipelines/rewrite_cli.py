@@ -61,7 +61,12 @@ def run_rewrite(
     max_tokens: int = typer.Option(1024, "--max-tokens", help="completion tokens per request"),
     temperature: float = typer.Option(0.7, "--temperature"),
     samples: int = typer.Option(1, "--samples", help="samples per document; >1 = self-consistency"),
-    max_docs: int = typer.Option(-1, "--max-docs", help="read at most N documents per input (-1: all)"),
+    max_docs: int = typer.Option(
+        -1,
+        "--max-docs",
+        help="read at most N documents per input and kind of file: a folder's Parquet files and its JSONL files "
+        "are two inputs, N each (-1: all)",
+    ),
     text_key: str = typer.Option("text", "--text-key", help="input field holding the text (e.g. problem)"),
     decont: list[str] | None = typer.Option(
         None, "--decont", help="benchmark file/folder to decontaminate against"

@@ -48,7 +48,10 @@ class RewriteSettings(BaseModel):
     max_input_chars: int = Field(12_000, ge=100)
     text_key: str = "text"
     id_key: str = "id"
-    max_docs: int = Field(-1, description="read at most this many documents per input and task (-1: all)")
+    max_docs: int = Field(
+        -1,
+        description="read at most this many documents per input, kind of file and datatrove task (-1: all)",
+    )
     model_max_context: int = Field(8192, ge=64)
     max_concurrent: int = Field(64, ge=1, description="requests in flight at once")
     request_timeout_s: float = Field(600.0, gt=0)

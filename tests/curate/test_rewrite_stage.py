@@ -86,6 +86,11 @@ def test_cli_help_and_bad_options(tmp_path):
     runner = CliRunner()
     result = runner.invoke(app, ["rewrite", "run", "--help"])
     assert result.exit_code == 0 and "--task" in result.output and "--server" in result.output
+    # --max-docs applies per input and kind of file (it said "per input": a mixed folder reads 2 N documents)
+    help_text = " ".join(result.output.replace("│", " ").split())
+    assert (
+        "per input and kind of file: a folder's Parquet files and its JSONL files are two inputs" in help_text
+    )
     (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n')
     bad_task = runner.invoke(app, ["rewrite", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "o"), "--task", "poem",
                                    "--model", "auto"])  # fmt: skip
