@@ -170,21 +170,27 @@ def test_a_funnel_table_that_fails_costs_neither_the_other_tables_nor_the_checks
     assert any(w.startswith(line) for w in result["warnings"]), result["warnings"]
 
 
-def test_plots_not_drawn_are_counted_on_the_console_and_said_in_the_report(run, tmp_path, monkeypatch):
-    """A plot that could not be drawn (values a plot cannot take) was a note that reached neither
-    the console nor the report's pages (it was added after they were written): only audit/summary.json had it."""
+LIST_ERROR = TypeError("unhashable type: 'list'")
+
+
+def _plots_fail(monkeypatch, **failures: Exception) -> None:
+    """The plots of the given figure keys fail to draw with the given errors; the others are drawn."""
     import curate.audit_render
 
     draw = curate.audit_render.render_png
 
     def render_png(figure, table):
-        if figure.key == "by_docs":
-            raise ValueError("could not convert string to float: 'n/a'")
-        if figure.key == "langs":
-            raise TypeError("unhashable type: 'list'")
+        if figure.key in failures:
+            raise failures[figure.key]
         return draw(figure, table)
 
     monkeypatch.setattr(curate.audit_render, "render_png", render_png)
+
+
+def test_plots_not_drawn_are_counted_on_the_console_and_said_in_the_report(run, tmp_path, monkeypatch):
+    """A plot that could not be drawn (values a plot cannot take) was a note that reached neither
+    the console nor the report's pages (it was added after they were written): only audit/summary.json had it."""
+    _plots_fail(monkeypatch, by_docs=ValueError("could not convert string to float: 'n/a'"), langs=LIST_ERROR)
     out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     lines = [line for line in out.stderr.splitlines() if "not drawn" in line]
@@ -201,19 +207,11 @@ def test_plots_not_drawn_are_counted_on_the_console_and_said_in_the_report(run, 
 
 def test_the_recipe_audit_stage_records_and_prints_the_plots_not_drawn(run, capsys, monkeypatch):
     """`mathmix run`'s audit stage said nothing of plots it could not draw (`audit report` does)."""
-    import curate.audit_render
     from pipelines.audit import Config, run_stage
     from pipelines.executors import ExecutorConfig
     from pipelines.stages import StageContext
 
-    draw = curate.audit_render.render_png
-
-    def render_png(figure, table):
-        if figure.key == "langs":
-            raise TypeError("unhashable type: 'list'")
-        return draw(figure, table)
-
-    monkeypatch.setattr(curate.audit_render, "render_png", render_png)
+    _plots_fail(monkeypatch, langs=LIST_ERROR)
     ctx = StageContext(run_dir=run, out_dir=run / "audit2", inputs=[], executor=ExecutorConfig())
     summary = run_stage(Config(), ctx)
     assert summary["plots_not_drawn"] == [
@@ -226,16 +224,7 @@ def test_the_recipe_audit_stage_records_and_prints_the_plots_not_drawn(run, caps
 def test_audit_report_and_the_recipe_stage_say_one_plot_not_drawn_alike(run, tmp_path, monkeypatch):
     """The console line on plots not drawn was written twice, in two wordings: `audit report` said '1 plot not
     drawn (their tables are in the report)', the recipe stage '(its table is ...)'; one function says it now."""
-    import curate.audit_render
-
-    draw = curate.audit_render.render_png
-
-    def render_png(figure, table):
-        if figure.key == "langs":
-            raise TypeError("unhashable type: 'list'")
-        return draw(figure, table)
-
-    monkeypatch.setattr(curate.audit_render, "render_png", render_png)
+    _plots_fail(monkeypatch, langs=LIST_ERROR)
     out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     undrawn = "Language: 'Documents per language (kept)' (unhashable type: 'list')"
