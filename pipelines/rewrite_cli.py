@@ -24,7 +24,7 @@ OPTIONS = {"model": "--model", "server": "--server", "endpoint": "--endpoint", "
            "temperature": "--temperature", "samples": "--samples", "max_docs": "--max-docs", "text_key": "--text-key",
            "decont_benchmarks": "--decont", "corpus_docs": "--corpus-docs", "tp": "--tp", "retries": "--retries",
            "max_attempts": "--max-attempts", "request_timeout_s": "--request-timeout",
-           "server_ready_timeout_s": "--server-timeout"}  # fmt: skip
+           "server_ready_timeout_s": "--server-timeout", "max_concurrent": "--max-concurrent"}  # fmt: skip
 
 
 def _settings_error(err) -> str:
@@ -90,6 +90,9 @@ def run_rewrite(
         "--server-timeout",
         help="seconds to wait for the server to answer (default 1800; endpoint: 60)",
     ),
+    max_concurrent: int = typer.Option(
+        64, "--max-concurrent", help="requests in flight at once (lower it for a rate-limited endpoint)"
+    ),
 ) -> None:
     """Rewrite documents with an LLM and keep only outputs that pass validation.
 
@@ -122,7 +125,7 @@ def run_rewrite(
             model=model, server=server, endpoint=endpoint, max_tokens=max_tokens, temperature=temperature,
             samples=samples, max_docs=max_docs, text_key=text_key, decont_benchmarks=decont or [],
             corpus_docs=corpus_docs, tp=tp, retries=retries, max_attempts=max_attempts,
-            request_timeout_s=request_timeout, **timeout,
+            request_timeout_s=request_timeout, max_concurrent=max_concurrent, **timeout,
         )  # fmt: skip
     except ValidationError as err:  # the model's checks, as for the recipe's keys, naming the option
         fail(_settings_error(err))

@@ -43,7 +43,7 @@ REFUSALS = {
     401: "unauthorized: check the endpoint's API key (api_key_env, $OPENAI_API_KEY by default)",
     403: "forbidden: check that the API key (api_key_env, $OPENAI_API_KEY by default) may use this model",
     404: "not found: check --model, the name the endpoint serves (GET URL/v1/models lists them), and the URL",
-    429: "rate limited: the endpoint's rate limit or quota; rerun later, or lower max_concurrent",
+    429: "rate limited: the endpoint's rate limit or quota; rerun later, or lower --max-concurrent (max_concurrent)",
 }
 # datatrove's message for a local server's statuses other than 200, 400 and 500
 _LOCAL_STATUS = re.compile(r"Error http status (\d{3})")

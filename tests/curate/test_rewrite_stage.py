@@ -198,14 +198,15 @@ COUNT_OPTIONS = {"--max-docs": ("max_docs", int), "--corpus-docs": ("corpus_docs
                  "--tp": ("tp", int), "--max-tokens": ("max_tokens", int), "--temperature": ("temperature", float),
                  "--retries": ("retries", int), "--max-attempts": ("max_attempts", int),
                  "--request-timeout": ("request_timeout_s", float),
-                 "--server-timeout": ("server_ready_timeout_s", float)}  # fmt: skip
+                 "--server-timeout": ("server_ready_timeout_s", float),
+                 "--max-concurrent": ("max_concurrent", int)}  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("option", "value"),
     [("--max-docs", "-5"), ("--max-docs", "0"), ("--corpus-docs", "-3"), ("--corpus-docs", "0"),
      ("--samples", "0"), ("--tp", "0"), ("--max-tokens", "0"), ("--temperature", "-1"), ("--retries", "-1"),
-     ("--max-attempts", "0"), ("--request-timeout", "0"), ("--server-timeout", "0.5")],
+     ("--max-attempts", "0"), ("--request-timeout", "0"), ("--server-timeout", "0.5"), ("--max-concurrent", "0")],
 )  # fmt: skip
 def test_count_options_out_of_range_are_refused_naming_the_option(tmp_path, option, value):
     """--max-docs -5 read nothing (an empty branch) and --corpus-docs -3 gave a negative cost, without a word. The
