@@ -237,7 +237,7 @@ def stats_rows(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
         }
         extra = {k: v for k, v in summary.items() if k not in ("docs_in", "docs_out", "dropped", "seconds")}
         counts = [_int(v) for v in dropped.values()]  # a drop that is no count leaves the total unknown
-        total = None if None in counts else _int(sum(c for c in counts if c is not None))
+        total = None if None in counts else _int(sum(counts))  # type: ignore[arg-type]
         summaries.append(base | {"dropped_total": total, "extra": json.dumps(extra)})
         for reason, count in sorted(dropped.items()) or [(None, 0)]:  # type: ignore[list-item]
             stats.append(base | {"reason": reason, "dropped": _int(count)})
@@ -306,7 +306,7 @@ def _table_name(*parts: str) -> str:
     return re.sub(r"\W+", "_", "_".join(parts)).strip("_").lower()
 
 
-def _json_file_rows(run_dir: Path, path: Path) -> list[dict[str, Any]]:
+def _json_file_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of one JSON document; one that does not parse is left out and named (`UNREADABLE`)."""
     try:
         return read_json_file(path)
@@ -341,9 +341,7 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
         made["summaries"] = "every summary.json: one row per stage"
     manifests = sorted((run_dir / "shards").rglob("manifest.json")) if (run_dir / "shards").is_dir() else []
     rows = [
-        {"manifest": m.relative_to(run_dir).as_posix()} | row
-        for m in manifests
-        for row in _json_file_rows(run_dir, m)
+        {"manifest": m.relative_to(run_dir).as_posix()} | row for m in manifests for row in _json_file_rows(m)
     ]
     if rows:
         _create_table(con, "shards", rows)
@@ -355,7 +353,7 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
             if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
                 continue
             name = _table_name(_stage_name(run_dir, folder), path.stem)
-            rows = _json_file_rows(run_dir, path)
+            rows = _json_file_rows(path)
             if rows and any(rows) and name not in made:  # `{}` has no column to make a table of
                 try:
                     _create_table(con, name, rows)

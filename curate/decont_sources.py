@@ -90,6 +90,16 @@ def benchmark_files(paths: Sequence[str | Path], what: str = "benchmark") -> lis
     return [(name, given) for name, (given, _) in zip(names, found.values(), strict=True)]
 
 
+def benchmark_paths(paths: Sequence[str | Path]) -> dict[str, str]:
+    """{"benchmark NAME": resolved file} of `benchmark_files(PATHS)`, as job records name what a job read besides
+    its inputs (their digests go beside them); empty while a path is missing (the job's own check names it)."""
+    try:
+        named = benchmark_files(paths)
+    except (OSError, ValueError):
+        return {}
+    return {f"benchmark {name}": str(path.resolve()) for name, path in named}
+
+
 def _unique_names(files: dict[Path, int]) -> list[str]:
     """Each file's last `n` path parts, widened by one parent folder while two names are the same.
 

@@ -288,16 +288,24 @@ def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
     )
 
 
-def load_policy(model: str | Path, trust_remote_code: bool = False):
-    """The model GRPO trains, loaded as `GRPOTrainer(model=NAME)` loads it (TRL's `create_model_from_path`), so
-    that a failure to load it is told apart from the trainer's own errors (its output folder, say)."""
+def load_policy(model: str | Path, args: Any):
+    """The model GRPO trains, loaded as `GRPOTrainer(model=NAME, args=ARGS)` loads it (TRL's
+    `create_model_from_path` with `args.model_init_kwargs`, `device_map=None` when distributed, the seed set
+    first), so that a failure to load it is told apart from the trainer's own errors (its output folder, say)."""
+    from transformers import set_seed
+
+    kwargs = dict(getattr(args, "model_init_kwargs", None) or {})
+    kwargs.setdefault("trust_remote_code", bool(getattr(args, "trust_remote_code", False)))
+    if getattr(args.distributed_state, "distributed_type", None) in ("MULTI_GPU", "DEEPSPEED"):
+        kwargs["device_map"] = None  # TRL's rule: distributed training fails with device_map="auto"
+    set_seed(args.seed)
     try:
         from trl.trainer.utils import create_model_from_path
     except ImportError:  # an older TRL, whose GRPOTrainer called AutoModelForCausalLM.from_pretrained itself
         from transformers import AutoModelForCausalLM
 
-        return AutoModelForCausalLM.from_pretrained(str(model), trust_remote_code=trust_remote_code)
-    return create_model_from_path(str(model), trust_remote_code=trust_remote_code)
+        return AutoModelForCausalLM.from_pretrained(str(model), **kwargs)
+    return create_model_from_path(str(model), **kwargs)
 
 
 def run_probe(
@@ -385,7 +393,7 @@ def run_probe(
         console.print(f"resuming from {resume} (rollout step {done_steps})", soft_wrap=True)
     args = grpo_args(config, out_dir, on_gpu, use_vllm)
     try:  # a corrupt weights file ("header too large") was a traceback
-        policy = load_policy(model, trust_remote_code=bool(getattr(args, "trust_remote_code", False)))
+        policy = load_policy(model, args)
     except model_load_errors() as err:
         raise cannot_load(model, "the model for GRPO", err) from None
     try:  # the model is loaded: an OSError here is the trainer's (its output folder), not the model's

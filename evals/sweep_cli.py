@@ -188,7 +188,7 @@ def add_sweep_commands(app: typer.Typer) -> None:
         the fit to stdout (and writes it). A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
         one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
         null, with an `r2_note`, where it means nothing."""
-        from evals.forecast_cli import check_out
+        from evals.forecast_cli import _note, check_out
         from evals.forecast_report import fit_sweep
 
         missing = [str(p) for p in paths if not p.exists()]
@@ -215,10 +215,6 @@ def add_sweep_commands(app: typer.Typer) -> None:
         _print_json({k: v for k, v in fit.items() if k != "records"})
         if out:
             console.print(f"wrote {out}", soft_wrap=True, markup=False, highlight=False)
-
-
-def _note(line: str) -> None:
-    console.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
 def _print_json(data: dict[str, Any]) -> None:

@@ -140,7 +140,6 @@ def note_budgets(recipe: TrainRecipe, stages: list[StageConfig]) -> None:
                 file=sys.stderr,
             )
         if stage.tokens % batch:
-            steps = max(1, stage.tokens // batch)
             print(
                 f"note: stage {stage.name}: {stage.tokens:,} tokens is not a whole number of {batch:,}-token "
                 f"batches; it trains {steps} step{'s' * (steps > 1)} ({steps * batch:,} tokens)",

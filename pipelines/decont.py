@@ -141,13 +141,9 @@ OUTPUTS = ("data", "logs", "rejects", "work", "contamination.jsonl", "contaminat
 def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
     """The benchmark files the stage's settings name (see pipelines.web.files_read); none while they are missing
     (the stage itself then says so)."""
-    from curate.decont_sources import benchmark_files
+    from curate.decont_sources import benchmark_paths
 
-    try:
-        named = benchmark_files([b.replace("{run_dir}", str(run_dir)) for b in config.benchmarks])
-    except (OSError, ValueError):
-        return {}
-    return {f"benchmark {name}": str(path.resolve()) for name, path in named}
+    return benchmark_paths([b.replace("{run_dir}", str(run_dir)) for b in config.benchmarks])
 
 
 def decont_job_identity(

@@ -43,12 +43,9 @@ def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
     """Files and folders the stage reads besides its inputs, whose contents the recipe stage's record holds (see
     pipelines.web.files_read): the decontamination benchmarks and a model in a local folder. A model retrained, or
     a benchmark replaced, at the same path left the finished stage "already complete" with the old output."""
-    from curate.rewrite.identity import benchmark_digests
+    from curate.decont_sources import benchmark_paths
 
-    found = {
-        what: path
-        for what, (path, _) in benchmark_digests(_resolve(config.decont_benchmarks, Path(run_dir))).items()
-    }
+    found = benchmark_paths(_resolve(config.decont_benchmarks, Path(run_dir)))
     model = Path(config.model)  # as run_task reads it
     if config.model != "auto" and config.server != "endpoint" and model.is_dir():
         found["model"] = str(model.resolve())

@@ -38,14 +38,10 @@ def benchmark_digests(paths: list[str]) -> dict[str, list]:
     """{"benchmark NAME": [file, SIZE:SHA]} of the benchmark files a job decontaminates against: a benchmark file
     replaced at the same path resumed the old job, whose kept documents were checked against the old problems.
     Empty while a path is missing (the job's own check names it)."""
-    from curate.decont_sources import benchmark_files
+    from curate.decont_sources import benchmark_paths
     from pipelines.job_record import file_digest
 
-    try:
-        named = benchmark_files(paths)
-    except (OSError, ValueError):
-        return {}
-    return {f"benchmark {name}": [str(path.resolve()), file_digest(path)] for name, path in named}
+    return {what: [path, file_digest(path)] for what, path in benchmark_paths(paths).items()}
 
 
 def rewrite_identity(

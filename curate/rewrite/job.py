@@ -339,9 +339,9 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
             which = "not" if n == count else f"{n} of them not"
             not_counted = f"; {which} counted against --max-attempts, as {spared[-1]['why']}"
         raise RequestsFailedError(
-            f"{count} document(s) failed their requests (retried, except refusals: HTTP 400/401/403/404) "
-            f"(e.g. {', '.join(examples)}; last "
-            f"error: {failed[-1]['last_error'][:300]}){not_counted}; the other documents are done and kept: rerun "
+            f"{count} document(s) failed their requests (e.g. {', '.join(examples)}; last error: "
+            f"{failed[-1]['last_error'][:300]}; refusals, HTTP 400/401/403/404, are not retried){not_counted}; "
+            "the other documents are done and kept: rerun "
             "the same command to request only the failed ones again (--retries / --request-timeout to wait "
             f"longer; after {settings.max_attempts} failed runs, --max-attempts, a document is dropped as "
             "request_failed)"

@@ -19,6 +19,7 @@ import asyncio
 import contextvars
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 from datatrove.pipeline.inference.run_inference import InferenceRunner
@@ -137,9 +138,6 @@ class TimedInferenceRunner(InferenceRunner):
                 self._answered = True  # the server works: this run's failures are the documents' own
             return answer
 
-        async def timed_request(payload: dict) -> dict:
-            return await call(payload)
-
         async def test_request() -> None:
             payload = {"model": self.config.model_name_or_path, "max_tokens": 1, "temperature": 0.0,
                        "messages": [{"role": "user", "content": "Reply with OK."}]}  # fmt: skip
@@ -147,7 +145,7 @@ class TimedInferenceRunner(InferenceRunner):
                 payload.setdefault(key, value)
             await call(payload, probe=True)
 
-        server._make_request = timed_request
+        server._make_request = call
         self._test_request = test_request
         return server
 
@@ -265,17 +263,12 @@ def _read_counts(path: str | None) -> dict[str, int]:
 
 def _write_counts(path: str, counts: dict[str, int]) -> None:
     """COUNTS to PATH atomically; no file when there is nothing to count."""
-    import json
-    import os
+    from mathmix.cli_util import write_json
 
-    if not counts:
-        if os.path.exists(path):
-            os.remove(path)
-        return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as handle:
-        json.dump(counts, handle)
-    os.replace(path + ".tmp", path)
+    if counts:
+        write_json(Path(path), counts)
+    else:
+        Path(path).unlink(missing_ok=True)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
