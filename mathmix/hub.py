@@ -101,12 +101,22 @@ def from_pretrained(loader: Any, name_or_path: str | Path, **kwargs: Any) -> Any
 
 def in_cache(name: str) -> bool:
     """Whether the hub name NAME has a config.json in the local Hugging Face cache."""
+    return cached_snapshot(name) is not None
+
+
+def cached_snapshot(name: str) -> str | None:
+    """The commit of the snapshot the hub name NAME resolves to in the local Hugging Face cache (its `main` ref,
+    the revision a server given NAME loads), or None when NAME has no config.json there. Reads the cache only,
+    never the network; the cache is huggingface_hub's (HF_HUB_CACHE, else HF_HOME/hub, read at its import).
+    """
     from huggingface_hub import try_to_load_from_cache
 
     try:
-        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+        config = try_to_load_from_cache(name, "config.json")
     except ValueError:  # HFValidationError: not a valid repo id at all
-        return False
+        return None
+    # CACHE/models--ORG--NAME/snapshots/COMMIT/config.json (refs/main holds COMMIT)
+    return Path(config).parent.name if isinstance(config, str) else None
 
 
 def check_model_source(name_or_path: str | Path) -> None:

@@ -2,7 +2,7 @@
 
 The identity holds the inputs (paths and sizes), the settings that change the output, the task, the
 decontamination benchmarks with their contents (`file_digests`, as decont records them) and, for a model in a
-local folder, a digest of its weights.
+local folder, a digest of its weights (for a hub name in the local Hugging Face cache, its snapshot's commit).
 """
 
 from __future__ import annotations
@@ -19,19 +19,50 @@ OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "
 
 
 def model_digest(settings: Any) -> str | None:
-    """A digest of the weights of the local model folder the job generates with; None for `auto` (built from the
-    inputs, whose sizes are recorded), a hub name (no folder here) and `server: endpoint` (no local weights).
+    """What identifies the weights the job generates with: a digest of a local model folder's weights, or the
+    commit of the snapshot a hub name resolves to in the local Hugging Face cache. None for `auto` (built from the
+    inputs, whose sizes are recorded), `server: endpoint` (no local weights: the endpoint serves what it serves)
+    and a hub name not in the cache (the server fetches it; nothing here to digest yet).
 
-    `pipelines.job_record.weights_digest`: each weight file's name and size (*.safetensors, *.bin, *.pt, ...) and
-    1 MiB from its start, middle and end. Not a hash of every byte: that would read a 16 GB model on every rerun;
-    not sizes or mtimes alone: a model retrained or re-exported into the same folder has the same sizes, and a
-    copy gets new mtimes. Weights replaced at the same path resumed the old run silently before this was recorded.
+    A folder: `pipelines.job_record.weights_digest`, each weight file's name and size (*.safetensors, *.bin, *.pt,
+    ...) and 1 MiB from its start, middle and end. Not a hash of every byte: that would read a 16 GB model on every
+    rerun; not sizes or mtimes alone: a model retrained or re-exported into the same folder has the same sizes,
+    and a copy gets new mtimes. Weights replaced at the same path resumed the old run silently before this.
+    A hub name: the snapshot's commit (`mathmix.hub.cached_snapshot`), not a digest of its files: it names every
+    file of the revision (a new chat template or tokenizer too) and costs one small read; another revision
+    downloaded into the cache (`refs/main` moved) used to resume the old run silently, as a new folder did.
     """
+    from mathmix.hub import cached_snapshot
     from pipelines.job_record import weights_digest
 
     if settings.server == "endpoint" or settings.model == "auto":
         return None
-    return weights_digest(settings.model)
+    if Path(settings.model).is_dir():
+        return weights_digest(settings.model)
+    return cached_snapshot(settings.model)
+
+
+def weights_note(settings: Any, identity: dict) -> dict[str, str]:
+    """What summary.json says of the model's weights: {"model_digest": what the job record holds} when this run
+    digested them, {"model_not_digested": why} when it could not ({} for `auto`, built from the inputs).
+
+    Without it a job through an endpoint, or of a hub name the server fetched, read like one checked against its
+    weights: a rerun cannot see a model changed behind that name.
+    """
+    from mathmix.hub import cached_snapshot
+
+    if settings.model == "auto":
+        return {}
+    if settings.server == "endpoint":
+        why = f"served by the endpoint {settings.endpoint}, whose weights cannot be read here"
+    elif "model_digest" in identity and (Path(settings.model).is_dir() or cached_snapshot(settings.model)):
+        return {"model_digest": identity["model_digest"]}
+    else:
+        where = "neither a local folder nor in the local Hugging Face cache"
+        why = f"{settings.model} is {where} (the server fetches it)"
+    if "model_digest" in identity:  # kept from an earlier run that had the weights here (rewrite_identity)
+        why += "; job.json keeps the digest recorded by an earlier run"
+    return {"model_not_digested": why}
 
 
 def benchmark_digests(paths: list[str]) -> dict[str, list]:
@@ -49,11 +80,13 @@ def rewrite_identity(
 ) -> tuple[dict, list[dict]]:
     """(identity, earlier forms for `check_job`).
 
-    A record without a model digest (from before digests were kept, or of a run through an endpoint) is this job
-    with one when nothing else differs (the earlier form), and any other difference is named against it (not as
-    `model_digest in one record only`); the record is rewritten with the digest. A job without one (through an
-    endpoint: no local weights) keeps the recorded digest in its identity, so in the record: written without it,
-    a later local run with other weights matched the record-from-before-digests form and resumed silently.
+    A record without a model digest (from before digests were kept, before a hub name's snapshot was, or of a run
+    through an endpoint) is this job with one when nothing else differs (the earlier form: it cannot tell which
+    weights made the old output, so the ones found now are taken), and any other difference is named against it
+    (not as `model_digest in one record only`); the record is rewritten with the digest. A job without one
+    (through an endpoint: no local weights) keeps the recorded digest in its identity, so in the record: written
+    without it, a later local run with other weights matched the record-from-before-digests form and resumed
+    silently.
     Where both have one, a different digest is another job: `the model's weights changed (same path)`.
     """
     from pipelines.job_record import job_identity

@@ -294,7 +294,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
              model_dir: Path | None = None, run_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.decont import validate_benchmarks
-    from curate.rewrite.identity import rewrite_identity
+    from curate.rewrite.identity import rewrite_identity, weights_note
     from curate.rewrite.prechecks import check_server_package
     from curate.rewrite.report import inference_stats, throughput_report
     from curate.rewrite.rollout import RequestsFailedError
@@ -323,6 +323,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
             wait_for_endpoint(str(settings.endpoint), settings.server_ready_timeout_s)
     identity, earlier = rewrite_identity(inputs, settings, task, run_dir or out_dir.parent, out_dir)
     check_job(out_dir, identity, "rewrite", earlier=earlier)  # the message names the task each job is for
+    weights = weights_note(settings, identity)  # said in summary.json
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     steps = generation_pipeline(inputs, out_dir, task, settings, model)
     _reopen_failed_tasks(gen_logs)  # an earlier run's failed requests: requested again now
@@ -380,7 +381,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         seconds=round(time.time() - start, 2), task=task, model=model, server=settings.server,
         prompt_version=f"{task}.{settings.prompt_version}", decont=decont,
         tokens_in_per_s=report["tokens_in_per_s"], tokens_out_per_s=report["tokens_out_per_s"],
-        gpu_hours_estimate=report.get("gpu_hours_estimate"),
+        gpu_hours_estimate=report.get("gpu_hours_estimate"), **weights,
     )  # fmt: skip
     write_summary(out_dir, summary)
     return summary
