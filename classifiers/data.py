@@ -19,6 +19,7 @@ from pathlib import Path
 
 from classifiers.pages import PageFiles, extract_page, is_archive_file, is_page_file
 from classifiers.skips import Skipped
+from mathmix.cli_util import first_line
 from mathmix.paths import StageFoldersInside
 from mathmix.paths import stage_data as _stage_data
 from mathmix.records import read_records
@@ -119,12 +120,7 @@ def iter_rows(path: Path) -> Iterator[dict]:
         raise
     # pyarrow's ArrowInvalid is a ValueError, UnicodeDecodeError too; a cut gzip stream is an EOFError
     except (OSError, ValueError, EOFError, zlib.error) as err:
-        raise InputError(f"{path}: cannot be read as {_kind(path)} ({_first_line(err)})") from None
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+        raise InputError(f"{path}: cannot be read as {_kind(path)} ({first_line(err)})") from None
 
 
 def row_text(row: dict) -> str | None:
@@ -256,7 +252,7 @@ def _why(err: Exception, path: Path) -> str:
     """A file's error without its path: `line 2: not valid JSON (...)`, `cannot be read as parquet (...)`."""
     if isinstance(err, OSError):
         return err.strerror or str(err)
-    text = _first_line(err)
+    text = first_line(err)
     if text.startswith(f"{path}:"):
         rest = text[len(str(path)) + 1 :]
         return f"line {rest}" if rest[:1].isdigit() else rest.strip()

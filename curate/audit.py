@@ -36,9 +36,9 @@ from curate.audit_views import (
     VIEW_FILES,
     create_all,
     damaged_parquet,
-    first_line,
     unfinished_stages,
 )
+from mathmix.cli_util import first_line
 
 __all__ = ["AuditRefused", "AuditSession", "SettingsError", "write_result"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.audit_report import ReportFigure, ReportTable, Section
-from curate.audit_views import first_line
+from mathmix.cli_util import first_line
 
 MAX_ROWS_SHOWN = 50
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 
 from curate.audit import AuditRefused, AuditSession
-from curate.audit_views import first_line
+from mathmix.cli_util import first_line
 
 TOKEN_COLUMNS = ("token_count", "n_tokens", "num_tokens", "tokens")
 LENGTH_COLUMNS = ("n_chars", "length", "num_chars", "char_count")

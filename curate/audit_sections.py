@@ -25,7 +25,7 @@ from curate.audit_report import (
     lengths_section,
     math_score_section,
 )
-from curate.audit_views import first_line
+from mathmix.cli_util import first_line
 
 CLUSTER_COLUMNS = ("minhash_cluster_size", "cluster_size", "dup_count", "duplicates")
 BENCHMARK_COLUMNS = ("benchmark", "bench", "dataset", "benchmark_name")

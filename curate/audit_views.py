@@ -17,6 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from curate.audit_json import read_json_file, rows_to_arrow
+from mathmix.cli_util import first_line
 
 DOCUMENT_STAGES = ("web", "dedup", "decont")  # in pipeline order; `corpus` is the last one present
 # Stage folders in the order `pipelines.stages.STAGES` runs them (rewrite writes `branches/`, shards `shards/`).
@@ -313,12 +314,6 @@ def _json_file_rows(path: Path) -> list[dict[str, Any]]:
     except (OSError, ValueError) as err:  # json.JSONDecodeError is a ValueError
         UNREADABLE.append(f"{path}: {first_line(err)}")
         return []
-
-
-def first_line(err: BaseException) -> str:
-    """An error as one line: its message's first line that is not blank (DuckDB's go on with hints and the query
-    line), else its type's name. Every audit module says errors with this."""
-    return next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
 
 
 def _create_table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]) -> None:

@@ -139,6 +139,12 @@ def print_summary(summary: dict[str, Any], title: str = "summary") -> None:
         )
 
 
+def first_line(err: BaseException) -> str:
+    """An error as one line: its message's first line that is not blank (DuckDB's go on with hints and the query
+    line, transformers' loading errors run to a paragraph), else its type's name."""
+    return next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
+
+
 def format_validation_errors(err: Any, prefix: str = "") -> str:
     """A pydantic ValidationError as `key.path: message (got value)`, joined by `; ` (names every bad key).
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from mathmix.cli_util import first_line
 from mathmix.hub import from_pretrained
 from midtrain.checkpoint import STATE_FILE, list_checkpoints, load_model_weights
 
@@ -130,9 +131,3 @@ def check_export_tokenizer(
             f"{source} is the tokenizer it was trained with ({state.get('tokenizer')})"
         )
     return None
-
-
-def first_line(err: BaseException) -> str:
-    """The first line of an error's message (transformers' loading errors run to a paragraph)."""
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__

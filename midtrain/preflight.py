@@ -265,7 +265,8 @@ def _check_tokenizer(
     """The tokenizer exports copy: it must load now, not after training; its size matches the shards', and it is
     the tokenizer they were built with (its fingerprint is each manifest's `tokenizer_sha256`, where recorded:
     two BPE tokenizers of one size map text to different ids)."""
-    from midtrain.export import first_line, load_tokenizer, tokenizer_fingerprint
+    from mathmix.cli_util import first_line
+    from midtrain.export import load_tokenizer, tokenizer_fingerprint
 
     source = recipe.model.tokenizer_source
     if source is None:
@@ -297,7 +298,8 @@ def _check_tokenizer(
 def recipe_tokenizer_print(recipe: TrainRecipe) -> str | None:
     """The fingerprint of the recipe's tokenizer, recorded in each checkpoint (None: no tokenizer, or not a fast
     one)."""
-    from midtrain.export import first_line, tokenizer_fingerprint
+    from mathmix.cli_util import first_line
+    from midtrain.export import tokenizer_fingerprint
 
     source = recipe.model.tokenizer_source
     if source is None:

@@ -17,11 +17,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from mathmix.cli_util import write_json
+from mathmix.cli_util import first_line, write_json
 from midtrain import checkpoint as ckpt
 from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 from midtrain.data import PackedSequences
-from midtrain.export import first_line
 from midtrain.metrics import MetricsLogger
 from midtrain.model import (
     build_model,

@@ -42,7 +42,7 @@ class Config(BaseModel):
         if value is not None:
             import duckdb
 
-            from curate.audit_views import first_line
+            from mathmix.cli_util import first_line
 
             try:
                 duckdb.connect(":memory:", config={"memory_limit": value}).close()

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mathmix.cli_util import console
+from mathmix.cli_util import console, first_line
 
 
 class JobsSubmitted(Exception):
@@ -427,9 +427,8 @@ def start_ray(config: ExecutorConfig) -> None:
         try:
             ray.init(address=address, ignore_reinit_error=True)
         except (ConnectionError, RuntimeError) as err:  # a dead head, an auth token missing: one line, not 40
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise ValueError(
-                f"executor.ray_address {address or '(local)'}: Ray did not connect: {first}"
+                f"executor.ray_address {address or '(local)'}: Ray did not connect: {first_line(err)}"
             ) from None
     nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
     need_mem = config.cpus_per_task * config.mem_per_cpu_gb * 2**30

@@ -240,7 +240,7 @@ def test_audit_report_and_the_recipe_stage_say_one_plot_not_drawn_alike(run, tmp
 def test_an_error_is_said_by_its_first_line_that_is_not_blank():
     import duckdb
 
-    from curate.audit_views import first_line
+    from mathmix.cli_util import first_line
 
     assert (
         first_line(duckdb.CatalogException('Catalog Error: no web\nDid you mean "web"?'))
