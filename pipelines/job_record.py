@@ -140,6 +140,9 @@ def model_job_identity(
 
 # Fields added to job.json after it first shipped: a record written before one existed still matches.
 LATER_FIELDS = ("input_sizes", "file_digests")
+# `file_digests` entries added later for settings already recorded (a hub-name model's cached snapshot): a record
+# without one is of the same job when all else matches.
+LATER_FILE_DIGESTS = ("model_snapshot",)
 # What a job writes in OUT, kept in its record beside (not in) its identity: cleared when another job takes OUT.
 OUTPUTS_KEY = "outputs"
 
@@ -195,8 +198,13 @@ def check_job(
 
 
 def _older_record_of(previous: dict[str, Any], identity: dict[str, Any]) -> bool:
-    """PREVIOUS is IDENTITY as recorded before some of its `LATER_FIELDS` existed."""
-    return previous == {k: v for k, v in identity.items() if k in previous or k not in LATER_FIELDS}
+    """PREVIOUS is IDENTITY as recorded before some of its `LATER_FIELDS` (or `LATER_FILE_DIGESTS`) existed."""
+    form = {k: v for k, v in identity.items() if k in previous or k not in LATER_FIELDS}
+    digests, before = form.get("file_digests"), previous.get("file_digests")
+    if isinstance(digests, dict) and isinstance(before, dict):
+        kept = {k: v for k, v in digests.items() if k in before or k not in LATER_FILE_DIGESTS}
+        form = {**form, "file_digests": kept}
+    return previous == form
 
 
 def _closest_form(

@@ -41,14 +41,19 @@ class Config(RewriteSettings):
 
 def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
     """Files and folders the stage reads besides its inputs, whose contents the recipe stage's record holds (see
-    pipelines.web.files_read): the decontamination benchmarks and a model in a local folder. A model retrained, or
-    a benchmark replaced, at the same path left the finished stage "already complete" with the old output."""
+    pipelines.web.files_read): the decontamination benchmarks and a model in a local folder, or a hub name found
+    in the local Hugging Face cache (`model_snapshot`: digested by the commit of its snapshot). A model retrained,
+    another revision cached, or a benchmark replaced, left the finished stage "already complete" with old output."""
     from curate.decont_sources import benchmark_paths
+    from mathmix.hub import cached_snapshot
 
     found = benchmark_paths(_resolve(config.decont_benchmarks, Path(run_dir)))
     model = Path(config.model)  # as run_task reads it
-    if config.model != "auto" and config.server != "endpoint" and model.is_dir():
-        found["model"] = str(model.resolve())
+    if config.model != "auto" and config.server != "endpoint":
+        if model.is_dir():
+            found["model"] = str(model.resolve())
+        elif cached_snapshot(config.model):
+            found["model_snapshot"] = config.model
     return found
 
 

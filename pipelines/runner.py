@@ -199,11 +199,16 @@ def _digests_of_files_read(name: str, config: Any, run_dir: Path) -> dict[str, l
     files_read = getattr(stage_module(name), "files_read", None)
     if files_read is None:
         return {}
-    # a model folder (rewrite's) by its weights, a file by its bytes
-    return {
-        what: [path, file_digest(path) if Path(path).is_file() else weights_digest(path)]
-        for what, path in files_read(config, run_dir).items()
-    }
+    return {what: [path, _digest_of(what, path)] for what, path in files_read(config, run_dir).items()}
+
+
+def _digest_of(what: str, path: str) -> str | None:
+    """A file by its bytes, a model folder (rewrite's) by its weights, a hub name by its cached snapshot's commit."""
+    from mathmix.hub import cached_snapshot
+
+    if what == "model_snapshot":
+        return cached_snapshot(path)
+    return file_digest(path) if Path(path).is_file() else weights_digest(path)
 
 
 def _check_stage_job(

@@ -218,3 +218,61 @@ def test_a_job_through_an_endpoint_says_its_weights_were_not_digested(hf_cache, 
         json.loads((out / "summary.json").read_text())["model_not_digested"] == summary["model_not_digested"]
     )
     assert "model_digest" not in record(out) and record(out)["settings"]["model"] == REPO
+
+
+def test_the_recipe_rewrite_stage_records_a_cached_hub_model_by_its_snapshot(tmp_path, hf_cache):
+    """The recipe's rewrite stage (recipe-stage.json) digested a local model folder only: with a hub name, another
+    revision cached left the finished stage "already complete" with the old revision's output."""
+    from pipelines.rewrite import Config
+    from pipelines.runner import _check_stage_job, _digests_of_files_read, stage_identity
+
+    add_snapshot(hf_cache, FIRST, b"\0" * 64)
+    stage = Config(model=REPO, server="transformers")
+    assert _digests_of_files_read("rewrite", stage, tmp_path)["model_snapshot"] == [REPO, FIRST]
+    out, inputs = tmp_path / "branches", [str(tmp_path / "corpus")]
+    identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
+    _check_stage_job(out, identity, "rewrite", ignore)
+    (out / "qa").mkdir(parents=True)
+    (out / "qa" / "summary.json").write_text("{}")  # a finished task
+    _check_stage_job(out, identity, "rewrite", ignore)  # a rerun: the same job
+    add_snapshot(hf_cache, SECOND, b"\1" * 64)  # a new revision cached; refs/main moves to it
+    identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
+    with pytest.raises(ValueError, match="model_snapshot"):
+        _check_stage_job(out, identity, "rewrite", ignore)
+    # endpoint-served and uncached names read nothing (as before)
+    assert "model_snapshot" not in _digests_of_files_read(
+        "rewrite", Config(model=REPO, server="endpoint"), tmp_path
+    )
+    assert (
+        _digests_of_files_read("rewrite", Config(model="org/not-cached", server="transformers"), tmp_path)
+        == {}
+    )
+
+
+def test_a_recipe_stage_record_from_before_hub_snapshots_were_recorded_is_the_same_job(tmp_path, hf_cache):
+    """A finished rewrite stage recorded before `model_snapshot` existed stays this job (it is rewritten with the
+    snapshot found now); any other difference is still refused."""
+    from pipelines.rewrite import Config
+    from pipelines.runner import RECIPE_STAGE_FILE, _check_stage_job, stage_identity
+
+    add_snapshot(hf_cache, FIRST, b"\0" * 64)
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "test.jsonl").write_text(
+        json.dumps({"problem": "What is 12 + 30?", "answer": "42"}) + "\n"
+    )
+    stage = Config(model=REPO, server="transformers", decont_benchmarks=["{run_dir}/bench"])
+    out, inputs = tmp_path / "branches", [str(tmp_path / "corpus")]
+    identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
+    old = json.loads(json.dumps(identity))
+    # what the code before this change recorded: the benchmarks only
+    del old["file_digests"]["model_snapshot"]
+    assert old["file_digests"]
+    out.mkdir()
+    (out / RECIPE_STAGE_FILE).write_text(json.dumps(old))
+    (out / "qa").mkdir()
+    (out / "qa" / "summary.json").write_text("{}")
+    _check_stage_job(out, identity, "rewrite", ignore)  # adopted
+    assert "model_snapshot" in json.loads((out / RECIPE_STAGE_FILE).read_text())["file_digests"]
+    (out / RECIPE_STAGE_FILE).write_text(json.dumps({**old, "inputs": ["elsewhere"]}))
+    with pytest.raises(ValueError):
+        _check_stage_job(out, identity, "rewrite", ignore)
