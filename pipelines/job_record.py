@@ -331,7 +331,7 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
         elif key == "inputs":
             parts.append("other input paths")
         elif key == "model_digest":
-            parts.append("the model's weights changed (same path)")
+            parts.append("the model's weights changed (same path or hub name)")
         elif key == "input_sizes":
             if old.get("inputs") == new.get("inputs"):  # with other paths the sizes differ too: said above
                 parts.append("the input files changed (other sizes at the same paths)")
