@@ -57,7 +57,7 @@ def shard_identity(paths: list[str]) -> dict[str, Any] | None:
     shard file's name, sizes and checksums: the manifest's where it records them, else the .idx file's own hash
     and the .bin file's size) and the `tokenizer_sha256` of its manifests. None where a path names no readable
     shards (the preflight names that problem)."""
-    from shards.indexed import read_index
+    from shards.indexed import index_counts, read_index
     from shards.manifest import MANIFEST, resolve_prefixes, sha256_file
 
     digest, documents, tokens, prints = hashlib.sha256(), 0, 0, set()
@@ -71,8 +71,7 @@ def shard_identity(paths: list[str]) -> dict[str, Any] | None:
             for prefix in resolve_prefixes(path):
                 name = str(Path(prefix).relative_to(folder)) if folder.is_dir() else Path(prefix).name
                 entry = entries.get(name, {})
-                index = read_index(prefix + ".idx")
-                n_docs, n_tokens = len(index["document_indices"]) - 1, int(index["sequence_lengths"].sum())
+                n_docs, n_tokens = index_counts(read_index(prefix + ".idx"))
                 idx_sha = (entry.get("idx") or {}).get("sha256") or sha256_file(prefix + ".idx")
                 bin_id = (entry.get("bin") or {}).get("sha256") or Path(prefix + ".bin").stat().st_size
                 digest.update(json.dumps([name, n_docs, n_tokens, idx_sha, bin_id]).encode())

@@ -94,6 +94,12 @@ def read_index(idx_path: str | Path) -> dict[str, Any]:
     }
 
 
+def index_counts(index: dict[str, Any]) -> tuple[int, int]:
+    """(documents, tokens) a parsed index (`read_index`) holds: its document index less the leading 0, and its
+    int32 sequence lengths summed as int64."""
+    return len(index["document_indices"]) - 1, int(index["sequence_lengths"].sum(dtype=np.int64))
+
+
 _CHECK_BLOCK = 1 << 20
 
 

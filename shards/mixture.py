@@ -141,16 +141,15 @@ def check_mixture_plan(config: MixtureConfig, total_tokens: int | None) -> dict[
     """The token targets `BlendedDocuments(config, total_tokens)` takes, from the shards' index files alone (no
     permutation, no token read), raising the ValueError that building the blend would raise: budgets over the
     total, every source empty, a source repeated past what a blend index holds. For checks before a run."""
-    from shards.indexed import read_index
+    from shards.indexed import index_counts, read_index
 
     available, documents = {}, {}
     for spec in config.sources:
         tokens = docs = 0
         for path in spec.paths:
             for prefix in resolve_prefixes(path):
-                index = read_index(prefix + ".idx")
-                tokens += int(index["sequence_lengths"].sum(dtype=np.int64))
-                docs += len(index["document_indices"]) - 1
+                n_docs, n_tokens = index_counts(read_index(prefix + ".idx"))
+                tokens, docs = tokens + n_tokens, docs + n_docs
         available[spec.name], documents[spec.name] = tokens, docs
     _, targets = plan_mixture(config, available, total_tokens)
     for name, target in targets.items():

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from shards.indexed import IndexFormatError, read_index
+from shards.indexed import IndexFormatError, index_counts, read_index
 from shards.manifest import (
     MANIFEST,
     check_manifest_shape,
@@ -75,7 +75,7 @@ def _check_prefix(
         index = read_index(idx)
     except IndexFormatError as err:
         return [str(err)] + ([] if bin_.is_file() else [f"{bin_}: missing"]), None
-    counts = (len(index["document_indices"]) - 1, int(index["sequence_lengths"].astype(np.int64).sum()))
+    counts = index_counts(index)
     if not bin_.is_file():
         return [f"{bin_}: missing"], counts
     errors = _index_errors(idx, index)
@@ -89,7 +89,7 @@ def _check_prefix(
     if info.get("dtype") and info["dtype"] != str(dtype):
         errors.append(f"{idx}: dtype {dtype}, the manifest says {info['dtype']}")
     if entry:
-        errors += _manifest_errors(idx, bin_, index, entry)
+        errors += _manifest_errors(idx, bin_, counts, entry)
     if not errors and info.get("vocab_size") and have_bytes:
         tokens = np.memmap(bin_, mode="r", dtype=dtype)
         top = int(tokens.max())
@@ -98,7 +98,7 @@ def _check_prefix(
     return errors, counts
 
 
-def _manifest_errors(idx: Path, bin_: Path, index: dict[str, Any], entry: dict[str, Any]) -> list[str]:
+def _manifest_errors(idx: Path, bin_: Path, counts: tuple[int, int], entry: dict[str, Any]) -> list[str]:
     errors = []
     for path, key in ((bin_, "bin"), (idx, "idx")):
         want = entry.get(key, {})
@@ -107,8 +107,7 @@ def _manifest_errors(idx: Path, bin_: Path, index: dict[str, Any], entry: dict[s
             errors.append(f"{path}: {size} bytes, the manifest says {want['bytes']}")
         elif want.get("sha256") and sha256_file(path) != want["sha256"]:
             errors.append(f"{path}: sha256 differs from the manifest (corrupted)")
-    documents = len(index["document_indices"]) - 1
-    tokens = int(index["sequence_lengths"].astype(np.int64).sum())
+    documents, tokens = counts
     if entry.get("documents") is not None and documents != entry["documents"]:
         errors.append(f"{idx}: {documents} documents, the manifest says {entry['documents']}")
     if entry.get("tokens") is not None and tokens != entry["tokens"]:
