@@ -187,10 +187,12 @@ def read_curves_csv(
             raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {found})")
         raise ValueError(f"{path}: no Step column (columns: {found}); {step_hint}")
     x_index = lower.index(wanted)
+    # each row's step (or compute), parsed once: None where the row has no such cell or it is not a number
+    xs = [_float(row[x_index]) if x_index < len(row) else None for row in rows[1:]]
     bad_x = [
         row[x_index]
-        for row in rows[1:]
-        if x_index < len(row) and row[x_index].strip() and _float(row[x_index]) is None
+        for row, cx in zip(rows[1:], xs, strict=True)
+        if cx is None and x_index < len(row) and row[x_index].strip()
     ]
     if bad_x and report is not None:
         report(
@@ -198,9 +200,7 @@ def read_curves_csv(
         )
     # a negative step or compute was fitted as compute 0, i.e. as the curve's start R0: such rows are left out
     negative = [
-        row[x_index].strip()
-        for row in rows[1:]
-        if x_index < len(row) and (cx := _float(row[x_index])) is not None and cx < 0
+        row[x_index].strip() for row, cx in zip(rows[1:], xs, strict=True) if cx is not None and cx < 0
     ]
     if negative and report is not None:
         report(
@@ -219,15 +219,14 @@ def read_curves_csv(
     for j in read:
         name = names[j]
         points, bad = [], []  # bad: cells that are neither empty nor a finite number ("abc", "12%", "inf")
-        for row in rows[1:]:
-            if j < len(row) and x_index < len(row):
-                cx, cy = _float(row[x_index]), _float(row[j])
-                if cx is not None and cx < 0:
-                    continue  # said once for the file, above
-                if cx is not None and cy is not None:
-                    points.append((cx, cy))
-                elif cx is not None and row[j].strip():
-                    bad.append(f"{header[x_index]} {row[x_index].strip()}: {row[j].strip()!r}")
+        for row, cx in zip(rows[1:], xs, strict=True):
+            if cx is None or cx < 0 or j >= len(row):
+                continue  # no step, or one not a number or negative (said once for the file, above)
+            cy = _float(row[j])
+            if cy is not None:
+                points.append((cx, cy))
+            elif row[j].strip():
+                bad.append(f"{header[x_index]} {row[x_index].strip()}: {row[j].strip()!r}")
         if not points:
             if report is not None and len(rows) > 1:
                 such = f" (cells such as {bad[0].split(': ', 1)[1]})" if bad else ""
