@@ -251,7 +251,9 @@ def _model_vocab_size(recipe: TrainRecipe) -> int:
         return int(recipe.model.build_hf_config().vocab_size)
     except Exception as err:  # transformers' own config checks raise their own classes too
         # (StrictDataclassClassValidationError for a layer_types of the wrong length): all one line here
-        message = str(err).splitlines()[0]
+        from mathmix.cli_util import first_line
+
+        message = first_line(err)
         message = message if message.startswith("model") else f"model: {message}"
         raise TrainRecipeError(message[:400] + ("..." if len(message) > 400 else "")) from None
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mathmix.cli_util import first_line
+
 EOS, BOS, PAD = "<|endoftext|>", "<|begin_of_text|>", "<|pad|>"
 
 
@@ -69,7 +71,7 @@ def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> Lo
         except (OSError, ValueError) as err:  # not a folder, and no hub copy (cached, or reachable)
             raise ValueError(
                 f"tokenizer not found: {name_or_path} is not a folder with tokenizer.json, and loading it as a "
-                f"Hugging Face name failed ({str(err).splitlines()[0]})"
+                f"Hugging Face name failed ({first_line(err)})"
             ) from None
         backend = getattr(hf, "backend_tokenizer", None)
         if backend is None:
@@ -169,9 +171,7 @@ def iter_texts(
             try:
                 parquet = pq.ParquetFile(path)
             except (OSError, ValueError) as err:  # a damaged file: named, not pyarrow's bare message
-                raise ValueError(
-                    f"{path}: not a readable Parquet file ({str(err).splitlines()[0]})"
-                ) from None
+                raise ValueError(f"{path}: not a readable Parquet file ({first_line(err)})") from None
             if text_key not in parquet.schema_arrow.names:
                 raise ValueError(
                     f"{path}: no `{text_key}` column (columns: {', '.join(parquet.schema_arrow.names)})"

@@ -318,3 +318,18 @@ def test_a_warmup_that_outlasts_its_stage_is_noted(tiny_shards, tmp_path, mt):
     assert result.exit_code == 0, result.output
     assert "stage stable: warmup_tokens 512 do not end before its last step (2 steps of 256 tokens): its LR never " \
         "reaches the peak 0.02" in " ".join(result.output.split())  # fmt: skip
+
+
+def test_a_model_config_error_without_a_message_is_one_line(tiny_shards, tmp_path, mt, monkeypatch):
+    """A config check that raised with an empty message took `str(err).splitlines()[0]` of it: an IndexError
+    escaped preflight as a traceback. It is now named by the error's type."""
+    from midtrain.config import ModelConfig
+
+    def fails(self):
+        raise ValueError("")
+
+    monkeypatch.setattr(ModelConfig, "build_hf_config", fails)
+    _manifest(tiny_shards / "a", tokenizer="tok", vocab_size=64, eos_id=0)
+    recipe = mt.recipe(tiny_shards, tmp_path / "out")
+    message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
+    assert "model: ValueError" in message, message
