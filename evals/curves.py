@@ -173,6 +173,8 @@ def read_curves_csv(
         raise ValueError(f"{path}: not UTF-8 text (expected a CSV)") from None
     except csv.Error as err:
         raise ValueError(f"{path}: not a readable CSV ({err})") from None
+    except OSError as err:  # unreadable (permissions), a folder named *.csv, a broken link
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
     if not rows:
         return []
     header = rows[0]
@@ -279,7 +281,8 @@ def find_curve_files(path: Path | str) -> list[Path]:
     probe_log = path / "validation.csv"
     if probe_log.exists():
         return [probe_log]
-    return sorted(p for p in path.rglob("*.csv") if not p.name.startswith("forecast"))
+    # files only: a folder named *.csv is no curve file (reading it raised IsADirectoryError out of the CLI)
+    return sorted(p for p in path.rglob("*.csv") if not p.name.startswith("forecast") and not p.is_dir())
 
 
 def load_curves(
