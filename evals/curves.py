@@ -17,6 +17,9 @@ import numpy as np
 
 # Columns that are never a curve of their own: W&B's min/max bands and bookkeeping.
 _SKIP_SUFFIXES = ("__MIN", "__MAX", "__step")
+# A column without a name is a row index (pandas' to_csv writes one as "", read back and written again as
+# "Unnamed: 0"): it rises 0, 1, 2, ... and was forecast as a run in percent, and pooled with the real runs.
+_UNNAMED_RE = re.compile(r"\s*(?:Unnamed: \d+)?\s*")
 
 # Words that say a column is not an accuracy (the forecast fits accuracies; lengths are tracked, not forecast).
 # Matched as whole words of the metric's name (`_`, `/`, spaces and other non-alphanumerics separate words), plural
@@ -208,10 +211,17 @@ def read_curves_csv(
         report(
             f"{path}: {len(negative)} row(s) skipped, their {header[x_index]} negative (the first: {negative[0]})"
         )
+    unnamed = [j for j, name in enumerate(header) if j != x_index and _UNNAMED_RE.fullmatch(name)]
+    filled = [j for j in unnamed if any(j < len(row) and row[j].strip() for row in rows[1:])]
+    if filled and report is not None:  # an empty column (a trailing comma) is not worth a line
+        names = ", ".join(repr(header[j]) for j in filled)
+        columns = "column" if len(filled) == 1 else "columns"
+        report(f"skipped {columns} {names} ({path}): no name (a row index, as pandas' to_csv writes)")
     read = [
         j
         for j, name in enumerate(header)
         if j != x_index
+        and j not in unnamed
         and not name.endswith(_SKIP_SUFFIXES)
         and lower[j] not in ("step", "compute")
         and (not accuracy_only or is_accuracy_column(name))

@@ -43,3 +43,27 @@ def test_a_csv_in_a_folder_that_cannot_be_opened_is_skipped_with_a_line(tmp_path
     assert sorted(r["run"] for r in json.loads(result.stdout)) == ["other", "run"]
     assert f"skipped {folder / 'gone.csv'}: cannot be read (No such file or directory)" in result.stderr
     assert "old.csv:" not in result.stderr  # a folder is walked, not read as a file
+
+
+def test_an_unnamed_index_column_is_not_forecast_nor_pooled(tmp_path):
+    """pandas' to_csv writes its row index as a column named "" ("Unnamed: 0" once read and written again): it
+    was forecast as a run named '' in percent (0, 1, 2, ...) and pooled with the real runs, moving their forecasts."""
+    runs = {"a - acc": _curve(0.6, 40.0), "b - acc": _curve(0.5, 60.0)}
+    _csv(tmp_path / "plain.csv", runs)
+    plain = json.loads(_run("forecast", tmp_path / "plain.csv", "--json", "--n-boot", "0").stdout)
+    for name in ("", "Unnamed: 0"):
+        path = tmp_path / f"indexed{len(name)}.csv"
+        lines = (tmp_path / "plain.csv").read_text().splitlines()
+        path.write_text(
+            "\n".join([f"{name},{lines[0]}"] + [f"{i},{line}" for i, line in enumerate(lines[1:])])
+        )
+        result = _run("forecast", path, "--json", "--n-boot", "0")
+        assert result.exit_code == 0, result.output
+        records = json.loads(result.stdout)
+        assert [r["run"] for r in records] == ["a - acc", "b - acc"]
+        assert [r["predicted_final"] for r in records] == [r["predicted_final"] for r in plain]
+        assert f"skipped column {name!r} ({path}): no name (a row index" in result.stderr
+    (tmp_path / "trailing.csv").write_text("Step,run,\n0,0.1,\n10,0.2,\n20,0.3,\n30,0.35,\n")
+    result = _run("forecast", tmp_path / "trailing.csv", "--json", "--n-boot", "0")
+    assert [r["run"] for r in json.loads(result.stdout)] == ["run"]
+    assert "skipped column" not in result.stderr  # an empty trailing column is no column worth a line
