@@ -80,10 +80,21 @@ def _short(name: str, width: int = 60) -> str:
     return name if len(name) <= width else "..." + name[-width:]
 
 
-def rank_by_asymptote(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Bases sorted by forecast A (highest first), with the A interval where the bootstrap ran."""
-    ranked = sorted(records, key=lambda r: -r["A"])
-    return [{"rank": i + 1, **r} for i, r in enumerate(ranked)]
+PERCENT = (0.0, 100.0)
+
+
+def rank_by_asymptote(
+    records: list[dict[str, Any]], units: list[tuple[float, float] | None] | None = None
+) -> list[dict[str, Any]]:
+    """Bases sorted by forecast A (highest first), with the A interval where the bootstrap ran.
+
+    `units`: each record's unit (`Curve.unit`). Where runs in percent are ranked with runs that are not (one base
+    exported in percent, another as fractions), a percent run's A counts as A / 100: a raw 50.5 outranked 0.594.
+    """
+    mixed = units is not None and PERCENT in units and any(u != PERCENT for u in units)
+    factor = [0.01 if mixed and u == PERCENT else 1.0 for u in (units or [None] * len(records))]
+    order = sorted(range(len(records)), key=lambda i: -records[i]["A"] * factor[i])
+    return [{"rank": rank + 1, **records[i]} for rank, i in enumerate(order)]
 
 
 _HPARAM = re.compile(r"(?:^|[_\-/.])(lr|bs|batch|batch_size)[=_\-]?([0-9.]+(?:e-?[0-9]+)?)", re.IGNORECASE)

@@ -67,3 +67,25 @@ def test_an_unnamed_index_column_is_not_forecast_nor_pooled(tmp_path):
     result = _run("forecast", tmp_path / "trailing.csv", "--json", "--n-boot", "0")
     assert [r["run"] for r in json.loads(result.stdout)] == ["run"]
     assert "skipped column" not in result.stderr  # an empty trailing column is no column worth a line
+
+
+def test_compare_ranks_a_base_exported_in_percent_with_one_in_fractions_on_one_scale(tmp_path):
+    """A raw A of 50.5 (percent) outranked 0.594 (a fraction): one base exported in percent went to the top."""
+    _csv(tmp_path / "frac.csv", {"better - acc": _curve(0.6, 40.0)})
+    _csv(tmp_path / "pct.csv", {"worse - acc": 100 * _curve(0.45, 40.0)})
+    ranking = tmp_path / "ranking.json"
+    result = _run(
+        "compare",
+        tmp_path / "pct.csv",
+        tmp_path / "frac.csv",
+        "--column",
+        "acc",
+        "--n-boot",
+        "0",
+        "-o",
+        ranking,
+    )
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(ranking.read_text())] == ["better - acc", "worse - acc"]
+    assert f"the runs of {tmp_path / 'pct.csv'} are in percent and the others are not" in result.stderr
+    assert json.loads(ranking.read_text())[1]["A"] > 40  # each run keeps its own unit
