@@ -41,7 +41,16 @@ def _probe_hparams(folder: Path) -> dict[str, Any]:
         config = json.loads(summary.read_text()).get("config", {})
     except (ValueError, AttributeError) as err:
         raise ValueError(f"{summary}: not a probe summary ({err})") from None
-    return {"lr": config.get("learning_rate"), "batch_size": config.get("mini_batch")}
+    if not isinstance(config, dict):  # `"config": []` was an AttributeError traceback
+        raise ValueError(
+            f"{summary}: not a probe summary (its config is {type(config).__name__}, not an object)"
+        )
+    found = {"lr": config.get("learning_rate"), "batch_size": config.get("mini_batch")}
+    for key, value in found.items():  # "1e-6" (a string) was a TypeError traceback in the fit
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            name = "learning_rate" if key == "lr" else "mini_batch"
+            raise ValueError(f"{summary}: config.{name} is {value!r}, not a number")
+    return found
 
 
 def sweep_records(

@@ -89,3 +89,30 @@ def test_compare_ranks_a_base_exported_in_percent_with_one_in_fractions_on_one_s
     assert [r["run"] for r in json.loads(ranking.read_text())] == ["better - acc", "worse - acc"]
     assert f"the runs of {tmp_path / 'pct.csv'} are in percent and the others are not" in result.stderr
     assert json.loads(ranking.read_text())[1]["A"] > 40  # each run keeps its own unit
+
+
+def _probe(folder, heldout: np.ndarray, config: dict) -> None:
+    """A probe run folder as `eval rl-probe` leaves it: validation.csv and summary.json (with CONFIG)."""
+    folder.mkdir(parents=True)
+    lines = ["Step,rollouts,heldout_mean@4,math500"]
+    lines += [f"{s:g},{s * 2048:g},{h:.5f},{h / 2:.5f}" for s, h in zip(X, heldout, strict=True)]
+    (folder / "validation.csv").write_text("\n".join(lines) + "\n")
+    (folder / "summary.json").write_text(json.dumps({"config": config}))
+
+
+def test_sweep_fit_names_a_summary_whose_config_is_not_numbers(tmp_path):
+    """A hand-edited summary.json with `"learning_rate": "1e-6"` was a TypeError traceback in the fit, and one
+    whose config is not an object an AttributeError traceback."""
+    for lr, a in ((5e-7, 0.4), (1e-6, 0.5)):
+        _probe(
+            tmp_path / "sweep" / f"lr{lr:g}_mb64", _curve(a, 60.0), {"learning_rate": lr, "mini_batch": 64}
+        )
+    odd = tmp_path / "sweep" / "lr2e-06_mb64"
+    _probe(odd, _curve(0.55, 60.0), {"learning_rate": "2e-6", "mini_batch": 64})
+    result = _run("sweep-fit", tmp_path / "sweep")
+    assert result.exit_code == 2, result.output
+    assert f"error: {odd / 'summary.json'}: config.learning_rate is '2e-6', not a number" in result.stderr
+    (odd / "summary.json").write_text(json.dumps({"config": [2e-6, 64]}))
+    result = _run("sweep-fit", tmp_path / "sweep")
+    assert result.exit_code == 2, result.output
+    assert f"error: {odd / 'summary.json'}: not a probe summary (its config is list" in result.stderr
