@@ -291,8 +291,9 @@ def find_curve_files(path: Path | str) -> list[Path]:
     probe_log = path / "validation.csv"
     if probe_log.exists():
         return [probe_log]
-    # files only: a folder named *.csv is no curve file (reading it raised IsADirectoryError out of the CLI)
-    return sorted(p for p in path.rglob("*.csv") if not p.name.startswith("forecast") and not p.is_dir())
+    # files only: a folder named *.csv is no curve file (reading it raised IsADirectoryError out of the CLI). Every
+    # CSV, whatever its name: `forecast*.csv` files were left out silently (forecast writes no CSV of its own).
+    return sorted(p for p in path.rglob("*.csv") if not p.is_dir())
 
 
 def load_curves(

@@ -116,3 +116,12 @@ def test_sweep_fit_names_a_summary_whose_config_is_not_numbers(tmp_path):
     result = _run("sweep-fit", tmp_path / "sweep")
     assert result.exit_code == 2, result.output
     assert f"error: {odd / 'summary.json'}: not a probe summary (its config is list" in result.stderr
+
+
+def test_every_csv_of_a_folder_is_read_whatever_its_name(tmp_path):
+    """A CSV whose name starts with `forecast` (`forecast_runs.csv`) was left out of a folder silently."""
+    _csv(tmp_path / "in" / "acc.csv", {"a": _curve(0.5, 50.0)})
+    _csv(tmp_path / "in" / "forecast_runs.csv", {"b": _curve(0.6, 50.0)})
+    result = _run("forecast", tmp_path / "in", "--json", "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    assert sorted(r["run"] for r in json.loads(result.stdout)) == ["a", "b"]
