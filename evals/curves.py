@@ -83,6 +83,14 @@ def is_accuracy_column(name: str) -> bool:
     return non_accuracy_word(name) is None
 
 
+def column_matches(text: str | None, name: str) -> bool:
+    """`--column TEXT`: whether a run's column name contains TEXT, case aside (None matches every column).
+
+    W&B names the metric `val/test_score/MATH500` where the file is `acc_math500.csv` and the probe logs
+    `math500`: `--column math500` found nothing in the export."""
+    return text is None or text.lower() in name.lower()
+
+
 def run_folder(curve: Curve) -> str | None:
     """The probe run folder a curve was read from (its `validation.csv`'s folder); None for other CSVs.
 

@@ -168,7 +168,7 @@ def _forecast_all(
     `with_source`: each record starts with "source", the PATH it was read through. `step_hint`: see `_read_curves`.
     """
     from evals.backtest import MIN_FIT_POINTS, can_forecast, fit_window, forecast_curves
-    from evals.curves import first_of_each
+    from evals.curves import column_matches, first_of_each
 
     _check_forecast_options(fit_fraction, skip_fraction, n_boot, target, scale)
     results = []
@@ -178,7 +178,7 @@ def _forecast_all(
             fail(
                 f"no accuracy curve in {path} (a CSV with a Step column, or a probe folder with validation.csv)"
             )
-        shown = [c for c in curves if not column or column in c.name]
+        shown = [c for c in curves if column_matches(column or None, c.name)]
         if not shown:
             names = ", ".join(c.name for c in curves[:5]) + (", ..." if len(curves) > 5 else "")
             fail(f"no curve in {path} matches --column {column!r} (curves: {names})")
@@ -240,7 +240,8 @@ def forecast_cmd(
         None, help="Column to use as compute instead of Step (e.g. rollouts); a CSV without Step needs it."
     ),
     column: str = typer.Option(
-        None, help="Only show run columns whose name contains this text (each file's runs are still pooled)."
+        None,
+        help="Only show run columns whose name contains this text, case aside (each file's runs are still pooled).",
     ),
     scale: str = typer.Option("auto", help=_SCALE_HELP),
     as_json: bool = typer.Option(
@@ -333,7 +334,10 @@ def _tail(text: str, width: int) -> str:
 
 def compare_cmd(
     paths: list[Path] = typer.Argument(..., help="Probe folders or curve CSVs, one or more bases."),
-    column: str = typer.Option("heldout", help="Curve to rank on: columns whose name contains this text."),
+    column: str = typer.Option(
+        "heldout",
+        help="Curve to rank on: columns whose name contains this text, case aside (W&B exports: e.g. test_score).",
+    ),
     n_boot: int = typer.Option(40, help="Bootstrap resamples for the A intervals."),
     scale: str = typer.Option("auto", help=_SCALE_HELP),
     out: Path = typer.Option(None, "--out", "-o", help="Write the ranking to OUT (JSON)."),

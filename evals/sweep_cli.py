@@ -66,7 +66,7 @@ def sweep_records(
     for having fewer than 3 points (a probe killed after two validations used to vanish from the fit).
     """
     from evals.backtest import MIN_FIT_POINTS, can_forecast, forecast_curves
-    from evals.curves import column_unit, first_of_each, load_curves
+    from evals.curves import column_matches, column_unit, first_of_each, load_curves
     from evals.forecast_cli import NO_STEP_HINT
     from evals.forecast_report import parse_hparams, run_label
 
@@ -75,7 +75,7 @@ def sweep_records(
     for path in runs:
         curves = load_curves(path, dedupe=False, report=report, step_hint=NO_STEP_HINT)
         for curve in curves:
-            if column in curve.name and not can_forecast(curve, 1.0) and report is not None:
+            if column_matches(column, curve.name) and not can_forecast(curve, 1.0) and report is not None:
                 report(
                     f"skipped run {curve.name!r} ({curve.source}): {len(curve.x)} point(s); a fit needs "
                     f"{MIN_FIT_POINTS} or more"
@@ -83,7 +83,7 @@ def sweep_records(
         curves = [c for c in curves if can_forecast(c, 1.0)]
         for curve in curves:
             curve.unit = column_unit(curve.y)
-        shown = [c for c in curves if column in c.name]
+        shown = [c for c in curves if column_matches(column, c.name)]
         if not shown:
             continue
         others = [c for c in curves if all(c is not s for s in shown)]
@@ -188,7 +188,10 @@ def add_sweep_commands(app: typer.Typer) -> None:
         paths: list[Path] = typer.Argument(
             ..., help="Probe folders, a sweep folder holding them, or CSVs with lr/bs in column names."
         ),
-        column: str = typer.Option("heldout", help="Curve to forecast in each run."),
+        column: str = typer.Option(
+            "heldout",
+            help="Curve to forecast in each run: columns whose name contains this text, case aside.",
+        ),
         out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
     ) -> None:
         """Fit forecast A and log Cmid against log LR and log batch size.

@@ -125,3 +125,21 @@ def test_every_csv_of_a_folder_is_read_whatever_its_name(tmp_path):
     result = _run("forecast", tmp_path / "in", "--json", "--n-boot", "0")
     assert result.exit_code == 0, result.output
     assert sorted(r["run"] for r in json.loads(result.stdout)) == ["a", "b"]
+
+
+def test_column_ignores_case_as_the_export_names_the_metric(tmp_path):
+    """W&B names the metric `val/test_score/MATH500` (the file is acc_math500.csv, the probe logs `math500`):
+    `--column math500` found nothing in forecast, compare and sweep-fit."""
+    path = tmp_path / "acc_math500.csv"
+    _csv(path, {"base_lr1e-6_bs64 - val/test_score/MATH500": _curve(0.5, 50.0)})
+    _csv(tmp_path / "other.csv", {"base_lr2e-6_bs64 - val/test_score/MATH500": _curve(0.55, 50.0)})
+    _csv(tmp_path / "third.csv", {"base_lr4e-6_bs64 - val/test_score/MATH500": _curve(0.52, 50.0)})
+    result = _run("forecast", path, "--column", "math500", "--json", "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)) == 1
+    result = _run("compare", path, tmp_path / "other.csv", "--column", "math500", "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    paths = [path, tmp_path / "other.csv", tmp_path / "third.csv"]
+    result = _run("sweep-fit", *paths, "--column", "math500")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["runs"] == 3
