@@ -186,7 +186,11 @@ def read_curves_csv(
         raise ValueError(f"{path}: not a readable CSV ({err})") from None
     except OSError as err:  # unreadable (permissions), a folder named *.csv, a broken link
         raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
-    if not rows:
+    if not any(
+        any(cell.strip() for cell in row) for row in rows
+    ):  # an empty file (or blank lines) was silent
+        if report is not None:
+            report(f"skipped {path}: empty file")
         return []
     header = rows[0]
     for sep, word in ((";", "semicolons"), ("\t", "tabs")):
@@ -200,6 +204,10 @@ def read_curves_csv(
             raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {found})")
         raise ValueError(f"{path}: no Step column (columns: {found}); {step_hint}")
     x_index = lower.index(wanted)
+    if not any(any(cell.strip() for cell in row) for row in rows[1:]):
+        if report is not None:  # an export cut after its header was silent in a folder of CSVs
+            report(f"skipped {path}: a header and no rows")
+        return []
     # each row's step (or compute), parsed once: None where the row has no such cell or it is not a number
     xs = [_float(row[x_index]) if x_index < len(row) else None for row in rows[1:]]
     bad_x = [

@@ -175,8 +175,12 @@ def _forecast_all(
     for path in paths:
         curves = _read_curves(path, compute_column, scale, step_hint)
         if not curves:
+            from evals.curves import find_curve_files
+
+            none = "" if path.is_file() or find_curve_files(path) else ": no CSV file in it"
             fail(
-                f"no accuracy curve in {path} (a CSV with a Step column, or a probe folder with validation.csv)"
+                f"no accuracy curve in {path}{none} (a CSV with a Step column, or a probe folder with "
+                "validation.csv)"
             )
         shown = [c for c in curves if column_matches(column or None, c.name)]
         if not shown:

@@ -143,3 +143,25 @@ def test_column_ignores_case_as_the_export_names_the_metric(tmp_path):
     result = _run("sweep-fit", *paths, "--column", "math500")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["runs"] == 3
+
+
+def test_empty_and_header_only_csvs_and_a_folder_without_csvs_are_named(tmp_path):
+    """An empty CSV or one cut after its header was left out of a folder silently, and as PATH it was told it needs
+    a Step column it had; a folder without any CSV was told the same as one whose CSVs hold no accuracy."""
+    folder = tmp_path / "in"
+    _csv(folder / "good.csv", {"run": _curve(0.5, 50.0)})
+    (folder / "empty.csv").write_text("")
+    (folder / "cut.csv").write_text("Step,run2\r\n")
+    result = _run("forecast", folder, "--json", "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(result.stdout)] == ["run"]
+    assert f"skipped {folder / 'empty.csv'}: empty file" in result.stderr
+    assert f"skipped {folder / 'cut.csv'}: a header and no rows" in result.stderr
+    result = _run("forecast", folder / "cut.csv", "--json")
+    assert result.exit_code == 2
+    assert f"skipped {folder / 'cut.csv'}: a header and no rows" in result.stderr
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("curves to come")
+    result = _run("forecast", tmp_path / "notes", "--json")
+    assert result.exit_code == 2
+    assert f"no accuracy curve in {tmp_path / 'notes'}: no CSV file in it" in result.stderr
