@@ -219,6 +219,15 @@ def _forecast_all(
     for _, _, curve, k in results:
         if note := _falls(curve, k):
             _note(note)
+    # a back-test (--fit-fraction < 1) whose --target lies inside the fit window compares the forecast with points
+    # the fit saw: actual_final looked like a held-out check passed. Said once.
+    inside = [c for r, _, c, k in results if r["actual_final"] is not None and r["target"] <= c.x[k - 1]]
+    if inside and target is not None and fit_fraction < 1:
+        names = ", ".join(repr(c.name) for c in inside[:3]) + (", ..." if len(inside) > 3 else "")
+        _note(
+            f"note: --target {target:g} lies within the fitted points of {len(inside)} run(s) ({names}): their "
+            "actual_final is the mean of points the fit saw, not a held-out value"
+        )
     return results
 
 

@@ -165,3 +165,17 @@ def test_empty_and_header_only_csvs_and_a_folder_without_csvs_are_named(tmp_path
     result = _run("forecast", tmp_path / "notes", "--json")
     assert result.exit_code == 2
     assert f"no accuracy curve in {tmp_path / 'notes'}: no CSV file in it" in result.stderr
+
+
+def test_a_back_test_target_inside_the_fit_window_says_actual_final_was_seen(tmp_path):
+    """`--fit-fraction 0.5 --target 20` compared the forecast with the mean of points the fit saw, silently: the
+    actual_final looked like a held-out check the forecast had passed."""
+    path = tmp_path / "acc.csv"
+    _csv(path, {"run": _curve(0.5, 50.0)})
+    result = _run("forecast", path, "--fit-fraction", "0.5", "--target", "20", "--json", "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    assert "note: --target 20 lies within the fitted points of 1 run(s) ('run')" in result.stderr
+    for args in (("--fit-fraction", "0.5", "--target", "150"), ("--target", "20"), ("--fit-fraction", "0.5")):
+        result = _run("forecast", path, *args, "--json", "--n-boot", "0")
+        assert result.exit_code == 0, result.output
+        assert "lies within the fitted points" not in result.stderr
