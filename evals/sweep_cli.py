@@ -72,8 +72,10 @@ def sweep_records(
 
     runs = probe_runs(paths)
     records = []
+    seen_names: list[str] = []  # every curve's name, for the error where --column matches none
     for path in runs:
         curves = load_curves(path, dedupe=False, report=report, step_hint=NO_STEP_HINT)
+        seen_names += [c.name for c in curves if c.name not in seen_names]
         for curve in curves:
             if column_matches(column, curve.name) and not can_forecast(curve, 1.0) and report is not None:
                 report(
@@ -96,8 +98,12 @@ def sweep_records(
             records.append(({"source": str(path), "file": curve.source, **record, **found}, curve))
     records = [records[i][0] for i in first_of_each([curve for _, curve in records])]
     if not records:
+        # a W&B export has no `heldout` column: the curves found say what to pass instead
+        more = ", ..." if len(seen_names) > 5 else ""
+        curves_found = ", ".join(seen_names[:5]) + more if seen_names else "none"
         raise ValueError(
-            f"no curve of 3 points or more matches --column {column!r} in {', '.join(map(str, runs))}"
+            f"no curve of 3 points or more matches --column {column!r} in {', '.join(map(str, runs))} "
+            f"(curves: {curves_found})"
         )
     if not any("lr" in r or "batch_size" in r for r in records):
         names = [run_label(r) for r in records]

@@ -179,3 +179,14 @@ def test_a_back_test_target_inside_the_fit_window_says_actual_final_was_seen(tmp
         result = _run("forecast", path, *args, "--json", "--n-boot", "0")
         assert result.exit_code == 0, result.output
         assert "lies within the fitted points" not in result.stderr
+
+
+def test_sweep_fit_names_the_curves_found_when_column_matches_none(tmp_path):
+    """On a W&B export (no `heldout` column) sweep-fit said only that nothing matched: forecast and compare list
+    the curves found, so the user sees what to pass as --column."""
+    path = tmp_path / "acc.csv"
+    _csv(path, {"base_lr1e-6_bs64 - val/test_score/MATH500": _curve(0.5, 50.0)})
+    result = _run("sweep-fit", path)
+    assert result.exit_code == 2, result.output
+    assert "matches --column 'heldout'" in result.stderr
+    assert "(curves: base_lr1e-6_bs64 - val/test_score/MATH500)" in result.stderr
