@@ -230,9 +230,9 @@ def read_curves_csv(
     unnamed = [j for j, name in enumerate(header) if j != x_index and _UNNAMED_RE.fullmatch(name)]
     filled = [j for j in unnamed if any(j < len(row) and row[j].strip() for row in rows[1:])]
     if filled and report is not None:  # an empty column (a trailing comma) is not worth a line
-        names = ", ".join(repr(header[j]) for j in filled)
+        listed = ", ".join(repr(header[j]) for j in filled)
         columns = "column" if len(filled) == 1 else "columns"
-        report(f"skipped {columns} {names} ({path}): no name (a row index, as pandas' to_csv writes)")
+        report(f"skipped {columns} {listed} ({path}): no name (a row index, as pandas' to_csv writes)")
     read = [
         j
         for j, name in enumerate(header)
