@@ -301,7 +301,9 @@ def forecast_cmd(
     if (out / "forecast.json").exists():
         _note(f"replacing the earlier forecast in {out} (forecast.json, forecast.png)")
     write_json(out / "forecast.json", [r for r, *_ in results])
-    plot_forecasts([(c, f, k) for _, f, c, k in results], out / "forecast.png", target)
+    plot_forecasts(
+        [(c, f, k) for _, f, c, k in results], out / "forecast.png", target, compute_column or "Step"
+    )
     if not as_json:
         _print_forecasts([r for r, *_ in results])
     if len(results) > MAX_PANELS:

@@ -16,10 +16,14 @@ MAX_PANELS = 30  # a folder of 100+ curves would make an unreadable poster; fore
 
 
 def plot_forecasts(
-    items: list[tuple[Curve, SigmoidFit, int]], path: Path, target: float | None = None
+    items: list[tuple[Curve, SigmoidFit, int]],
+    path: Path,
+    target: float | None = None,
+    x_label: str = "Step",
 ) -> Path:
     """One panel per curve (the first MAX_PANELS, said in the title when there are more): observed points (fitted
-    ones filled), posterior-mean fit, band, and the --target compute as a dashed line."""
+    ones filled), posterior-mean fit, band, and the --target compute as a dashed line. `x_label`: the compute
+    axis (Step, or --compute-column's; every panel said "compute", whatever the axis)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -46,7 +50,7 @@ def plot_forecasts(
         )
         if target is not None:
             ax.axvline(target, color="gray", linestyle="--", linewidth=0.8, label=f"--target {target:g}")
-        ax.set_xlabel("compute")
+        ax.set_xlabel(x_label)
         ax.set_ylabel(y_label(curve.name, fit.scale), fontsize=8)
     for ax in list(axes.flat)[len(items) :]:
         ax.axis("off")

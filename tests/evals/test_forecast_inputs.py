@@ -190,3 +190,27 @@ def test_sweep_fit_names_the_curves_found_when_column_matches_none(tmp_path):
     assert result.exit_code == 2, result.output
     assert "matches --column 'heldout'" in result.stderr
     assert "(curves: base_lr1e-6_bs64 - val/test_score/MATH500)" in result.stderr
+
+
+def test_png_x_axis_is_named_after_the_compute_column(tmp_path, monkeypatch):
+    """Every panel's x axis said "compute", whether the curve was read against Step or --compute-column rollouts."""
+    import matplotlib.pyplot as plt
+
+    labels: list[str] = []
+    close = plt.close
+
+    def keep_labels(fig=None):
+        labels.extend(ax.get_xlabel() for ax in fig.axes if ax.get_xlabel())
+        close(fig)
+
+    monkeypatch.setattr(plt, "close", keep_labels)
+    path = tmp_path / "validation.csv"
+    lines = ["Step,rollouts,heldout_mean@4"] + [
+        f"{s:g},{s * 2048:g},{h:.5f}" for s, h in zip(X, _curve(0.5, 50.0), strict=True)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    for args, label in (((), "Step"), (("--compute-column", "rollouts"), "rollouts")):
+        labels.clear()
+        result = _run("forecast", path, *args, "--n-boot", "0", "-o", tmp_path / "out")
+        assert result.exit_code == 0, result.output
+        assert labels == [label]
