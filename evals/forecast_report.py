@@ -95,10 +95,20 @@ def rank_by_asymptote(
     `units`: each record's unit (`Curve.unit`). Where runs in percent are ranked with runs that are not (one base
     exported in percent, another as fractions), a percent run's A counts as A / 100: a raw 50.5 outranked 0.594.
     """
-    mixed = units is not None and PERCENT in units and any(u != PERCENT for u in units)
-    factor = [0.01 if mixed and u == PERCENT else 1.0 for u in (units or [None] * len(records))]
+    factor = fraction_factors(units, len(records))
     order = sorted(range(len(records)), key=lambda i: -records[i]["A"] * factor[i])
     return [{"rank": rank + 1, **records[i]} for rank, i in enumerate(order)]
+
+
+def mixes_units(units: list[tuple[float, float] | None] | None) -> bool:
+    """Whether runs in percent come with runs that are not (one base exported in percent, another as fractions)."""
+    return units is not None and PERCENT in units and any(u != PERCENT for u in units)
+
+
+def fraction_factors(units: list[tuple[float, float] | None] | None, n: int) -> list[float]:
+    """Per run, what its A is multiplied by to compare with the others: 1/100 for percent runs among others."""
+    mixed = mixes_units(units)
+    return [0.01 if mixed and u == PERCENT else 1.0 for u in (units or [None] * n)]
 
 
 _HPARAM = re.compile(r"(?:^|[_\-/.])(lr|bs|batch|batch_size)[=_\-]?([0-9.]+(?:e-?[0-9]+)?)", re.IGNORECASE)
@@ -122,8 +132,13 @@ def run_label(record: dict[str, Any]) -> str:
     return str(file.parent) if file.name == "validation.csv" else str(record.get("run"))
 
 
-def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
+def fit_sweep(
+    records: list[dict[str, Any]], units: list[tuple[float, float] | None] | None = None
+) -> dict[str, Any]:
     """How forecast A and log Cmid move with log LR and log batch size (least squares over the sweep's runs).
+
+    `units`: each record's unit (`Curve.unit`); where percent runs come with others, their A is fitted as A / 100
+    (as `rank_by_asymptote` ranks them), and the fit is in fractions.
 
     Each record needs `A`, `Cmid` and at least one of `lr`, `batch_size`. Returns per target the intercept and
     the slope per hyperparameter that varies, the R^2, and the best run by A. The R^2 is None, with an `r2_note`
@@ -135,6 +150,7 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     move together in every run (a sweep that scales one with the other), their slopes cannot be told apart: the
     fit is on LR alone and `confounded` says so.
     """
+    factor = fraction_factors(units, len(records))
     present = [k for k in ("lr", "batch_size") if records and all(k in r for r in records)]
     ignored = {
         k: [run_label(r) for r in records if k not in r]
@@ -171,7 +187,7 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"hyperparameters": keys, "fixed": fixed, "runs": len(records), "ignored": ignored}
     out["confounded"] = confounded
     for target, values in (
-        ("A", [r["A"] for r in records]),
+        ("A", [r["A"] * f for r, f in zip(records, factor, strict=True)]),
         ("log_Cmid", np.log([r["Cmid"] for r in records])),
     ):
         values = np.asarray(values, dtype=float)
@@ -194,5 +210,5 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
         else:
             fit["r2"] = 1 - float((resid**2).sum()) / total
         out[target] = fit
-    out["best_by_A"] = max(records, key=lambda r: r["A"])
+    out["best_by_A"] = records[max(range(len(records)), key=lambda i: records[i]["A"] * factor[i])]
     return out

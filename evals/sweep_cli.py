@@ -95,7 +95,8 @@ def sweep_records(
                 curve.name
             )
             found = {k: v for k, v in hparams.items() if v is not None}
-            records.append(({"source": str(path), "file": curve.source, **record, **found}, curve))
+            unit = {"unit": list(curve.unit)} if curve.unit else {}
+            records.append(({"source": str(path), "file": curve.source, **record, **found, **unit}, curve))
     records = [records[i][0] for i in first_of_each([curve for _, curve in records])]
     if not records:
         # a W&B export has no `heldout` column: the curves found say what to pass instead
@@ -207,7 +208,7 @@ def add_sweep_commands(app: typer.Typer) -> None:
         one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
         null, with an `r2_note`, where it means nothing."""
         from evals.forecast_cli import _note, check_out
-        from evals.forecast_report import fit_sweep
+        from evals.forecast_report import fit_sweep, mixes_units
 
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
@@ -217,7 +218,13 @@ def add_sweep_commands(app: typer.Typer) -> None:
         )  # a folder, or a file on the way: one line before any fitting
         try:
             records = sweep_records(paths, column, report=_note)
-            fit = fit_sweep(records)
+            units = [tuple(r["unit"]) if "unit" in r else None for r in records]
+            if mixes_units(units):
+                _note(
+                    "note: some runs are in percent and the others are not: A is fitted in fractions (a percent "
+                    "run's A / 100); each record keeps its own unit"
+                )
+            fit = fit_sweep(records, units)
         except ValueError as err:
             fail(str(err))
         for key, why in fit["confounded"].items():

@@ -214,3 +214,20 @@ def test_png_x_axis_is_named_after_the_compute_column(tmp_path, monkeypatch):
         result = _run("forecast", path, *args, "--n-boot", "0", "-o", tmp_path / "out")
         assert result.exit_code == 0, result.output
         assert labels == [label]
+
+
+def test_sweep_fit_puts_runs_in_percent_and_in_fractions_on_one_scale(tmp_path):
+    """A sweep exported half in percent (A ~ 50) and half as fractions (A ~ 0.5) was one A regression in mixed
+    units: the slope measured the export format, and the best run by A was whichever file was in percent."""
+    _csv(
+        tmp_path / "frac.csv",
+        {f"run_lr{lr:g}_bs64 - acc": _curve(a, 40.0) for lr, a in ((1e-6, 0.5), (4e-6, 0.6))},
+    )
+    _csv(tmp_path / "pct.csv", {"run_lr2e-6_bs64 - acc": 100 * _curve(0.55, 40.0)})
+    result = _run("sweep-fit", tmp_path / "frac.csv", tmp_path / "pct.csv", "--column", "acc")
+    assert result.exit_code == 0, result.output
+    fit = json.loads(result.stdout)
+    assert "A is fitted in fractions" in result.stderr
+    assert fit["best_by_A"]["run"] == "run_lr4e-06_bs64 - acc"
+    assert 0 < fit["A"]["slope_log_lr"] < 0.2  # in fractions, rising with lr
+    assert fit["best_by_A"]["unit"] == [0.0, 1.0]
