@@ -106,8 +106,9 @@ def in_cache(name: str) -> bool:
 
 def cached_snapshot(name: str) -> str | None:
     """The commit of the snapshot the hub name NAME resolves to in the local Hugging Face cache (its `main` ref,
-    the revision a server given NAME loads), or None when NAME has no config.json there. Reads the cache only,
-    never the network; the cache is huggingface_hub's (HF_HUB_CACHE, else HF_HOME/hub, read at its import).
+    the revision a server given NAME loads offline; online it may fetch a newer one, and a rerun is then refused),
+    or None when NAME has no config.json there. Reads the cache only, never the network; the cache is
+    huggingface_hub's (HF_HUB_CACHE, else HF_HOME/hub, read at its import).
     """
     from huggingface_hub import try_to_load_from_cache
 

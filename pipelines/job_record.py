@@ -140,9 +140,12 @@ def model_job_identity(
 
 # Fields added to job.json after it first shipped: a record written before one existed still matches.
 LATER_FIELDS = ("input_sizes", "file_digests")
-# `file_digests` entries added later for settings already recorded (a hub-name model's cached snapshot): a record
-# without one is of the same job when all else matches.
-LATER_FILE_DIGESTS = ("model_snapshot",)
+# `file_digests` entries that a run may not see (a hub-name model's cached snapshot: `model_snapshot`): a record
+# without one (written before it existed, or where the name was not cached) is of the same job when all else
+# matches, and one recorded but not seen now (the cache cleared, or another HF_HOME or node) is kept as recorded,
+# as a rewrite job.json keeps its model digest: the server loads the model by name.
+MODEL_SNAPSHOT = "model_snapshot"
+LATER_FILE_DIGESTS = (MODEL_SNAPSHOT,)
 # What a job writes in OUT, kept in its record beside (not in) its identity: cleared when another job takes OUT.
 OUTPUTS_KEY = "outputs"
 
@@ -174,6 +177,7 @@ def check_job(
         except ValueError:
             previous = None
     written = previous.pop(OUTPUTS_KEY, None) if isinstance(previous, dict) else None
+    identity = _with_unseen_entries(previous, identity)
     if previous == identity:
         return True
     if isinstance(previous, dict) and any(_older_record_of(previous, form) for form in (identity, *earlier)):
@@ -195,6 +199,16 @@ def check_job(
     tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     tmp.replace(path)
     return False
+
+
+def _with_unseen_entries(previous: Any, identity: dict[str, Any]) -> dict[str, Any]:
+    """IDENTITY with PREVIOUS's `LATER_FILE_DIGESTS` entries that this run did not see (see there)."""
+    before = previous.get("file_digests") if isinstance(previous, dict) else None
+    now = identity.get("file_digests") or {}
+    if not isinstance(before, dict) or not isinstance(now, dict):
+        return identity
+    unseen = {k: v for k, v in before.items() if k in LATER_FILE_DIGESTS and k not in now}
+    return {**identity, "file_digests": {**now, **unseen}} if unseen else identity
 
 
 def _older_record_of(previous: dict[str, Any], identity: dict[str, Any]) -> bool:

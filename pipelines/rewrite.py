@@ -46,6 +46,7 @@ def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
     another revision cached, or a benchmark replaced, left the finished stage "already complete" with old output."""
     from curate.decont_sources import benchmark_paths
     from mathmix.hub import cached_snapshot
+    from pipelines.job_record import MODEL_SNAPSHOT
 
     found = benchmark_paths(_resolve(config.decont_benchmarks, Path(run_dir)))
     model = Path(config.model)  # as run_task reads it
@@ -53,7 +54,7 @@ def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
         if model.is_dir():
             found["model"] = str(model.resolve())
         elif cached_snapshot(config.model):
-            found["model_snapshot"] = config.model
+            found[MODEL_SNAPSHOT] = config.model
     return found
 
 

@@ -24,6 +24,7 @@ from mathmix.cli_util import console, print_summary
 from mathmix.paths import expand_inputs
 from pipelines.executors import JobsSubmitted, live_submissions
 from pipelines.job_record import (
+    MODEL_SNAPSHOT,
     check_job,
     describe_difference,
     file_digest,
@@ -206,7 +207,7 @@ def _digest_of(what: str, path: str) -> str | None:
     """A file by its bytes, a model folder (rewrite's) by its weights, a hub name by its cached snapshot's commit."""
     from mathmix.hub import cached_snapshot
 
-    if what == "model_snapshot":
+    if what == MODEL_SNAPSHOT:
         return cached_snapshot(path)
     return file_digest(path) if Path(path).is_file() else weights_digest(path)
 

@@ -276,3 +276,30 @@ def test_a_recipe_stage_record_from_before_hub_snapshots_were_recorded_is_the_sa
     (out / RECIPE_STAGE_FILE).write_text(json.dumps({**old, "inputs": ["elsewhere"]}))
     with pytest.raises(ValueError):
         _check_stage_job(out, identity, "rewrite", ignore)
+
+
+def test_a_recipe_stage_whose_hub_model_is_not_cached_on_the_rerun_resumes(tmp_path, hf_cache):
+    """A finished stage recorded with the cached snapshot, rerun where the cache is not seen (cleared, another
+    HF_HOME, another node): refused as 'file_digests differ' though nothing changed. The recorded snapshot is kept,
+    as a rewrite job.json keeps its model digest, and another cached revision later is still refused."""
+    import shutil
+
+    from pipelines.rewrite import Config
+    from pipelines.runner import RECIPE_STAGE_FILE, _check_stage_job, stage_identity
+
+    add_snapshot(hf_cache, FIRST, b"\0" * 64)
+    stage = Config(model=REPO, server="transformers")
+    out, inputs = tmp_path / "branches", [str(tmp_path / "corpus")]
+    identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
+    _check_stage_job(out, identity, "rewrite", ignore)
+    (out / "qa").mkdir(parents=True)
+    (out / "qa" / "summary.json").write_text("{}")
+    shutil.rmtree(hf_cache / f"models--{REPO.replace('/', '--')}")  # the cache is not seen on the rerun
+    identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
+    _check_stage_job(out, identity, "rewrite", ignore)  # the same job
+    recorded = json.loads((out / RECIPE_STAGE_FILE).read_text())["file_digests"]
+    assert recorded["model_snapshot"] == [REPO, FIRST]  # kept as recorded
+    add_snapshot(hf_cache, SECOND, b"\1" * 64)
+    identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
+    with pytest.raises(ValueError, match="model_snapshot"):
+        _check_stage_job(out, identity, "rewrite", ignore)
