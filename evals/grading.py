@@ -13,7 +13,11 @@ models write for a correct one (checked against every gold answer of the benchma
 - "27 thousand", "2 million", "4 dozen" are the number they name (27000, 2000000, 48), not a product of letters;
 - a gold's trailing period or line break (MATH's `-\\frac{5}{3}.`, OCW) is dropped: it made the gold unparsable;
 - a percent sign on one side only is dropped on a retry, as math-verify itself does for whole numbers (9\\% = 9) but
-  not for decimals: "62.5" was wrong for a gold `62.5\\%`, "12.5\\%" for OCW's gold 12.5 (asked for in percent).
+  not for decimals: "62.5" was wrong for a gold `62.5\\%`, "12.5\\%" for OCW's gold 12.5 (asked for in percent);
+  the model's sign is dropped only against a gold of 1 or more (a percentage): "0.25\\%" for a probability 0.25 is
+  100 times off;
+- `$$...$$` (display math) is one math span, as `$...$` is; a unit is cut from a box only where its words are plainly
+  words (3 letters or more, no function name): "2 xy" and "2 sin x" are math.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ _NUMBER_THEN_WORDS = re.compile(
 # 3: the tidying in the module docstring; "**18**", "$69$, $84$" after "the answer is", units in \boxed{18 dollars}.
 GRADER = "mathmix-grading/3"
 _DOLLAR = re.compile(r"(?<!\\)\$")  # a math-mode $, not an escaped \$
+_DISPLAY = re.compile(r"(?<!\\)\$\$")  # display math's $$
 _SCIENTIFIC = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*[eE]\s*([-+]?\d+)$")
 _TIMES_TEN_TO = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:\\times|\\cdot)\s*10\s*\^\s*\{?\s*([-+]?\d+)\s*\}?$")
 _DECIMAL = re.compile(r"^[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")  # 6630, 6,630, 0.25
@@ -72,17 +77,26 @@ _VALUE_WORDS = {
     "cubed",
 }
 _KEEP_WHOLE = _MATH_WORDS | _VALUE_WORDS
+# Function names written without a backslash in a box ("2 sin x", "3 log n"): math, not a unit.
+_FUNCTION_NAMES = set(
+    "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln lg exp lim max min mod gcd lcm det".split()
+)
 
 
-def _drop_unit(answer: str) -> str:
+def _drop_unit(answer: str, boxed: bool = False) -> str:
     """The number of NUMBER UNIT WORDS ("18 dollars" -> "18", "90 degrees" -> "90"); any other answer, and a number
-    followed by a word that changes its value ("2 million", "4 dozen", "2 thirds", "5 per cent"), as it is."""
+    followed by a word that changes its value ("2 million", "4 dozen", "2 thirds", "5 per cent"), as it is.
+
+    `boxed`: the answer is a box's content, which is math: a short word there is a variable ("2 xy") and a function
+    name is math ("2 sin x"); only words of 3 letters or more that name no function are cut ("18 dollars")."""
     match = _NUMBER_THEN_WORDS.match(answer)
     if match is None:
         return answer
     words = [word.strip(".").lower() for word in match.group(2).split()]
     first = words[0]
     if len(first) < 2 or first in _KEEP_WHOLE or words[:2] == ["per", "cent"]:
+        return answer
+    if boxed and any(len(word) < 3 or word in _FUNCTION_NAMES for word in words):
         return answer
     return match.group(1)
 
@@ -91,7 +105,7 @@ def _strip_markup(answer: str) -> str:
     """Markdown bold and the `$` of one math span or of a currency amount around an answer ("**18**", "$18$", "$18");
     an answer of several spans ("$69$, $84$") keeps them, since math-verify reads each (cutting the outer two left
     "69$, $84", graded wrong)."""
-    answer = answer.strip().strip("*").strip()
+    answer = _DISPLAY.sub("$", answer.strip().strip("*").strip())  # "$$18.$$" is one span, as "$18.$"
     dollars = len(_DOLLAR.findall(answer))
     if dollars == 2 and answer.startswith("$") and answer.endswith("$"):
         return answer[1:-1].strip()
@@ -125,7 +139,7 @@ def extract_answer(text: str) -> tuple[str | None, str]:
     """The model's final answer and how it was found: ("...", "boxed" | "hashes" | "answer_is") or (None, "none")."""
     boxed = last_boxed(text)
     if boxed:
-        return _drop_unit(boxed), "boxed"
+        return _drop_unit(boxed, boxed=True), "boxed"
     hashes = _HASHES.findall(text)
     if hashes:
         return _drop_unit(_strip_markup(hashes[-1]).rstrip(".")), "hashes"
@@ -187,6 +201,11 @@ def _power_of_ten_match(predicted: str, gold: str) -> bool | None:
     return abs(values[0] - values[1]) <= Decimal("1e-6") * max(abs(values[0]), abs(values[1]))
 
 
+def _at_least_one(answer: str) -> bool:
+    """Whether ANSWER is a plain number of size 1 or more (a percentage, not a probability or fraction)."""
+    return bool(_DECIMAL.match(answer)) and abs(Decimal(answer.replace(",", ""))) >= 1
+
+
 def _tidy(answer: str) -> str:
     """An answer as math-verify reads it best (see the module docstring)."""
     answer = " ".join(answer.split()).removesuffix(".").strip()
@@ -216,8 +235,11 @@ def answers_match(predicted: str | None, gold: str) -> bool:
             return agree
         if equivalent(predicted, gold):
             return True
-        if bool(_PERCENT.search(predicted)) != bool(_PERCENT.search(gold)):  # "62.5" for a gold 62.5\%
-            return equivalent(_PERCENT.sub("", predicted), _PERCENT.sub("", gold))
+        if _PERCENT.search(gold) and not _PERCENT.search(predicted):  # "62.5" for a gold 62.5\%
+            return equivalent(predicted, _PERCENT.sub("", gold))
+        if _PERCENT.search(predicted) and not _PERCENT.search(gold) and _at_least_one(gold):
+            # "12.5\%" for OCW's 12.5 (asked in percent); not "0.25\%" for a probability 0.25 (100 times off)
+            return equivalent(_PERCENT.sub("", predicted), gold)
         return False
     except Exception:  # noqa: BLE001 - a grader crash on one odd answer must not end an eval
         return predicted == gold
@@ -234,4 +256,4 @@ def boxed_reward(output: str, gold: str) -> float:
 
     A unit in plain words is cut from the box as in `extract_answer` (\\boxed{18 dollars} earned -1 for a gold 18)."""
     boxed = last_boxed(output)
-    return 1.0 if answers_match(_drop_unit(boxed) if boxed else None, gold) else -1.0
+    return 1.0 if answers_match(_drop_unit(boxed, boxed=True) if boxed else None, gold) else -1.0

@@ -44,6 +44,12 @@ from evals.grading import answers_match, boxed_reward, extract_answer, grade
         ("The answer is 27 thousand.", "27000"),
         ("#### 1.5 million", "1,500,000"),
         ("The answer is 4 dozen.", "48"),
+        # display math after "the answer is" is one span, as $...$ is
+        ("The answer is $$18.$$", "18"),
+        ("The answer is $$\\frac{1}{2}.$$\n", "\\frac{1}{2}"),
+        ("The answer is $$18,$$ as shown", "18"),
+        # in a box, short words are variables and function names are math: no unit to cut
+        ("$\\boxed{2 xy}$", "2xy"),
     ],
 )
 def test_a_correct_answer_as_models_write_it_is_correct(output, gold):
@@ -68,6 +74,11 @@ def test_a_correct_answer_as_models_write_it_is_correct(output, gold):
         ("So she pays $\\boxed{19 dollars}$.", "18"),
         ("The answer is \\$19.", "18"),
         ("$\\boxed{2008 + \\frac{\\pi}{2}}$", "2007 + \\frac\\pi 2"),
+        ("$\\boxed{2 xy}$", "2"),  # the variables are not a unit
+        ("$\\boxed{2 sin x}$", "2"),
+        # a percent for a probability is 100 times off (the retry without % is for percentages, gold >= 1)
+        ("The answer is 0.25%.", "0.25"),
+        ("$\\boxed{0.5\\%}$", "0.5"),
     ],
 )
 def test_a_wrong_answer_is_wrong(output, gold):
@@ -81,6 +92,9 @@ def test_what_is_extracted():
     assert extract_answer("So she pays $\\boxed{18 dollars}$.") == ("18", "boxed")
     assert extract_answer("$\\boxed{2 \\pi}$") == ("2 \\pi", "boxed")  # LaTeX in a box is left alone
     assert extract_answer("$\\boxed{5 factorial}$") == ("5 factorial", "boxed")  # a value word stays
+    assert extract_answer("$\\boxed{2 sin x}$") == ("2 sin x", "boxed")  # a function name is math
+    assert extract_answer("$\\boxed{2 xy}$") == ("2 xy", "boxed")  # short words in a box are variables
+    assert extract_answer("The answer is $$18.$$") == ("18", "answer_is")
 
 
 def test_the_rl_reward_grades_the_box_the_same_way():
@@ -88,6 +102,8 @@ def test_the_rl_reward_grades_the_box_the_same_way():
     assert boxed_reward("so \\boxed{\\$18}", "18") == 1.0
     assert boxed_reward("so \\boxed{4.5 \\times 10^{33}}", "4.5e33") == 1.0
     assert boxed_reward("so \\boxed{19 dollars}", "18") == -1.0
+    assert boxed_reward("so \\boxed{2 xy}", "2") == -1.0
+    assert boxed_reward("so \\boxed{0.5\\%}", "0.5") == -1.0
     assert answers_match("2 million", "2000000") and not answers_match("2 million", "2")
 
 
