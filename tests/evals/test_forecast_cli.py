@@ -7,20 +7,13 @@ import json
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from curve_data import X
+from curve_data import curve as _curve
+from curve_data import run_eval as _run
+from curve_data import write_csv as _csv
 
 from evals.curves import load_curves, read_curves_csv
 from evals.forecast import sigmoid_curve
-from mathmix.cli import app
-
-X = np.arange(0, 200, 5.0)
-
-
-def _csv(path, columns: dict[str, np.ndarray], x: np.ndarray = X) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["Step," + ",".join(columns)]
-    lines += [f"{s:g}," + ",".join(f"{columns[c][j]:.5f}" for c in columns) for j, s in enumerate(x)]
-    path.write_text("\n".join(lines) + "\n")
 
 
 def _probe(folder, heldout: np.ndarray, math500: np.ndarray, lr: float | None = None, mb: int = 64) -> None:
@@ -34,14 +27,6 @@ def _probe(folder, heldout: np.ndarray, math500: np.ndarray, lr: float | None = 
     if lr is not None:
         config = {"learning_rate": lr, "mini_batch": mb}
         (folder / "summary.json").write_text(json.dumps({"config": config}))
-
-
-def _run(*args: str):
-    return CliRunner().invoke(app, ["eval", *map(str, args)])
-
-
-def _curve(a: float, cmid: float, r0: float = 0.05, b: float = 2.0) -> np.ndarray:
-    return sigmoid_curve(X, r0, a, b, cmid)
 
 
 def test_compare_table_names_rank_and_base_and_keeps_identical_probes_apart(tmp_path, monkeypatch):

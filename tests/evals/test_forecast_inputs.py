@@ -7,27 +7,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from typer.testing import CliRunner
-
-from evals.forecast import sigmoid_curve
-from mathmix.cli import app
-
-X = np.arange(0, 200, 5.0)
-
-
-def _csv(path, columns: dict[str, np.ndarray], x: np.ndarray = X) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["Step," + ",".join(columns)]
-    lines += [f"{s:g}," + ",".join(f"{columns[c][j]:.5f}" for c in columns) for j, s in enumerate(x)]
-    path.write_text("\n".join(lines) + "\n")
-
-
-def _run(*args: str):
-    return CliRunner().invoke(app, ["eval", *map(str, args)])
-
-
-def _curve(a: float, cmid: float, r0: float = 0.05, b: float = 2.0) -> np.ndarray:
-    return sigmoid_curve(X, r0, a, b, cmid)
+from curve_data import X
+from curve_data import curve as _curve
+from curve_data import run_eval as _run
+from curve_data import write_csv as _csv
 
 
 def test_a_csv_in_a_folder_that_cannot_be_opened_is_skipped_with_a_line(tmp_path):
