@@ -87,7 +87,7 @@ def rewrite_identity(
     (through an endpoint: no local weights) keeps the recorded digest in its identity, so in the record: written
     without it, a later local run with other weights matched the record-from-before-digests form and resumed
     silently.
-    Where both have one, a different digest is another job: `the model's weights changed (same path)`.
+    Where both have one, a different digest is another job: `the model's weights changed (same path or hub name)`.
     """
     from pipelines.job_record import job_identity
 
