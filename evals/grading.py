@@ -27,6 +27,9 @@ import threading
 from decimal import Decimal
 
 _ANSWER_IS = re.compile(r"(?:final answer|the answer) is[:\s]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE)
+# "Final Answer: 18" (chat models' heading), read only where no "... answer is" is found: Minerva's format says
+# "Final Answer: The final answer is $X$", whose answer is after the "is".
+_FINAL_ANSWER = re.compile(r"final answer\s*\**\s*:[\s*]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE)
 _HASHES = re.compile(r"####\s*([^\n]+)")
 # "18 dollars", "$40 miles per hour", "1/2 cup": a number, then plain words (a unit). math-verify knows some units
 # ("5 cm" parses as 5) but not others ("18 dollars" parsed as 18*d*o*l*l*a*r*s and was graded wrong).
@@ -143,7 +146,7 @@ def extract_answer(text: str) -> tuple[str | None, str]:
     hashes = _HASHES.findall(text)
     if hashes:
         return _drop_unit(_strip_markup(hashes[-1]).rstrip(".")), "hashes"
-    said = _ANSWER_IS.findall(text)
+    said = _ANSWER_IS.findall(text) or _FINAL_ANSWER.findall(text)
     if said:
         return _drop_unit(_strip_markup(said[-1]).rstrip(".")), "answer_is"
     return None, "none"

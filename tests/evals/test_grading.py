@@ -95,6 +95,11 @@ def test_what_is_extracted():
     assert extract_answer("$\\boxed{2 sin x}$") == ("2 sin x", "boxed")  # a function name is math
     assert extract_answer("$\\boxed{2 xy}$") == ("2 xy", "boxed")  # short words in a box are variables
     assert extract_answer("The answer is $$18.$$") == ("18", "answer_is")
+    # a "Final Answer:" heading, read where no "answer is" says more
+    assert extract_answer("Adding up.\nFinal Answer: 18") == ("18", "answer_is")
+    assert extract_answer("**Final Answer:** $\\frac{1}{2}$\n") == ("\\frac{1}{2}", "answer_is")
+    minerva = "Final Answer: The final answer is $7$. I hope it is correct."
+    assert extract_answer(minerva) == ("7", "answer_is")
 
 
 def test_the_rl_reward_grades_the_box_the_same_way():
