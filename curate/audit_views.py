@@ -25,6 +25,9 @@ STAGE_FOLDERS = ("classifier", "web", "dedup", "decont", "branches", "shards", "
 REPORT_SUFFIXES = (".json",)  # JSON documents; .jsonl files become lazy views (create_jsonl_views)
 # Sub-folders of a stage that are not reports: outputs, rejects, datatrove logs, models, tokenizers.
 NOT_REPORT_FOLDERS = {"data", "rejects", "logs", "_model", "tokenizer", "model", "checkpoints"}
+# work folders (under a stage folder) of .jsonl files that are no reports: dedup's work/ids/RANK.ids.jsonl holds one
+# JSON string a line (curate/dedup_ids.py); as a view, every line of every file was named as not parsing
+NOT_REPORT_SUBFOLDERS = {("work", "ids")}
 # summaries and manifests have views of their own; job records (what wrote a folder) are not tables
 NOT_REPORT_FILES = {"summary.json", "manifest.json", "job.json", "recipe-stage.json", "upstream.json"}
 MAX_REPORT_BYTES = 32 * 1024 * 1024  # a stage report bigger than this is left to read_json() in a query
@@ -369,7 +372,8 @@ def create_jsonl_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
         by_folder: dict[Path, list[Path]] = {}
         for sub in sorted(p for p in stage_dir.iterdir() if p.is_dir() and p.name not in NOT_REPORT_FOLDERS):
             for f in sorted(sub.rglob("*.jsonl")):
-                by_folder.setdefault(f.parent, []).append(f)
+                if f.parent.relative_to(stage_dir).parts not in NOT_REPORT_SUBFOLDERS:
+                    by_folder.setdefault(f.parent, []).append(f)
         groups += [
             (files, _table_name(stage, *d.relative_to(stage_dir).parts)) for d, files in by_folder.items()
         ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -101,6 +102,21 @@ def domain(url: str | None) -> str | None:
         return None
 
 
+def is_arc_file(path: str) -> bool:
+    """Whether a WARC-suffixed file holds ARC records (its first line an ARC header: `URL IP DATE MIME LENGTH`,
+    or more fields ending in the length), gzipped or not. warcio converts ARC records to WARC ones with a random
+    WARC-Record-ID (uuid4), new on every read: an ARC page's id must come from its file, offset and body."""
+    with open(path, "rb") as stream:
+        head = stream.read(16 * 1024)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 4096)
+        except zlib.error:
+            return False
+    fields = head.lstrip().split(b"\n", 1)[0].split()
+    return len(fields) >= 5 and not fields[0].startswith(b"WARC/") and fields[-1].isdigit()
+
+
 def doc_id(*parts: object) -> str:
     return hashlib.sha1("|".join(str(p) for p in parts).encode()).hexdigest()[:24]
 
@@ -175,6 +191,7 @@ class WebPageReader(BaseDiskReader):
         from warcio.archiveiterator import ArchiveIterator
 
         size = Path(path).stat().st_size
+        arc = size > 0 and is_arc_file(path)  # its record ids are warcio's random ones: not kept
         start, end = 0, 0
         with open(path, "rb") as stream:
             while start < size:
@@ -188,7 +205,7 @@ class WebPageReader(BaseDiskReader):
                             end = iterator.get_record_offset() + iterator.get_record_length()
                             continue
                         self.stat_update("docs_in")
-                        doc = self._warc_record(record, iterator, path)
+                        doc = self._warc_record(record, iterator, path, arc)
                         end = iterator.get_record_offset() + (iterator.get_record_length() or 0)
                         if doc:
                             yield doc
@@ -209,7 +226,7 @@ class WebPageReader(BaseDiskReader):
             self.stat_update("docs_in")
             self._drop("truncated_record", path, end)
 
-    def _warc_record(self, record, iterator, path: str) -> Document | None:
+    def _warc_record(self, record, iterator, path: str, arc: bool = False) -> Document | None:
         if not (record.rec_headers.get_header("Content-Length") or "").strip().isdigit():
             # not a record: a line of text that warcio took for an ARC header (`a b c d warc`), a broken header
             self.stat_update("warc_error_content_length")
@@ -230,7 +247,8 @@ class WebPageReader(BaseDiskReader):
             )
             provenance = {
                 "url": headers.get_header("WARC-Target-URI"),
-                "record_id": headers.get_header("WARC-Record-ID"),
+                # an ARC record has no id: warcio's is random, so the page's id is a hash of file, offset, body
+                "record_id": None if arc else headers.get_header("WARC-Record-ID"),
                 "fetch_date": headers.get_header("WARC-Date"),
                 "content_type": (content_type or "").split(";")[0].strip().lower() or None,
             }
