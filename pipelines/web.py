@@ -178,6 +178,21 @@ def build_pipeline(config: Config, files: list[str], out_dir: Path, math_model: 
     return steps
 
 
+def check_input_kinds(inputs: list[str]) -> None:
+    """ValueError naming an input file of a kind the reader does not read (a `.csv` a recipe glob matched): it
+    would read 0 pages from it and count it among `input_files`, as if it held none. Files of other kinds inside
+    an input folder are skipped, as documented."""
+    from curate.readers import HTML_SUFFIXES, JSONL_SUFFIXES, WARC_SUFFIXES
+
+    kinds = WARC_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES
+    for item in inputs:
+        if Path(item).is_file() and not Path(item).name.lower().endswith(kinds):
+            raise ValueError(
+                f"{item}: not a supported input; the web stage reads {', '.join(kinds)} files and folders of them"
+                " (a recipe glob that matched it can name the kind: crawl/*.warc.gz)"
+            )
+
+
 def run_web(
     config: Config, inputs: list[str], out_dir: Path, executor, math_model: str | None = None
 ) -> dict:
@@ -188,6 +203,7 @@ def run_web(
 
     out_dir = Path(out_dir)
     check_output_outside_inputs(out_dir, inputs)
+    check_input_kinds(inputs)
     files = input_files(inputs)
     if not files:
         raise FileNotFoundError(f"no WARC, .html or JSONL files found in {', '.join(inputs)}")

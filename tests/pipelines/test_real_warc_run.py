@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from pipelines.executors import ExecutorConfig
 from pipelines.web import Config, run_web
@@ -98,3 +99,26 @@ def test_audit_of_a_run_with_dedup_names_no_damaged_file(tmp_path, shared_data):
     session = AuditSession(run)
     assert session.unreadable == []
     assert "dedup_clusters" in session.relations and "dedup_work_ids" not in session.relations
+
+
+def test_a_recipe_input_of_a_kind_the_web_stage_does_not_read_is_named(tmp_path, shared_data):
+    """`mathmix web notes.csv` is refused (docs/web.md), but the recipe's web stage read 0 pages from such a file (a
+    glob `crawl/*` matching a manifest next to the WARCs), counted it in `input_files` and finished as if it held
+    no page."""
+    from pipelines.recipe import load_recipe
+    from pipelines.runner import StageFailed, run_recipe
+
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / "example.warc.gz").write_bytes(
+        (shared_data / "warc" / "warcio" / "example.warc.gz").read_bytes()
+    )
+    (crawl / "manifest.csv").write_bytes((shared_data / "html" / "manifest.csv").read_bytes())
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{kind: local, tasks: 1, workers: 1}}\n"
+        f"stages:\n  web: {{inputs: ['{crawl}/*']}}\n"
+    )
+    with pytest.raises(StageFailed, match=r"manifest\.csv: not a supported input"):
+        run_recipe(load_recipe(recipe))
+    assert not (tmp_path / "run" / "web" / "summary.json").exists()
