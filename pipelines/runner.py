@@ -95,6 +95,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             console.print(f"[bold]{step['stage']}[/]: {step['reads'] or '-'} -> {step['output']}")
             console.print(f"    {step['config'].model_dump(exclude_defaults=True)}")
         return {}
+    check_run_folder(recipe.output_dir)
     summaries: dict[str, Any] = {}
     previous: dict[str, Path] = {}
     for i, step in enumerate(steps):
@@ -143,6 +144,30 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         summaries[name] = summary
         previous[name] = out_dir
     return summaries
+
+
+def _holds_a_stage(folder: Path) -> bool:
+    """A stage folder by its records: a recipe stage's, or a stage command's (job.json, summary.json and data/)."""
+    if (folder / RECIPE_STAGE_FILE).is_file() or (folder / UPSTREAM_FILE).is_file():
+        return True
+    return (
+        (folder / "job.json").is_file() and (folder / "summary.json").is_file() and (folder / "data").is_dir()
+    )
+
+
+def check_run_folder(run_dir: Path) -> None:
+    """ValueError where the run folder is a stage folder or lies inside one (`mathmix run R -o OTHER_RUN/web`): the
+    run's stage folders were nested in that stage's folder, next to its data/, and its run's audit made views of
+    them."""
+    run_dir = Path(run_dir).expanduser().absolute()
+    for folder in (run_dir, *run_dir.parents):
+        if _holds_a_stage(folder):
+            inside = "is" if folder == run_dir else f"lies inside {folder}, which is"
+            raise ValueError(
+                f"output folder {run_dir} {inside} a stage folder (it holds that stage's records); a run writes "
+                f"one folder per stage inside its output folder: give the run folder ({folder.parent}) to resume "
+                "that run, or a new folder"
+            )
 
 
 def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:

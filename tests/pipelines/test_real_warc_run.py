@@ -122,3 +122,25 @@ def test_a_recipe_input_of_a_kind_the_web_stage_does_not_read_is_named(tmp_path,
     with pytest.raises(StageFailed, match=r"manifest\.csv: not a supported input"):
         run_recipe(load_recipe(recipe))
     assert not (tmp_path / "run" / "web" / "summary.json").exists()
+
+
+def test_a_run_into_another_runs_stage_folder_is_refused(tmp_path, shared_data):
+    """`mathmix run R -o RUN/web` (a stage folder, not the run folder) ran the whole chain nested in RUN/web, next
+    to its data/: RUN's audit then made views of the nested run's reports (web_dedup, web_decont, ...)."""
+    from pipelines.recipe import load_recipe
+    from pipelines.runner import run_recipe
+
+    warc = shared_data / "warc" / "warcio" / "example.warc.gz"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{kind: local, tasks: 1, workers: 1}}\n"
+        f"stages:\n  web: {{inputs: ['{warc}']}}\n"
+    )
+    run_recipe(load_recipe(recipe))
+    for nested in (tmp_path / "run" / "web", tmp_path / "run" / "web" / "logs" / "x"):
+        again = load_recipe(recipe)
+        again.output_dir = nested
+        with pytest.raises(ValueError, match="stage folder"):
+            run_recipe(again)
+    assert sorted(p.name for p in (tmp_path / "run" / "web").iterdir() if p.is_dir()) == ["data", "logs"]
+    assert run_recipe(load_recipe(recipe))["web"]["docs_in"] == 1  # the run folder itself still resumes
