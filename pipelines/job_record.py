@@ -343,18 +343,47 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
                 if a.get(k) != b.get(k)
             ]
         elif key == "inputs":
-            parts.append("other input paths")
+            parts.append("other input paths" + _paths_changed(a, b))
         elif key == "model_digest":
             parts.append("the model's weights changed (same path or hub name)")
         elif key == "input_sizes":
             if old.get("inputs") == new.get("inputs"):  # with other paths the sizes differ too: said above
-                parts.append("the input files changed (other sizes at the same paths)")
+                which = _sizes_changed(new.get("inputs"), a, b)
+                parts.append(
+                    "the input files changed (other sizes at the same paths"
+                    + (f": {which})" if which else ")")
+                )
         else:
             parts.append(f"{key}: {show(old, key)} -> {show(new, key)}")
     parts = parts or [
         f"{', '.join(k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k))} differ"
     ]
     return "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")
+
+
+def _some(paths: list[Any], at_most: int = 3) -> str:
+    """The first few of PATHS, and how many more."""
+    more = f" and {len(paths) - at_most} more" if len(paths) > at_most else ""
+    return ", ".join(str(p) for p in paths[:at_most]) + more
+
+
+def _paths_changed(old: Any, new: Any) -> str:
+    """` (added: ...; left out: ...)` for two input lists: a file a recipe glob now matches too was only 'other
+    input paths', and the user was left to diff the expanded lists in the two records."""
+    if not isinstance(old, list) or not isinstance(new, list):
+        return ""
+    added = [p for p in new if p not in old]
+    gone = [p for p in old if p not in new]
+    said = [f"added: {_some(added)}"] * bool(added) + [f"left out: {_some(gone)}"] * bool(gone)
+    return f" ({'; '.join(said)})" if said else " (the same paths in another order)"
+
+
+def _sizes_changed(paths: Any, old: Any, new: Any) -> str:
+    """The first few of PATHS whose recorded sizes differ ('' where the records do not line up)."""
+    lists = [v for v in (paths, old, new) if isinstance(v, list)]
+    if len(lists) < 3 or len({len(v) for v in lists}) > 1:
+        return ""
+    return _some([path for path, x, y in zip(*lists, strict=True) if x != y])
 
 
 def _path_of(entry: Any) -> Any:

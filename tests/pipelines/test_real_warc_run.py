@@ -144,3 +144,28 @@ def test_a_run_into_another_runs_stage_folder_is_refused(tmp_path, shared_data):
             run_recipe(again)
     assert sorted(p.name for p in (tmp_path / "run" / "web").iterdir() if p.is_dir()) == ["data", "logs"]
     assert run_recipe(load_recipe(recipe))["web"]["docs_in"] == 1  # the run folder itself still resumes
+
+
+def test_a_file_a_recipe_glob_now_matches_too_is_named_in_the_refusal(tmp_path, shared_data):
+    """A WARC added to a folder a finished web stage's glob reads (crawl/*.warc.gz) was refused as only 'other input
+    paths', and a file replaced in place as 'other sizes at the same paths': the user had to diff the records."""
+    from pipelines.recipe import load_recipe
+    from pipelines.runner import StageFailed, run_recipe
+
+    warcs = shared_data / "warc" / "warcio"
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / "a.warc.gz").write_bytes((warcs / "example.warc.gz").read_bytes())
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{kind: local, tasks: 1, workers: 1}}\n"
+        f"stages:\n  web: {{inputs: ['{crawl}/*.warc.gz']}}\n"
+    )
+    run_recipe(load_recipe(recipe))
+    (crawl / "b.warc.gz").write_bytes((warcs / "example-resource.warc.gz").read_bytes())
+    with pytest.raises(StageFailed, match=r"other input paths \(added: .*/crawl/b\.warc\.gz\)"):
+        run_recipe(load_recipe(recipe))
+    (crawl / "b.warc.gz").unlink()
+    (crawl / "a.warc.gz").write_bytes((warcs / "example-resource.warc.gz").read_bytes())
+    with pytest.raises(StageFailed, match=r"other sizes at the same paths: .*/crawl/a\.warc\.gz\)"):
+        run_recipe(load_recipe(recipe))
