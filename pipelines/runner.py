@@ -156,11 +156,14 @@ def _holds_a_stage(folder: Path) -> bool:
 
 
 def check_run_folder(run_dir: Path) -> None:
-    """ValueError where the run folder is a stage folder or lies inside one (`mathmix run R -o OTHER_RUN/web`): the
-    run's stage folders were nested in that stage's folder, next to its data/, and its run's audit made views of
-    them."""
+    """ValueError where the run folder is a file or lies inside one (the first stage failed on `[Errno 20] Not a
+    directory`), or is a stage folder or lies inside one (`mathmix run R -o OTHER_RUN/web`): the run's stage
+    folders were nested in that stage's folder, next to its data/, and its run's audit made views of them."""
     run_dir = Path(run_dir).expanduser().absolute()
     for folder in (run_dir, *run_dir.parents):
+        if folder.exists() and not folder.is_dir():  # `[Errno 20] Not a directory` from the first stage
+            where = "is" if folder == run_dir else f"lies inside {folder}, which is"
+            raise ValueError(f"output folder {run_dir} {where} a file, not a folder")
         if _holds_a_stage(folder):
             inside = "is" if folder == run_dir else f"lies inside {folder}, which is"
             raise ValueError(

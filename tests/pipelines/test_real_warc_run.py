@@ -169,3 +169,21 @@ def test_a_file_a_recipe_glob_now_matches_too_is_named_in_the_refusal(tmp_path, 
     (crawl / "a.warc.gz").write_bytes((warcs / "example-resource.warc.gz").read_bytes())
     with pytest.raises(StageFailed, match=r"other sizes at the same paths: .*/crawl/a\.warc\.gz\)"):
         run_recipe(load_recipe(recipe))
+
+
+def test_a_run_folder_that_is_a_file_is_one_line(tmp_path):
+    """`-o FILE` (or a folder under a file) failed in the first stage with a bare `[Errno 20] Not a directory`."""
+    from pipelines.recipe import load_recipe
+    from pipelines.runner import run_recipe
+
+    (tmp_path / "notes.txt").write_text("x")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{kind: local, tasks: 1, workers: 1}}\n"
+        f"stages:\n  web: {{inputs: ['{tmp_path}']}}\n"
+    )
+    for out, said in ((tmp_path / "notes.txt", "is a file"), (tmp_path / "notes.txt" / "run", "lies inside")):
+        again = load_recipe(recipe)
+        again.output_dir = out
+        with pytest.raises(ValueError, match=said):
+            run_recipe(again)
