@@ -372,8 +372,10 @@ def _paths_changed(old: Any, new: Any) -> str:
     input paths', and the user was left to diff the expanded lists in the two records."""
     if not isinstance(old, list) or not isinstance(new, list):
         return ""
-    added = [p for p in new if p not in old]
-    gone = [p for p in old if p not in new]
+    # a crawl's inputs run to ~100k files: sets, not a scan of one list per path (minutes at that size)
+    before, after = set(map(str, old)), set(map(str, new))
+    added = [p for p in new if str(p) not in before]
+    gone = [p for p in old if str(p) not in after]
     said = [f"added: {_some(added)}"] * bool(added) + [f"left out: {_some(gone)}"] * bool(gone)
     return f" ({'; '.join(said)})" if said else " (the same paths in another order)"
 
