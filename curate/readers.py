@@ -35,6 +35,7 @@ _CHARSET_HEADER = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-:.]+)", re.I)
 def input_files(inputs: list[str]) -> list[str]:
     """Expand inputs (files or folders) into the sorted list of readable files; error on a missing path."""
     files: list[str] = []
+    empty: list[str] = []  # an empty folder or a 0-byte file among the inputs: said, not left to the counts
     for item in inputs:
         path = Path(item)
         if path.is_dir():
@@ -55,10 +56,20 @@ def input_files(inputs: list[str]) -> list[str]:
                     soft_wrap=True,
                 )
             files.extend(str(p.resolve()) for p in found)
+            if not found:
+                empty.append(f"{item} (no page file in it)")
+            empty += [f"{p} (0 bytes)" for p in found if p.stat().st_size == 0]
         elif path.is_file():
             files.append(str(path.resolve()))
+            if path.stat().st_size == 0:
+                empty.append(f"{item} (0 bytes)")
         else:
             raise FileNotFoundError(f"{item}: no such file or folder")
+    if empty and files:  # no file at all: the caller's error says so
+        from mathmix.cli_util import console
+
+        shown = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+        console.print(f"warning: inputs that add no page: {shown}", markup=False, soft_wrap=True)
     return list(dict.fromkeys(files))  # each file once, however many inputs reach it
 
 

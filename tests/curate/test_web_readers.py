@@ -266,3 +266,21 @@ def test_a_broken_link_in_an_input_folder_is_named_not_skipped_in_silence(tmp_pa
     (tmp_path / "in" / "gone.warc.gz").symlink_to(tmp_path / "nowhere.warc.gz")
     assert input_files([str(tmp_path / "in")]) == [str((tmp_path / "in" / "page.html").resolve())]
     assert "1 broken link(s) skipped" in capsys.readouterr().err
+
+
+def test_an_empty_folder_or_a_zero_byte_file_among_the_inputs_is_said(tmp_path, capsys):
+    """An empty input folder among others, or a 0-byte WARC, added 0 pages without a word (a zero-byte file still
+    counted in input_files): a crawl sync that failed for one folder went unnoticed."""
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "a.html").write_text("<html><body><p>x</p></body></html>")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "zero.warc.gz").write_bytes(b"")
+    files = input_files([str(tmp_path / "good"), str(tmp_path / "empty"), str(tmp_path / "zero.warc.gz")])
+    assert len(files) == 2
+    said = capsys.readouterr().err
+    assert (
+        f"{tmp_path / 'empty'} (no page file in it)" in said
+        and f"{tmp_path / 'zero.warc.gz'} (0 bytes)" in said
+    )
+    input_files([str(tmp_path / "good")])
+    assert "add no page" not in capsys.readouterr().err
