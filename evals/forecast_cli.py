@@ -362,15 +362,15 @@ def compare_cmd(
     Reads PATHS; prints the ranking to stdout (rank, base: the probe folder or CSV, run); a run given twice (a
     W&B run exported to two files) is ranked once.
     """
-    from evals.forecast_report import PERCENT, rank_by_asymptote
+    from evals.forecast_report import PERCENT, mixes_units, rank_by_asymptote
 
     check_out(out, "file")
     results = _forecast_all(
         paths, 1.0, None, 0.0, n_boot, None, column, scale, with_source=True, step_hint=NO_STEP_HINT
     )
     units = [curve.unit for _, _, curve, _ in results]
-    percent = sorted({curve.source for _, _, curve, _ in results if curve.unit == PERCENT})
-    if percent and any(u != PERCENT for u in units):
+    if mixes_units(units):
+        percent = sorted({curve.source for _, _, curve, _ in results if curve.unit == PERCENT})
         shown = ", ".join(percent[:3]) + (", ..." if len(percent) > 3 else "")
         _note(
             f"note: the runs of {shown} are in percent and the others are not: they are ranked by A / 100 (the "

@@ -138,11 +138,17 @@ def last_boxed(text: str) -> str | None:
     return None
 
 
+def _boxed_answer(text: str) -> str | None:
+    """The last box's content, a plain-word unit cut (`_drop_unit` in a box); None where there is no box."""
+    boxed = last_boxed(text)
+    return _drop_unit(boxed, boxed=True) if boxed else None
+
+
 def extract_answer(text: str) -> tuple[str | None, str]:
     """The model's final answer and how it was found: ("...", "boxed" | "hashes" | "answer_is") or (None, "none")."""
-    boxed = last_boxed(text)
+    boxed = _boxed_answer(text)
     if boxed:
-        return _drop_unit(boxed, boxed=True), "boxed"
+        return boxed, "boxed"
     hashes = _HASHES.findall(text)
     if hashes:
         return _drop_unit(_strip_markup(hashes[-1]).rstrip(".")), "hashes"
@@ -258,5 +264,4 @@ def boxed_reward(output: str, gold: str) -> float:
     """OctoThinker's RL reward: +1 when the last \\boxed{} matches the gold answer under math-verify, else -1.
 
     A unit in plain words is cut from the box as in `extract_answer` (\\boxed{18 dollars} earned -1 for a gold 18)."""
-    boxed = last_boxed(output)
-    return 1.0 if answers_match(_drop_unit(boxed, boxed=True) if boxed else None, gold) else -1.0
+    return 1.0 if answers_match(_boxed_answer(output), gold) else -1.0

@@ -206,7 +206,7 @@ def run_web(
     check_input_kinds(inputs)
     files = input_files(inputs)
     if not files:
-        raise FileNotFoundError(f"no WARC, .html or JSONL files found in {', '.join(inputs)}")
+        raise FileNotFoundError(f"no WARC, .html or JSONL files in {', '.join(inputs)}")
     start = time.time()
     tasks = min(config.tasks or executor.tasks, len(files))
     identity, earlier = web_job_identity(config, files, out_dir.parent, math_model, tasks)

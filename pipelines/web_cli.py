@@ -109,19 +109,17 @@ def extract_cmd(
 
 
 def check_inputs(inputs: list[Path]) -> None:
-    """Fail on an input file of a kind the reader skips (it would read 0 pages from it and exit 0)."""
-    from curate.readers import HTML_SUFFIXES, JSONL_SUFFIXES, WARC_SUFFIXES, input_files
+    """Fail, before the output folder or a recipe is read, on a missing input or an input file of a kind the reader
+    skips (it would read 0 pages from it and exit 0). Inputs without any page file are the stage's own error."""
+    from pipelines.web import check_input_kinds
 
-    kinds = WARC_SUFFIXES + HTML_SUFFIXES + JSONL_SUFFIXES
     for path in inputs:
-        if path.is_file() and not path.name.lower().endswith(kinds):
-            fail(
-                f"{path}: not a supported input; the web stage reads {', '.join(kinds)} files and folders of them"
-            )
         if not path.exists():
             fail(f"{path}: no such file or folder")
-    if not input_files([str(p) for p in inputs]):  # folders without a page file
-        fail(f"no WARC, .html or JSONL files in {', '.join(str(p) for p in inputs)}")
+    try:
+        check_input_kinds([str(p) for p in inputs])
+    except ValueError as err:
+        fail(str(err))
 
 
 @web_app.command("run")
