@@ -105,6 +105,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             continue
         summary_path = out_dir / "summary.json"
         later = [Path(s["output"]).name for s in steps[i + 1 :]]  # folders to delete with this one
+        existed = out_dir.exists()
         try:
             inputs = expand_inputs(
                 step["inputs"]
@@ -133,7 +134,11 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
                 executor=recipe.executor,
                 previous=dict(previous),
             )
-            summary = stage_module(name).run_stage(step["config"], ctx)
+            try:
+                summary = stage_module(name).run_stage(step["config"], ctx)
+            except BaseException:
+                _forget_unstarted_stage(out_dir, made_now=not existed)
+                raise
         except JobsSubmitted as err:  # no result yet: the stages after it cannot run
             console.print(f"[bold]{escape(name)}[/]: {escape(str(err))}", soft_wrap=True)
             return summaries
@@ -144,6 +149,29 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         summaries[name] = summary
         previous[name] = out_dir
     return summaries
+
+
+def _forget_unstarted_stage(out_dir: Path, made_now: bool) -> None:
+    """Remove the stage's records (recipe-stage.json, upstream.json) when the stage stopped before writing anything
+    else (a missing input, an input of a kind it does not read, a bad model path), and the stage folder too where
+    this run made it and it is left empty.
+
+    The records are written before the stage starts, so that a changed recipe is refused on a started stage; left
+    in an otherwise empty folder they made it look like one (`mathmix run -o` into it and `mathmix web -o` refuse
+    a folder holding them). A folder holding anything else keeps them: its work may be resumed, and a changed
+    recipe is refused there. A folder holding only the records had no work to protect: a changed recipe took it
+    over anyway.
+    """
+    records = {RECIPE_STAGE_FILE, UPSTREAM_FILE}
+    try:
+        if any(p.name not in records or p.parent != out_dir for p in out_dir.rglob("*") if not p.is_dir()):
+            return
+        for record in records:
+            (out_dir / record).unlink(missing_ok=True)
+        if made_now and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+    except OSError:  # the stage's own error is the one to report
+        pass
 
 
 def _holds_a_stage(folder: Path) -> bool:

@@ -132,6 +132,38 @@ def test_run_cli_names_a_failed_stage_and_an_unknown_stage(tmp_path):
     assert unknown.returncode == 2 and "--only bogus: not a stage of this recipe" in unknown.stderr
 
 
+def test_a_stage_refused_before_it_starts_leaves_no_record(tmp_path):
+    """A web input that is a missing path: the stage's records (recipe-stage.json, upstream.json), written before
+    the stage ran, were left in an otherwise empty web/ folder, which then looked like a started stage (`mathmix
+    web -o` into it was refused). A folder holding anything else keeps them: its work is what they protect."""
+    pages = tmp_path / "pages"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{tasks: 1, workers: 1}}\nstages:\n"
+        f"  web: {{inputs: ['{pages}']}}\n"
+    )
+    web = tmp_path / "run" / "web"
+    with pytest.raises(StageFailed, match="pages: no such file or folder"):
+        run_recipe(load_recipe(recipe))
+    assert not web.exists(), sorted(p.name for p in web.iterdir())
+
+    web.mkdir()  # a folder the user made: refused again, it stays, empty
+    with pytest.raises(StageFailed, match="pages: no such file or folder"):
+        run_recipe(load_recipe(recipe))
+    assert web.is_dir() and not any(web.iterdir())
+
+    (web / "logs").mkdir()  # a stage started (a task log, no task finished): its records stay
+    (web / "logs" / "executor.json").write_text("{}")
+    with pytest.raises(StageFailed, match="pages: no such file or folder"):
+        run_recipe(load_recipe(recipe))
+    assert (web / "recipe-stage.json").is_file() and (web / "upstream.json").is_file()
+
+    shutil.rmtree(web)
+    pages.mkdir()
+    (pages / "news.html").write_text("<html><body><p>The council met on Tuesday.</p></body></html>")
+    assert run_recipe(load_recipe(recipe))["web"]["docs_in"] == 1  # the rerun runs
+
+
 def test_decont_rerun_against_other_benchmarks_is_refused(tmp_path):
     from pipelines.decont import Config as DecontConfig
     from pipelines.decont import run_decont
