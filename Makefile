@@ -22,7 +22,7 @@ quickstart: $(STAMP)
 # The public API that is type-checked in CI (the recipe system, the CLI, the data contracts between stages).
 TYPED := mathmix pipelines curate/summary.py curate/decont_sources.py curate/readers.py curate/lid.py curate/prefilter.py curate/filters.py \
 	curate/decont.py curate/page_rows.py curate/warc_bounds.py shards/indexed.py shards/mixture.py midtrain/schedule.py \
-	midtrain/config.py
+	midtrain/config.py evals
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -99,10 +99,11 @@ def forecast_curves(
             ]
         for k, fit in zip(wanted, group_fits, strict=True):
             fits[members[k]] = _from_unit(fit, seen[members[k]].unit)
-    return [
-        _record(curve, part, fit, target)
-        for curve, part, fit in zip(curves, seen[: len(curves)], fits, strict=True)
-    ]
+    records = []
+    for curve, part, curve_fit in zip(curves, seen[: len(curves)], fits, strict=True):
+        assert curve_fit is not None  # every curve is in a group, and every group fits its wanted runs
+        records.append(_record(curve, part, curve_fit, target))
+    return records
 
 
 def _in_unit(curve: Curve) -> np.ndarray:
@@ -120,7 +121,8 @@ def _from_unit(fit: SigmoidFit, unit: tuple[float, float] | None) -> SigmoidFit:
     lo, hi = unit
     fit.scale = (lo + (hi - lo) * fit.scale[0], lo + (hi - lo) * fit.scale[1])
     if "A" in fit.intervals:
-        fit.intervals["A"] = tuple(lo + (hi - lo) * v for v in fit.intervals["A"])
+        a_lo, a_hi = fit.intervals["A"]
+        fit.intervals["A"] = (lo + (hi - lo) * a_lo, lo + (hi - lo) * a_hi)
     return fit
 
 
@@ -147,7 +149,7 @@ def _record(
         actual: float | None = float(np.mean(y[tail]))
     else:
         predicted, actual = float(fit.predict(goal)[0]), None
-    record = {
+    record: dict[str, Any] = {
         "run": curve.name,
         "predicted_final": round(predicted, 6),
         "actual_final": None if actual is None else round(actual, 6),

@@ -67,7 +67,7 @@ SUITES: dict[str, list[tuple[str, int]]] = {
 def parse_benchmarks(suite: str | None, benchmarks: str | None) -> list[tuple[str, int]]:
     """`gsm8k:8,math500` (shots default to the benchmark's) or a named suite -> [(name, shots)]."""
     if benchmarks:
-        out = []
+        out: list[tuple[str, int]] = []
         for part in benchmarks.split(","):
             name, _, shots = part.strip().partition(":")
             if name not in BENCHMARKS:

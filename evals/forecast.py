@@ -95,7 +95,7 @@ class SigmoidFit:
         lo, hi = self.scale
         return lo + (hi - lo) * values
 
-    def curves(self, c: np.ndarray) -> np.ndarray:
+    def curves(self, c: np.ndarray | float) -> np.ndarray:
         """Posterior sample curves at compute C, shape (k, len(C)), in the curve's own units."""
         c = np.atleast_1d(np.asarray(c, dtype=float))
         r0, a, b, cmid = (self.samples[:, i : i + 1] for i in range(4))
@@ -275,7 +275,10 @@ def fit_sigmoid(
     a_sd = gain_sd if gain_sd is not None else a_prior_sd(yn, priors)
     samples, weights, best = _grid_fit(x, yn, sigma, priors, a_sd)
     best = _refine(x, yn, best, sigma, priors, a_sd)
-    fit = SigmoidFit(*best, sigma=sigma, scale=(lo, hi), samples=samples, weights=weights, n_points=len(x))
+    r0, a, b, cmid = (float(v) for v in best)
+    fit = SigmoidFit(
+        r0, a, b, cmid, sigma=sigma, scale=(lo, hi), samples=samples, weights=weights, n_points=len(x)
+    )
     if n_boot:
         fit.intervals = _bootstrap(x, yn, fit, n_boot, seed, priors, a_sd)
     return fit
@@ -283,22 +286,25 @@ def fit_sigmoid(
 
 def _bootstrap(
     x, yn, fit: SigmoidFit, n_boot: int, seed: int, priors: Priors, a_sd: float
-) -> dict[str, tuple]:
+) -> dict[str, tuple[float, float]]:
     """Percentile intervals (5-95%) of the MAP A, B, Cmid over moving-block residual resamples."""
     rng = np.random.default_rng(seed)
     fitted = sigmoid_curve(x, fit.r0, fit.a, fit.b, fit.cmid)
     resid = yn - fitted
     block = max(1, int(round(len(x) ** (1 / 3))))  # blocks keep the serial correlation of RL evals
-    draws = []
+    draws: list[np.ndarray] = []
     for _ in range(n_boot):
         starts = rng.integers(0, max(1, len(x) - block + 1), size=len(x) // block + 1)
         boot = np.concatenate([resid[s : s + block] for s in starts])[: len(x)]
         start = np.array([fit.r0, fit.a, fit.b, fit.cmid])
         draws.append(_refine(x, np.clip(fitted + boot, 0, 1), start, fit.sigma, priors, a_sd))
-    draws = np.array(draws)
+    table = np.array(draws)
     lo, hi = fit.scale
-    out = {}
+    out: dict[str, tuple[float, float]] = {}
     for name, column, unscale in (("A", 1, True), ("B", 2, False), ("Cmid", 3, False)):
-        q = np.percentile(draws[:, column], [5, 95])
-        out[name] = tuple(float(lo + (hi - lo) * v) if unscale else float(v) for v in q)
+        q5, q95 = (
+            float(lo + (hi - lo) * v) if unscale else float(v)
+            for v in np.percentile(table[:, column], [5, 95])
+        )
+        out[name] = (q5, q95)
     return out

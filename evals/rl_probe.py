@@ -112,12 +112,12 @@ def _number(text: str) -> Any:
 
 def _sample(
     model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float, n: int, batch: int
-):
+) -> list[list[tuple[str, int]]]:
     """n completions per prompt with the current policy (temperature 0 = greedy)."""
     import torch
 
     tokenizer.padding_side = "left"
-    outputs: list[list[str]] = []
+    outputs: list[list[tuple[str, int]]] = []
     was_training = model.training
     model.eval()
     for start in range(0, len(prompts), batch):
@@ -181,7 +181,7 @@ def _validation_callback(config: ProbeConfig, heldout, math500, log: ValidationL
         last_train: dict[str, float] = {}
 
         def _run(self, step: int, model) -> None:
-            row = {"Step": step, "rollouts": step * config.prompts_per_step * config.rollouts}
+            row: dict[str, Any] = {"Step": step, "rollouts": step * config.prompts_per_step * config.rollouts}
             row.update(validate(model, tokenizer, heldout, math500, config))
             row.update({k: v for k, v in self.last_train.items()})
             log.add(row)

@@ -66,12 +66,12 @@ def sweep_records(
     for having fewer than 3 points (a probe killed after two validations used to vanish from the fit).
     """
     from evals.backtest import MIN_FIT_POINTS, can_forecast, forecast_curves
-    from evals.curves import column_matches, column_unit, first_of_each, load_curves
+    from evals.curves import Curve, column_matches, column_unit, first_of_each, load_curves
     from evals.forecast_cli import NO_STEP_HINT
     from evals.forecast_report import parse_hparams, run_label
 
     runs = probe_runs(paths)
-    records = []
+    found_runs: list[tuple[dict[str, Any], Curve]] = []  # (record, its curve), a run exported twice as often
     seen_names: list[str] = []  # every curve's name, for the error where --column matches none
     for path in runs:
         curves = load_curves(path, dedupe=False, report=report, step_hint=NO_STEP_HINT)
@@ -96,8 +96,8 @@ def sweep_records(
             )
             found = {k: v for k, v in hparams.items() if v is not None}
             unit = {"unit": list(curve.unit)} if curve.unit else {}
-            records.append(({"source": str(path), "file": curve.source, **record, **found, **unit}, curve))
-    records = [records[i][0] for i in first_of_each([curve for _, curve in records])]
+            found_runs.append(({"source": str(path), "file": curve.source, **record, **found, **unit}, curve))
+    records = [found_runs[i][0] for i in first_of_each([curve for _, curve in found_runs])]
     if not records:
         # a W&B export has no `heldout` column: the curves found say what to pass instead
         more = ", ..." if len(seen_names) > 5 else ""
