@@ -8,6 +8,8 @@ Two layouts are read the same way: Weights & Biases exports like `../shared/data
 from __future__ import annotations
 
 import csv
+import fnmatch
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -299,17 +301,34 @@ def _distinct_names(
     return names
 
 
-def find_curve_files(path: Path | str) -> list[Path]:
-    """CSV files a forecast reads from PATH: the file itself, a probe run's `validation.csv`, or every CSV below."""
+def find_curve_files(path: Path | str, report: Callable[[str], None] | None = None) -> list[Path]:
+    """CSV files a forecast reads from PATH: the file itself, a probe run's `validation.csv`, or every CSV below.
+
+    `report` gets a line for each folder below PATH that cannot be listed (permissions): its CSVs are not read.
+    """
     path = Path(path)
     if path.is_file():
         return [path]
     probe_log = path / "validation.csv"
     if probe_log.exists():
         return [probe_log]
-    # files only: a folder named *.csv is no curve file (reading it raised IsADirectoryError out of the CLI). Every
-    # CSV, whatever its name: `forecast*.csv` files were left out silently (forecast writes no CSV of its own).
-    return sorted(p for p in path.rglob("*.csv") if not p.is_dir())
+    # os.walk, not Path.rglob: rglob skips a folder it may not list without a word, and its runs went missing from
+    # a forecast or a sweep fit; os.walk hands the error to `onerror`. Files only: a folder named *.csv is no curve
+    # file (reading it raised IsADirectoryError out of the CLI). Every CSV, whatever its name: `forecast*.csv` files
+    # were left out silently (forecast writes no CSV of its own).
+    unreadable: list[OSError] = []
+    files = [
+        Path(folder) / name
+        for folder, _, names in os.walk(path, onerror=unreadable.append)
+        for name in names
+        if fnmatch.fnmatchcase(name, "*.csv")
+    ]
+    if report is not None:
+        for err in unreadable:
+            report(
+                f"skipped folder {err.filename}: cannot be read ({err.strerror or err}); no CSV below it is read"
+            )
+    return sorted(files)
 
 
 def load_curves(
@@ -325,12 +344,13 @@ def load_curves(
     Where PATH holds no accuracy-looking column at all (e.g. only lengths), every column is read instead.
     A file that cannot be read raises ValueError, or, with `on_error`, is reported to it and skipped (one bad
     export in a folder of CSVs should not stop the forecast of the others). `report` gets a `skipped column`
-    line for each column left out (not an accuracy, or no number), and the notes of `read_curves_csv`.
+    line for each column left out (not an accuracy, or no number), a `skipped folder` line for each folder below
+    PATH that cannot be read, and the notes of `read_curves_csv`.
     The CLI reads with `dedupe=False`: each file's runs are forecast together as read, and a run exported twice
     is dropped from the output only (`first_of_each`).
     """
     every: list[Curve] = []
-    for file in find_curve_files(path):
+    for file in find_curve_files(path, report):
         try:
             every += read_curves_csv(
                 file, compute_column=compute_column, accuracy_only=False, report=report, step_hint=step_hint

@@ -214,3 +214,36 @@ def test_sweep_fit_puts_runs_in_percent_and_in_fractions_on_one_scale(tmp_path):
     assert fit["best_by_A"]["run"] == "run_lr4e-06_bs64 - acc"
     assert 0 < fit["A"]["slope_log_lr"] < 0.2  # in fractions, rising with lr
     assert fit["best_by_A"]["unit"] == [0.0, 1.0]
+
+
+def test_a_folder_that_cannot_be_read_is_named_by_forecast_compare_and_sweep_fit(tmp_path, monkeypatch):
+    """A subfolder that cannot be listed (permission denied) was skipped without a word: its runs were missing
+    from the forecast, the ranking and the sweep fit. The tests run as root (who may list any folder), so listing
+    that folder is made to fail as it does for another user."""
+    import os
+
+    folder = tmp_path / "in"
+    _csv(
+        folder / "acc.csv",
+        {f"run_lr{lr:g}_bs64 - acc": _curve(a, 40.0) for lr, a in ((1e-6, 0.5), (4e-6, 0.6))},
+    )
+    locked = folder / "locked"
+    _csv(locked / "more.csv", {"run_lr2e-6_bs64 - acc": _curve(0.55, 40.0)})
+    scandir = os.scandir
+
+    def refuse_locked(path="."):
+        if os.fspath(path) == str(locked):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse_locked)
+    line = f"skipped folder {locked}: cannot be read (Permission denied); no CSV below it is read"
+    for command, args in (
+        ("forecast", ("--json", "--n-boot", "0")),
+        ("compare", ("--column", "acc", "--n-boot", "0")),
+        ("sweep-fit", ("--column", "acc")),
+    ):
+        result = _run(command, folder, *args)
+        assert result.exit_code == 0, (command, result.output)
+        assert result.stderr.count(line) == 1, (command, result.stderr)
+    assert json.loads(result.stdout)["runs"] == 2  # the readable runs are still fitted
