@@ -111,11 +111,15 @@ def fraction_factors(units: list[tuple[float, float] | None] | None, n: int) -> 
     return [0.01 if mixed and u == PERCENT else 1.0 for u in (units or [None] * n)]
 
 
-_HPARAM = re.compile(r"(?:^|[_\-/.])(lr|bs|batch|batch_size)[=_\-]?([0-9.]+(?:e-?[0-9]+)?)", re.IGNORECASE)
+# `mb` is the mini-batch (prompts per update) as `eval sweep` names its folders (`lr1e-06_mb64`) and verl / W&B
+# exports name runs (`qwen_lr1e-6_mb64`); it was not read, and such a sweep was fitted on lr alone.
+_HPARAM = re.compile(r"(?:^|[_\-/.])(lr|bs|mb|batch|batch_size)[=_\-]?([0-9.]+(?:e-?[0-9]+)?)", re.IGNORECASE)
 
 
 def parse_hparams(name: str) -> dict[str, float]:
-    """Learning rate and batch size from a run name like `probe_lr1e-6_bs64` (empty where absent)."""
+    """Learning rate and batch size from a run name like `probe_lr1e-6_bs64` or `qwen_lr1e-6_mb64` (empty where
+    absent): `lr`, and for the batch size `bs`, `mb`, `batch` or `batch_size`, at the start of the name or after
+    `_`, `-`, `/` or `.`, then the number, directly or after one `=`, `_` or `-` (`bs64`, `mb_64`, `lr=1e-6`)."""
     found: dict[str, float] = {}
     for key, value in _HPARAM.findall(name):
         try:

@@ -414,3 +414,48 @@ def test_sweep_fit_says_when_lr_and_batch_size_moved_together():
     fit = fit_sweep(records)
     assert fit["hyperparameters"] == ["lr"] and "batch_size" in fit["confounded"]
     assert set(fit["A"]) >= {"intercept", "slope_log_lr"} and "slope_log_batch_size" not in fit["A"]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("qwen_lr1e-6_mb64", {"lr": 1e-6, "batch_size": 64.0}),  # verl / W&B run names
+        ("qwen_lr1e-6_mb_64", {"lr": 1e-6, "batch_size": 64.0}),
+        ("qwen_lr1e-6_MB-32", {"lr": 1e-6, "batch_size": 32.0}),
+        ("lr1e-06_mb64 - heldout_mean@4", {"lr": 1e-6, "batch_size": 64.0}),  # `eval sweep`'s folder names
+        ("mb128_lr2e-6", {"lr": 2e-6, "batch_size": 128.0}),
+        # the names read before read the same
+        ("qwen_lr1e-6_bs64", {"lr": 1e-6, "batch_size": 64.0}),
+        ("run_lr_1e-6_bs_64", {"lr": 1e-6, "batch_size": 64.0}),
+        ("x_batch_size128_lr=3e-7", {"lr": 3e-7, "batch_size": 128.0}),
+        # `mb` only as a word of the name, as `bs` and `lr`
+        ("run_emb128_lr1e-6", {"lr": 1e-6}),
+        ("climb64", {}),
+    ],
+)
+def test_parse_hparams_reads_a_batch_size_written_mb(name, expected):
+    """A mini-batch written `mb64` / `mb_64` (as `eval sweep` names its folders and verl runs are often named) was
+    not read: a sweep over lr and batch size exported from W&B was fitted on lr alone."""
+    assert parse_hparams(name) == expected
+
+
+def test_sweep_fit_fits_the_batch_size_of_columns_named_mb(tmp_path):
+    from mathmix.cli import app
+
+    x = np.arange(0, 240, 4.0)
+    runs = {f"qwen_lr{lr:g}_mb{bs} - acc": (lr, bs) for lr in (5e-7, 1e-6, 2e-6) for bs in (32, 64)}
+    cols = {
+        name: sigmoid_curve(x, 0.05, 0.3 + 0.05 * math.log2(lr / 5e-7) + (0.02 if bs == 32 else 0), 2.0, 50.0)
+        for name, (lr, bs) in runs.items()
+    }
+    lines = ["Step," + ",".join(cols)] + [
+        f"{s}," + ",".join(f"{cols[c][j]:.4f}" for c in cols) for j, s in enumerate(x)
+    ]
+    path = tmp_path / "sweep.csv"
+    path.write_text("\n".join(lines) + "\n")
+    fit_path = tmp_path / "fit.json"
+    result = CliRunner().invoke(app, ["eval", "sweep-fit", str(path), "--column", "acc", "-o", str(fit_path)])
+    assert result.exit_code == 0, result.output
+    fit = json.loads(fit_path.read_text())
+    assert sorted({r["batch_size"] for r in fit["records"]}) == [32.0, 64.0]
+    assert fit["A"]["slope_log_batch_size"] < 0
