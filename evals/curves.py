@@ -47,6 +47,11 @@ _NOT_ACCURACY = (
     "entropy",
 )
 _NOT_ACCURACY_RE = re.compile(r"(?<![a-z0-9])(" + "|".join(_NOT_ACCURACY) + r")(?:s|es)?(?![a-z0-9])")
+# Metrics that are also the settings runs are named after (`run_lr_1e-6`, `qwen_kl0.001`): a word of a metric path
+# component that holds no number (verl's `actor/kl_loss`, `actor/ppo_kl`, `actor/lr`, `train/kl`), or the whole
+# metric (`kl`, `lr`). A name without `/` is one run's name unless it is the word itself (`run_lr_high` is a run).
+_SETTING_METRICS = ("kl", "lr")
+_WORD_SPLIT_RE = re.compile(r"[^a-z0-9]+")
 # `--scale`: the range a curve's metric lives in; "auto" takes it from the whole column as read (`column_unit`).
 SCALES = {"fraction": (0.0, 1.0), "percent": (0.0, 100.0), "reward": (-1.0, 1.0)}
 # What a CSV without a Step column is told (`forecast` takes another compute axis; compare and sweep-fit do not).
@@ -73,11 +78,28 @@ def metric_part(name: str) -> str:
     return name.rsplit(" - ", 1)[-1]
 
 
+def _setting_metric(metric: str) -> str | None:
+    """`kl` or `lr` where METRIC is that metric (`train/kl`, `actor/kl_coef`, `lr`), not a run named by its value."""
+    components = [part.strip() for part in metric.split("/")]
+    if (
+        len(components) == 1
+    ):  # a plain column: a run's name (`run_lr_1e-6`, `qwen_kl_high`) unless the word itself
+        return components[0] if components[0] in _SETTING_METRICS else None
+    for component in components:
+        if any(ch.isdigit() for ch in component):  # `lr_1e-6`, `kl0.001`: a setting's value, not a metric
+            continue
+        word = next((w for w in _WORD_SPLIT_RE.split(component) if w in _SETTING_METRICS), None)
+        if word is not None:
+            return word
+    return None
+
+
 def non_accuracy_word(name: str) -> str | None:
     """The word of a column's metric that says it holds no accuracy (`length`, `reward`, `time`, ...), or None."""
     # W&B names a column "RUN - metric": only the metric says what it holds (a run may be called *_long_time).
-    match = _NOT_ACCURACY_RE.search(metric_part(name).lower())
-    return match.group(1) if match else None
+    metric = metric_part(name).lower()
+    match = _NOT_ACCURACY_RE.search(metric)
+    return match.group(1) if match else _setting_metric(metric)
 
 
 def is_accuracy_column(name: str) -> bool:

@@ -440,3 +440,70 @@ def test_sweep_fit_says_which_rows_of_a_probe_it_leaves_out(tmp_path):
     result = _run("sweep-fit", tmp_path / "sweep")
     assert result.exit_code == 0, result.output
     assert f"{odd}: 1 row(s) skipped, their Step negative (the first: -20)" in " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "actor/kl_loss",
+        "actor/lr",
+        "train/kl",
+        "critic/lr",
+        "actor/ppo_kl",
+        "actor/kl_coef",
+        "kl",
+        "LR",
+        "run - train/kl",
+    ],
+)
+def test_kl_and_lr_metric_columns_are_not_accuracies(name):
+    """A W&B `run.history()` export holds verl's `actor/lr` and `train/kl` next to the accuracies: they were
+    forecast as accuracies (a KL of 0.002 rising to 0.01 got a sigmoid and a rank)."""
+    from evals.curves import is_accuracy_column
+
+    assert not is_accuracy_column(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "run_lr_1e-6",
+        "qwen_kl0.001",
+        "run_kl_0.001",
+        "qwen_lr1e-6_mb64",
+        "run_lr_high",
+        "qwen_kl0.001 - val/test_score/math500",
+        "grpo_lr_2e-6/val/acc",
+    ],
+)
+def test_runs_named_after_their_kl_or_lr_are_still_accuracies(name):
+    """Only a metric path component (`.../kl`, `actor/kl_coef`, `/lr`) or the bare word is a kl/lr metric: a run
+    column named by its setting is kept."""
+    from evals.curves import is_accuracy_column
+
+    assert is_accuracy_column(name)
+
+
+def test_a_history_export_forecasts_the_accuracies_and_names_the_kl_and_lr_columns(tmp_path):
+    path = tmp_path / "history.csv"
+    _csv(
+        path,
+        {
+            "val/test_score/math500": _curve(0.5, 50.0),
+            "actor/lr": np.full(len(X), 1e-6),
+            "train/kl": 0.01 * _curve(0.5, 50.0),
+        },
+    )
+    result = _run("forecast", path, "--json", "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(result.stdout)] == ["val/test_score/math500"]
+    assert (
+        f"skipped columns 'actor/lr', 'train/kl' ({path}): not accuracies ('lr', 'kl' in their names)"
+        in result.stderr
+    )
+    runs = tmp_path / "runs.csv"
+    _csv(runs, {"run_lr_1e-6": _curve(0.5, 50.0), "qwen_kl0.001": _curve(0.55, 50.0)})
+    result = _run("forecast", runs, "--json", "--n-boot", "0")
+    assert result.exit_code == 0, result.output
+    assert [r["run"] for r in json.loads(result.stdout)] == ["run_lr_1e-6", "qwen_kl0.001"]
+    assert "skipped column" not in result.stderr
