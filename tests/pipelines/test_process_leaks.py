@@ -305,3 +305,38 @@ def test_ctrl_c_while_the_manager_starts_ends_the_run(tmp_path, sessions):
     assert (tmp_path / "out").read_text() == "interrupted\n"
     left = _left_after(proc.pid, 5)
     assert not left, "still running 5 s after Ctrl-C:\n" + "\n".join(left)
+
+
+def test_ctrl_c_during_the_fork_of_the_manager_ends_the_run(tmp_path, sessions):
+    """Ctrl-C landing while `mathmix` forks datatrove's Manager process (sent here from an at-fork hook, where one
+    that arrives during the fork is first handled): Python drops an exception raised in an at-fork hook ('Exception
+    ignored in: <function _releaseLock ...>'), so the KeyboardInterrupt was lost and the run went on: 7 of 240
+    Ctrl-Cs sent in the first 0.3 s of a stage. Now the run stops, and leaves no process."""
+    (tmp_path / "steps.py").write_text(STEPS)
+    script = tmp_path / "fork.py"
+    script.write_text(
+        "import os, signal\n"
+        "from pipelines.executors import ExecutorConfig\n"
+        "import steps\n"
+        "sent = []\n"
+        "def ctrl_c_in_the_fork():\n"
+        "    if not sent:  # the first fork: the Manager's\n"
+        "        sent.append(os.getpid())\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        for _ in range(1000):  # handled here, inside the hook\n"
+        "            pass\n"
+        "if __name__ == '__main__':\n"
+        "    os.register_at_fork(before=ctrl_c_in_the_fork)\n" + _run_busy(tmp_path)
+    )
+    with open(tmp_path / "out", "w") as stdout, open(tmp_path / "err", "w") as stderr:
+        proc = sessions([sys.executable, str(script)], stdout=stdout, stderr=stderr)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        err = (tmp_path / "err").read_text()[-2000:]
+        raise AssertionError(f"the run went on for 30 s after Ctrl-C:\n{err}") from None
+    out, err = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
+    assert out == "interrupted\n", err[-2000:]
+    assert "Exception ignored" not in err and not list(tmp_path.glob("started-*")), err[-2000:]
+    left = _left_after(proc.pid, 5)
+    assert not left, "still running 5 s after Ctrl-C:\n" + "\n".join(left)
