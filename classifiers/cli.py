@@ -149,8 +149,9 @@ def check_classes_apart(positives, negatives) -> None:
     """Raise InputError when a file is an input of both classes (the same folder, or a file inside the other's)."""
     from classifiers.data import InputError, input_files
 
+    # Keyed and looked up by the resolved file: `-p X -n X/sub` given as relative paths names the same file twice.
     math = {f.resolve(): p for p in positives for f in input_files(p)}
-    both = [(f, math[f], n) for n in negatives for f in input_files(n) if f.resolve() in math]
+    both = [(f, math[f.resolve()], n) for n in negatives for f in input_files(n) if f.resolve() in math]
     if both:
         file, p, n = both[0]
         more = f", and {len(both) - 1} more" if len(both) > 1 else ""

@@ -184,6 +184,38 @@ def test_the_same_files_as_math_and_nonmath_are_refused(page_folders, tmp_path):
         assert not out.exists()
 
 
+def test_relative_paths_in_both_classes_are_refused_in_one_line(page_folders, tmp_path, monkeypatch):
+    """Relative inputs resolve to other paths than they are written as: the refusal, not a KeyError traceback."""
+    from mathmix.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    cases = (("html", "html/nonmath", "13 file(s)"), ("html/math", "html/math/m3.html", "1 file(s)"))
+    for positive, negative, count in cases:
+        result = CliRunner().invoke(app, _train_args(Path("c/m.bin"), "-p", positive, "-n", negative))
+        words = " ".join(result.output.split())
+        assert result.exit_code == 2, (words, result.exception)
+        assert words.startswith("error: ") and "Traceback" not in words, words
+        assert f"error: {count} are inputs of both math (-p/positives) and non-math (-n/negatives)" in words
+        assert f"(through {positive} and {negative})" in words, words
+        assert not (tmp_path / "c").exists()
+
+
+def test_recipe_relative_paths_in_both_classes_are_refused(page_folders, tmp_path, monkeypatch):
+    from mathmix.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "name: r\noutput_dir: run\nstages:\n  classifier:\n"
+        "    positives: [html]\n    negatives: [html/nonmath]\n"
+    )
+    result = CliRunner().invoke(app, ["run", str(recipe)])
+    words = " ".join(result.output.split())
+    assert result.exit_code == 2, (words, result.exception)
+    assert "error: stage classifier: 13 file(s) are inputs of both math" in words, words
+    assert "Traceback" not in words and not (tmp_path / "run" / "classifier" / "model.bin").exists()
+
+
 def test_an_input_given_twice_is_read_once_and_said(page_folders):
     from classifiers.cli import load_training_data
 
