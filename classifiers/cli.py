@@ -54,8 +54,9 @@ def train_cmd(
     seed: int = typer.Option(0),
 ) -> None:
     """Train a classifier. Reads Parquet/JSONL corpora (`text`), folders of .html pages (run through the
-    extractor), benchmark JSONL (problem+solution, question+answer). Writes MODEL, MODEL.card.json (inputs,
-    counts, hyperparameters, threshold, held-out metrics) and MODEL.train-pages.tsv (pages used in training)."""
+    extractor), benchmark JSONL (problem+solution, question+answer). Writes the model (-o) and two files named
+    after it with its suffix replaced (-o c/m.bin: c/m.card.json with inputs, counts, hyperparameters, threshold,
+    held-out metrics; c/m.train-pages.tsv with the pages used in training)."""
     from classifiers.data import InputError
     from classifiers.train import SettingError, TrainSettings, train_model
 
@@ -180,14 +181,14 @@ def eval_cmd(
     top_percent: float = typer.Option(
         10.0, help="report the threshold keeping this top share (percent), in (0, 100]"
     ),
-    plot: Path = typer.Option(None, help="PR-curve PNG (default: MODEL.pr.png)"),
+    plot: Path = typer.Option(None, help="PR-curve PNG (default: m.pr.png for m.bin)"),
     json_out: bool = typer.Option(
         False, "--json", help="print only the JSON metrics at the model's threshold"
     ),
 ) -> None:
-    """Evaluate on documents not used in training (pages in MODEL.train-pages.tsv are left out). Reads the
-    same inputs as train; prints precision, recall, F1, ROC-AUC, thresholds for a precision and a keep rate,
-    a per-source breakdown; writes a PR-curve PNG."""
+    """Evaluate on documents not used in training (the pages listed in the model's m.train-pages.tsv, for
+    m.bin, are left out). Reads the same inputs as train; prints precision, recall, F1, ROC-AUC, thresholds for a
+    precision and a keep rate, a per-source breakdown; writes a PR-curve PNG."""
     from classifiers.data import InputError
     from classifiers.evaluate import evaluate_model
     from classifiers.model import ModelError
@@ -259,8 +260,8 @@ def recall_cmd(
     min_pages: int = typer.Option(3, min=1, help="ignore domains with fewer pages"),
 ) -> None:
     """One round of iterative recall: reads a corpus with URLs, writes OUT/domains.json (math domains and URL
-    patterns) and OUT/candidates.jsonl (their pages the model missed, for review), and records the round in
-    MODEL.card.json."""
+    patterns) and OUT/candidates.jsonl (their pages the model missed, for review), and records the round in the
+    model's card (m.card.json for m.bin)."""
     from classifiers.data import InputError
     from classifiers.model import ModelError
     from classifiers.recall import recall_round

@@ -226,6 +226,20 @@ def test_an_input_given_twice_is_read_once_and_said(page_folders):
     assert data.skipped["empty_text"] == {"n": 1, "examples": ["blank.html"]}
 
 
+def test_train_help_names_the_files_a_training_writes(page_folders, tmp_path, monkeypatch):
+    """`-o c/m.bin` writes c/m.card.json and c/m.train-pages.tsv (suffix replaced), as --help says."""
+    from mathmix.cli import app
+
+    words = " ".join(CliRunner().invoke(app, ["classifier", "train", "--help"]).output.split())
+    assert "c/m.card.json" in words and "c/m.train-pages.tsv" in words, words
+    assert "MODEL.card.json" not in words and "MODEL.train-pages.tsv" not in words, words
+    monkeypatch.chdir(tmp_path)
+    args = _train_args(Path("c/m.bin"), "-p", str(page_folders["math"]), "-n", str(page_folders["nonmath"]))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["m.bin", "m.card.json", "m.train-pages.tsv"]
+
+
 def test_pages_with_no_text_are_counted_in_the_card_and_the_summary(page_folders, tmp_path):
     from mathmix.cli import app
 
