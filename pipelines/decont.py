@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -138,9 +138,11 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
 OUTPUTS = ("data", "logs", "rejects", "work", "contamination.jsonl", "contamination.tmp")
 
 
-def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
-    """The benchmark files the stage's settings name (see pipelines.web.files_read); none while they are missing
-    (the stage itself then says so)."""
+def files_read(
+    config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
+) -> dict[str, str]:
+    """The benchmark files the stage's settings name, the default's included (see pipelines.web.files_read; PREVIOUS
+    is not needed here); none while they are missing (the stage itself then says so)."""
     from curate.decont_sources import benchmark_paths
 
     return benchmark_paths([b.replace("{run_dir}", str(run_dir)) for b in config.benchmarks])

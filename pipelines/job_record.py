@@ -145,7 +145,11 @@ LATER_FIELDS = ("input_sizes", "file_digests")
 # matches, and one recorded but not seen now (the cache cleared, or another HF_HOME or node) is kept as recorded,
 # as a rewrite job.json keeps its model digest: the server loads the model by name.
 MODEL_SNAPSHOT = "model_snapshot"
-LATER_FILE_DIGESTS = (MODEL_SNAPSHOT,)
+UNSEEN_FILE_DIGESTS = (MODEL_SNAPSHOT,)
+# `file_digests` entries a record written before they were recorded lacks; such a record is of the same job when
+# all else matches (and is rewritten with them): `math_model` of a recipe's web stage scoring with the run
+# classifier's model.bin by default, digested only where the recipe named the model until then.
+LATER_FILE_DIGESTS = (*UNSEEN_FILE_DIGESTS, "math_model")
 # What a job writes in OUT, kept in its record beside (not in) its identity: cleared when another job takes OUT.
 OUTPUTS_KEY = "outputs"
 
@@ -202,12 +206,12 @@ def check_job(
 
 
 def _with_unseen_entries(previous: Any, identity: dict[str, Any]) -> dict[str, Any]:
-    """IDENTITY with PREVIOUS's `LATER_FILE_DIGESTS` entries that this run did not see (see there)."""
+    """IDENTITY with PREVIOUS's `UNSEEN_FILE_DIGESTS` entries that this run did not see (see there)."""
     before = previous.get("file_digests") if isinstance(previous, dict) else None
     now = identity.get("file_digests") or {}
     if not isinstance(before, dict) or not isinstance(now, dict):
         return identity
-    unseen = {k: v for k, v in before.items() if k in LATER_FILE_DIGESTS and k not in now}
+    unseen = {k: v for k, v in before.items() if k in UNSEEN_FILE_DIGESTS and k not in now}
     return {**identity, "file_digests": {**now, **unseen}} if unseen else identity
 
 

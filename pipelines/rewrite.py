@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,7 +40,9 @@ class Config(RewriteSettings):
     )
 
 
-def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
+def files_read(
+    config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
+) -> dict[str, str]:
     """Files and folders the stage reads besides its inputs, whose contents the recipe stage's record holds (see
     pipelines.web.files_read): the decontamination benchmarks and a model in a local folder, or a hub name found
     in the local Hugging Face cache (`model_snapshot`: digested by the commit of its snapshot). A model retrained,

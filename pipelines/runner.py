@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +114,9 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             _check_upstream(out_dir, name, upstream, later)
             # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before
             # the stage runs); folders written before upstream.json existed adopt it.
-            identity, operational = stage_identity(name, step["config"], inputs, recipe.output_dir)
+            identity, operational = stage_identity(
+                name, step["config"], inputs, recipe.output_dir, previous=previous
+            )
             _check_stage_job(out_dir, identity, name, ignore=operational)
             _record_upstream(out_dir, upstream)
         except (OSError, ValueError) as err:
@@ -233,30 +235,34 @@ def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:
 
 
 def stage_identity(
-    name: str, config: Any, inputs: list[str], run_dir: Path
+    name: str, config: Any, inputs: list[str], run_dir: Path, previous: Mapping[str, Path] | None = None
 ) -> tuple[dict[str, Any], Collection[str]]:
-    """(what a recipe stage's record holds, the settings left out of it).
+    """(what a recipe stage's record holds, the settings left out of it). PREVIOUS: the recipe's stages before
+    this one and their folders (as the stage sees them: web reads the classifier's model.bin by default).
 
     Left out: the settings that say how a stage runs, not what it writes (its module's `OPERATIONAL_KEYS`:
     rewrite's retries, max_attempts, timeouts): a stuck stage is unstuck by changing them, which a new job would
     refuse. Paths in the run folder are recorded as {run_dir}/... (a copied run folder still resumes); a record
     from before digests were kept is this job (job_record.LATER_FIELDS).
     """
-    digests = _digests_of_files_read(name, config, run_dir)
+    digests = _digests_of_files_read(name, config, run_dir, previous)
     extra = {"file_digests": digests} if digests else {}
     operational: Collection[str] = getattr(stage_module(name), "OPERATIONAL_KEYS", frozenset())
     settings = config.model_dump(mode="json", exclude=set(operational), exclude_defaults=True)
     return job_identity(inputs, settings, run_dir=run_dir, **extra), operational
 
 
-def _digests_of_files_read(name: str, config: Any, run_dir: Path) -> dict[str, list]:
-    """{what: [path, SIZE:SHA]} of the files a stage's settings name besides its inputs (its module's
-    `files_read`: web's model and blocklist, decont's benchmarks). A model retrained at the same path used to leave
-    the finished stage "already complete" with the old model's output."""
+def _digests_of_files_read(
+    name: str, config: Any, run_dir: Path, previous: Mapping[str, Path] | None = None
+) -> dict[str, list]:
+    """{what: [path, SIZE:SHA]} of the files a stage reads besides its inputs (its module's `files_read`: web's
+    model, the run classifier's by default, and blocklist, decont's benchmarks). A model retrained at the same path
+    used to leave the finished stage "already complete" with the old model's output."""
     files_read = getattr(stage_module(name), "files_read", None)
     if files_read is None:
         return {}
-    return {what: [path, _digest_of(what, path)] for what, path in files_read(config, run_dir).items()}
+    found = files_read(config, run_dir, previous or {})
+    return {what: [path, _digest_of(what, path)] for what, path in found.items()}
 
 
 def _digest_of(what: str, path: str) -> str | None:

@@ -8,6 +8,7 @@ OUT/summary.json, OUT/logs/ (datatrove stats and completion markers; a rerun ski
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -243,10 +244,27 @@ def web_job_identity(
     return identity, [{k: v for k, v in identity.items() if k != "command"}]
 
 
-def files_read(config: Config, run_dir: Path | str) -> dict[str, str]:
-    """Files the stage's settings name and it reads besides its inputs: the recipe stage's record holds their
-    digests, so a finished stage is not reported complete after its model was retrained at the same path."""
-    return {key: value for key, value in resolve_paths(config, run_dir).items() if value}
+def files_read(
+    config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
+) -> dict[str, str]:
+    """Files the stage reads besides its inputs (PREVIOUS: the recipe's earlier stages and their folders): the
+    recipe stage's record holds their digests, so a finished stage is not reported complete after its model was
+    retrained at the same path. The model is the one the stage reads, the run classifier's by default: left out,
+    a model.bin retrained in place outside the recipe left the stage "already complete" with the old scores."""
+    paths = resolve_paths(config, run_dir)
+    read = {"math_model": math_model(config, paths, previous or {}), "blocklist": paths.get("blocklist")}
+    return {key: value for key, value in read.items() if value}
+
+
+def math_model(config: Config, paths: Mapping[str, Any], previous: Mapping[str, Path]) -> str | None:
+    """The model the stage scores with: the recipe's `math_model` (PATHS: `resolve_paths`), else the model.bin of
+    a classifier stage the recipe runs before web, where it exists."""
+    if config.math_model is not None:
+        return paths["math_model"]
+    if "classifier" in previous:
+        candidate = Path(previous["classifier"]) / "model.bin"
+        return str(candidate) if candidate.is_file() else None
+    return None
 
 
 def resolve_paths(config: Config, run_dir: Path | str) -> dict[str, Any]:
@@ -260,9 +278,7 @@ def resolve_paths(config: Config, run_dir: Path | str) -> dict[str, Any]:
 
 def run_stage(config: Config, ctx) -> dict:
     """Recipe stage `web`: inputs from the recipe; scores with the run's classifier when it trained one."""
-    config = config.model_copy(update=resolve_paths(config, ctx.run_dir))
-    model = config.math_model
-    if model is None and "classifier" in ctx.previous:
-        candidate = ctx.previous["classifier"] / "model.bin"
-        model = str(candidate) if candidate.is_file() else None
+    paths = resolve_paths(config, ctx.run_dir)
+    config = config.model_copy(update=paths)
+    model = math_model(config, paths, ctx.previous)
     return run_web(config, ctx.inputs, ctx.out_dir, ctx.executor, math_model=model)

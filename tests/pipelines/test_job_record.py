@@ -144,3 +144,22 @@ def test_digests_of_files_read_at_other_paths_are_named():
     new = {"command": "x", "file_digests": {"blocklist": ["/c/bl.txt", "1:aa"]}}
     said = describe_difference(old, new)
     assert "blocklist: /a/bl.txt -> /c/bl.txt" in said and "benchmark g: read by one job only" in said
+
+
+def test_a_web_record_without_its_default_models_digest_is_adopted_once(tmp_path):
+    # a recipe's web stage scoring with the run classifier's model.bin by default had only its blocklist digested
+    out = tmp_path / "web"
+    bl, model = ["/r/bl.txt", "3:aa"], ["{run_dir}/classifier/model.bin", "9:bb"]
+    old = {"inputs": [], "settings": {}, "file_digests": {"blocklist": bl}}
+    now = {**old, "file_digests": {"blocklist": bl, "math_model": model}}
+    _record(out, old)
+    (out / "summary.json").write_text("{}")
+    assert not check_job(out, now, "recipe stage (web)")  # the same job, rewritten with the model's digest
+    assert json.loads((out / "job.json").read_text()) == now
+    retrained = {**old, "file_digests": {"blocklist": bl, "math_model": [model[0], "9:cc"]}}
+    with pytest.raises(ValueError, match="math_model: other contents at the same path"):
+        check_job(out, retrained, "recipe stage (web)")
+    # a model recorded and not read now (no model.bin, the classifier left out) is another job, unlike a hub
+    # model's cached snapshot, which a run on another node may not see
+    with pytest.raises(ValueError, match="math_model: read by one job only"):
+        check_job(out, old, "recipe stage (web)")

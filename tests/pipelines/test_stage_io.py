@@ -469,6 +469,38 @@ def test_a_finished_recipe_stage_whose_blocklist_was_edited_in_place_is_not_comp
         run_recipe(load_recipe(recipe))
 
 
+def test_a_finished_web_stage_whose_default_model_was_retrained_in_place_is_not_complete(tmp_path, pages):
+    # web scores with RUN/classifier/model.bin by default; only a model the recipe named was digested, so a
+    # model.bin retrained outside the recipe left web "already complete" with the old model's scores
+    def recipe(run: Path, epoch: int) -> Path:
+        path = tmp_path / f"r{epoch}.yaml"
+        path.write_text(
+            f"name: t\noutput_dir: {run}\nexecutor: {{tasks: 1, workers: 1}}\nstages:\n"
+            f"  classifier: {{positives: ['{pages}/math'], negatives: ['{pages}/nonmath'], epoch: {epoch}}}\n"
+            f"  web: {{inputs: ['{pages}/crawl']}}\n"
+        )
+        return path
+
+    run = tmp_path / "run"
+    first = recipe(run, 2)
+    run_recipe(load_recipe(first))
+    record = run / "web" / "recipe-stage.json"
+    digests = json.loads(record.read_text())["file_digests"]
+    assert digests["math_model"][0] == "{run_dir}/classifier/model.bin"
+
+    # a record written before the default model was digested: the same job, rewritten with the digest
+    old = json.loads(record.read_text())
+    del old["file_digests"]
+    record.write_text(json.dumps(old))
+    assert "web" in run_recipe(load_recipe(first), only=["web"])
+    assert json.loads(record.read_text())["file_digests"] == digests
+
+    run_recipe(load_recipe(recipe(tmp_path / "other", 9)))  # retrained in place, outside the recipe
+    shutil.copy(tmp_path / "other" / "classifier" / "model.bin", run / "classifier" / "model.bin")
+    with pytest.raises(StageFailed, match="stage web: .*math_model: other contents at the same path"):
+        run_recipe(load_recipe(first), only=["classifier", "web"])
+
+
 def test_a_failed_task_prints_a_plain_traceback_not_every_frame_with_its_values(tmp_path):
     # loguru's defaults printed 190 lines for one missing folder, with the values of every variable
     pages = tmp_path / "pages"
