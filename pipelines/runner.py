@@ -87,6 +87,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             f"--only {', '.join(unknown)}: not a stage of this recipe (its stages: "
             f"{', '.join(step['stage'] for step in steps)})"
         )
+    check_run_folder(recipe.output_dir)  # a plan of a run nested in a stage folder is no plan to print
     if dry_run:
         for step in steps:
             if only and step["stage"] not in only:  # --only: the stages that would run, the others named
@@ -95,7 +96,6 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             console.print(f"[bold]{step['stage']}[/]: {step['reads'] or '-'} -> {step['output']}")
             console.print(f"    {step['config'].model_dump(exclude_defaults=True)}")
         return {}
-    check_run_folder(recipe.output_dir)
     summaries: dict[str, Any] = {}
     previous: dict[str, Path] = {}
     for i, step in enumerate(steps):

@@ -175,3 +175,20 @@ def test_a_train_recipe_or_a_mixture_given_to_run_says_what_it_is():
         )  # it listed 'run_dir: Extra inputs are not permitted' and the like
     with pytest.raises(RecipeError, match="is a data mixture .*shards mix"):
         load_recipe(root / "mixtures" / "octothinker-stable.yaml")
+
+
+def test_dry_run_refuses_a_run_folder_inside_a_stage_folder(tmp_path, capsys):
+    # --dry-run printed the plan of a whole run nested in RUN/web, which the run itself refuses
+    from pipelines.runner import run_recipe
+
+    web = tmp_path / "run" / "web"
+    web.mkdir(parents=True)
+    (web / "recipe-stage.json").write_text("{}")
+    recipe = load_recipe(
+        _write(tmp_path, "name: r\noutput_dir: out\nstages:\n  web: {inputs: [a.warc.gz]}\n")
+    )
+    for out in (web, web / "nested"):
+        recipe.output_dir = out
+        with pytest.raises(ValueError, match="a stage folder"):
+            run_recipe(recipe, dry_run=True)
+    assert "->" not in capsys.readouterr().err and not (web / "nested").exists()
