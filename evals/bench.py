@@ -195,7 +195,7 @@ def run_bench(
 
     from evals.generate import make_generator
     from mathmix.cli_util import console
-    from pipelines.job_record import check_job
+    from pipelines.job_record import JOB_FILE, check_job
 
     start = time.time()
     plan, skipped, dropped = plan_bench(benchmarks, data_dir, limit, zero_shot, prompt_file, seed)
@@ -210,6 +210,10 @@ def run_bench(
         from evals.generate import vllm_available
 
         backend = "vllm" if vllm_available() else "transformers"
+    if generator is None:
+        from evals.generate import check_backend_installed
+
+        check_backend_installed(backend)  # before OUT/job.json is written
     settings = {"limit": limit, "zero_shot": zero_shot, "seed": seed, "max_new_tokens": max_new_tokens}
     identity = bench_identity(
         model, benchmarks, data_dir, run_dir, {**settings, "backend": backend}, prompt_file
@@ -244,7 +248,13 @@ def run_bench(
         )
     todo = [entry for entry in plan if entry[0] not in kept]
     if todo:
-        generator = generator or make_generator(model, backend=backend, batch_size=batch_size)
+        try:
+            generator = generator or make_generator(model, backend=backend, batch_size=batch_size)
+        except Exception:
+            # the record written above stands for no output: a failed command leaves none behind
+            if not rerun:
+                (out_dir / JOB_FILE).unlink(missing_ok=True)
+            raise
         summary["backend"] = generator.backend
     else:
         summary["backend"] = next(iter(kept.values())).get("backend")

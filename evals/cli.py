@@ -69,6 +69,7 @@ def bench_cmd(
     from evals.bench import print_results_table, run_bench
     from evals.bench_dir import find_bench_dir
     from evals.benchmarks import parse_benchmarks
+    from evals.generate import check_backend_installed
 
     if suite is not None and benchmarks:
         fail("--suite and --benchmarks exclude each other (--benchmarks names the benchmarks itself)")
@@ -88,6 +89,7 @@ def bench_cmd(
     if prompt_file is not None and not prompt_file.is_file():
         fail(f"prompt file not found: {prompt_file} (--prompt-file)")
     try:
+        check_backend_installed(backend)  # before OUT is made: nothing is left behind
         data_dir = find_bench_dir(data_dir)
     except ValueError as err:
         fail(str(err))

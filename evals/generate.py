@@ -140,15 +140,20 @@ def vllm_available() -> bool:
     return True
 
 
+def check_backend_installed(backend: str) -> None:
+    """Raise ValueError when BACKEND (vllm) cannot be imported: said before a command writes its output folder."""
+    import importlib.util
+
+    if backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise ValueError("backend vllm: vLLM is not installed (pip install mathmix[gpu])")
+
+
 def make_generator(model_path: str | Path, backend: str = "auto", batch_size: int = 8):
     """`auto` picks vLLM on a GPU machine with vLLM installed, transformers otherwise."""
     if backend == "auto":
         backend = "vllm" if vllm_available() else "transformers"
     if backend == "vllm":
-        import importlib.util
-
-        if importlib.util.find_spec("vllm") is None:
-            raise ValueError("backend vllm: vLLM is not installed (pip install mathmix[gpu])")
+        check_backend_installed(backend)
         return VllmGenerator(model_path)
     if backend == "transformers":
         return TransformersGenerator(model_path, batch_size=batch_size)

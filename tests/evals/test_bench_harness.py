@@ -366,6 +366,17 @@ def test_bench_cli_names_a_model_it_cannot_load(tmp_path):
             ],  # fmt: skip
         )
         assert result.exit_code == 2 and message in result.stderr, result.output
+        assert not (tmp_path / "out").exists()  # not even OUT/job.json: the job never ran
+
+
+def test_a_model_that_cannot_load_leaves_no_job_record_in_a_folder_that_was_there(tmp_path):
+    data = tmp_path / "bench"
+    _write_jsonl(data / "math500/test.jsonl", [{"problem": "1+1?", "answer": "2"}])
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ValueError, match="model not found"):
+        run_bench(str(tmp_path / "nope"), [("math500", 0)], data, out, backend="transformers")
+    assert list(out.iterdir()) == []
 
 
 def _bench(args: list[str]):
@@ -420,9 +431,16 @@ def test_vllm_backend_without_vllm_names_the_extra(bench_dir, tmp_path, monkeypa
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a)
     )
-    result = _bench(["m", "--data-dir", str(bench_dir), "--backend", "vllm", "-o", str(tmp_path / "o")])
+    cli_out = tmp_path / "ev" / "y"
+    result = _bench(["m", "--data-dir", str(bench_dir), "--backend", "vllm", "-o", str(cli_out)])
     assert result.exit_code == 2, result.output
     assert "vLLM is not installed (pip install mathmix[gpu])" in result.stderr
+    assert not (tmp_path / "ev").exists()  # refused before OUT (or its job.json) is written
+    out = tmp_path / "stage"  # a recipe's eval stage: its folder is there, run_bench is called directly
+    out.mkdir()
+    with pytest.raises(ValueError, match="vLLM is not installed"):
+        run_bench("m", [("gsm8k", 0)], bench_dir, out, backend="vllm")
+    assert list(out.iterdir()) == []
 
 
 def test_prompt_file_without_exemplars_for_a_benchmark_is_an_error(bench_dir, tmp_path):
