@@ -96,6 +96,34 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             console.print(f"[bold]{step['stage']}[/]: {step['reads'] or '-'} -> {step['output']}")
             console.print(f"    {step['config'].model_dump(exclude_defaults=True)}")
         return {}
+    made = _folders_to_make(recipe.output_dir)
+    try:
+        return _run_steps(recipe, steps, only)
+    except BaseException:
+        _remove_empty(made)
+        raise
+
+
+def _folders_to_make(folder: Path) -> list[Path]:
+    """FOLDER and those above it that do not exist yet (the deepest first): what a run may create to write in."""
+    folder = Path(folder).expanduser().absolute()
+    return [f for f in (folder, *folder.parents) if not f.exists() and not f.is_symlink()]
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove each of FOLDERS (the deepest first) that is empty, up to the first that is not: a failed or refused
+    `mathmix run` removed the stage folder it made and left the run folder it made, empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()  # only ever an empty folder
+        except FileNotFoundError:  # never made (the run stopped before it wrote anything)
+            continue
+        except OSError:  # not empty, or not ours to remove: the command's own error is the one to report
+            return
+
+
+def _run_steps(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | None) -> dict[str, Any]:
+    """`run_recipe`'s stages, in order (see there)."""
     summaries: dict[str, Any] = {}
     previous: dict[str, Path] = {}
     for i, step in enumerate(steps):

@@ -145,9 +145,11 @@ def test_a_stage_refused_before_it_starts_leaves_no_record(tmp_path):
     web = tmp_path / "run" / "web"
     with pytest.raises(StageFailed, match="pages: no such file or folder"):
         run_recipe(load_recipe(recipe))
-    assert not web.exists(), sorted(p.name for p in web.iterdir())
+    assert not web.parent.exists(), sorted(
+        p.name for p in web.parent.rglob("*")
+    )  # nor the run folder it made
 
-    web.mkdir()  # a folder the user made: refused again, it stays, empty
+    web.mkdir(parents=True)  # a folder the user made: refused again, it stays, empty
     with pytest.raises(StageFailed, match="pages: no such file or folder"):
         run_recipe(load_recipe(recipe))
     assert web.is_dir() and not any(web.iterdir())
@@ -162,6 +164,50 @@ def test_a_stage_refused_before_it_starts_leaves_no_record(tmp_path):
     pages.mkdir()
     (pages / "news.html").write_text("<html><body><p>The council met on Tuesday.</p></body></html>")
     assert run_recipe(load_recipe(recipe))["web"]["docs_in"] == 1  # the rerun runs
+
+
+def test_a_failed_run_removes_the_run_folder_it_made_where_it_is_left_empty(tmp_path, monkeypatch):
+    # the stage folder it made was removed, the run folder (and the folders above it) it made were left, empty
+    empty = tmp_path / "empty"
+    empty.mkdir()  # the stage finds no page in it: it fails after its folder was made
+    recipe = load_recipe(_write_recipe(tmp_path, f"  web: {{inputs: ['{empty}']}}\n"))
+    recipe.output_dir = tmp_path / "new" / "run"
+    with pytest.raises(StageFailed, match="no WARC"):
+        run_recipe(recipe)
+    assert not (tmp_path / "new").exists()
+
+    for kept in (tmp_path / "existed", tmp_path / "holds"):  # a folder that was there, or holds a file: kept
+        kept.mkdir()
+        recipe.output_dir = kept
+        if kept.name == "holds":
+            (kept / "notes.txt").write_text("x")
+        with pytest.raises(StageFailed, match="no WARC"):
+            run_recipe(recipe)
+        assert kept.is_dir() and not (kept / "web").exists()
+    assert [p.name for p in (tmp_path / "holds").iterdir()] == ["notes.txt"]
+
+    made = tmp_path / "other" / "run"  # a run that wrote a file in its folder keeps it
+    recipe.output_dir = made
+    import pipelines.web
+
+    real = pipelines.web.run_stage
+
+    def writes_then_fails(config, ctx):
+        (ctx.run_dir / "left.txt").write_text("x")
+        return real(config, ctx)
+
+    monkeypatch.setattr(pipelines.web, "run_stage", writes_then_fails)
+    with pytest.raises(StageFailed, match="no WARC"):
+        run_recipe(recipe)
+    assert [p.name for p in made.iterdir()] == ["left.txt"]
+
+
+def _write_recipe(tmp_path: Path, stages: str) -> Path:
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        f"name: t\noutput_dir: {tmp_path / 'run'}\nexecutor: {{tasks: 1, workers: 1}}\nstages:\n{stages}"
+    )
+    return path
 
 
 def test_decont_rerun_against_other_benchmarks_is_refused(tmp_path):
