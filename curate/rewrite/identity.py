@@ -12,6 +12,9 @@ from typing import Any
 
 from pipelines.job_record import JOB_FILE
 
+# What a rewrite job writes in OUT: anything else there is not its own (`check_out_dir`).
+OUTPUTS = ("data", "rejects", "raw", "checkpoints", "decont", "logs", "_model", "throughput.json", "summary.json",
+           JOB_FILE, Path(JOB_FILE).with_suffix(".tmp").name)  # fmt: skip
 # How a rerun may differ from the run it resumes: where and how fast it generates, not what.
 OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "request_timeout_s",
                         "server_ready_timeout_s", "retries", "retry_backoff_s", "max_attempts", "tp", "dp",
@@ -117,3 +120,34 @@ def _recorded(path: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
+
+
+def not_written_by_rewrite(out_dir: Path) -> list[str]:
+    """The names in OUT that a rewrite job does not write (sorted); [] for a folder that does not exist."""
+    if not Path(out_dir).is_dir():
+        return []
+    return sorted(p.name for p in Path(out_dir).iterdir() if p.name not in OUTPUTS)
+
+
+def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict], run_dir: Path) -> None:
+    """Record the job in OUT/job.json (`pipelines.job_record.check_job`), or ValueError when OUT is not this job's.
+
+    Refused, as `classifier recall` refuses them: a folder with files a rewrite job does not write and no job
+    record (they were written among), and another job's folder that holds its finished work (`has_progress`) or
+    any file a rewrite job does not write (a recall round's domains.json: recall records no progress marker, so
+    its folder was taken over, its job.json replaced). A rerun of this job into its own folder resumes.
+    `{run_dir}` in the message (how the record writes paths in RUN_DIR) is the folder itself.
+    """
+    from pipelines.job_record import check_job, has_progress
+
+    others = not_written_by_rewrite(out_dir)
+    if others and not (Path(out_dir) / JOB_FILE).is_file():
+        more = ", ..." if len(others) > 5 else ""
+        raise ValueError(
+            f"{out_dir}: holds files not written by rewrite ({', '.join(others[:5])}{more}); write to a new folder"
+        )
+    try:
+        check_job(out_dir, identity, "rewrite", earlier=earlier,
+                  progress=lambda out: has_progress(out) or bool(not_written_by_rewrite(out)))  # fmt: skip
+    except ValueError as err:
+        raise ValueError(str(err).replace("{run_dir}", str(Path(run_dir).resolve()))) from None

@@ -294,14 +294,14 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
              model_dir: Path | None = None, run_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.decont import validate_benchmarks
-    from curate.rewrite.identity import rewrite_identity, weights_note
+    from curate.rewrite.identity import check_out_dir, rewrite_identity, weights_note
     from curate.rewrite.prechecks import check_server_package
     from curate.rewrite.report import inference_stats, throughput_report
     from curate.rewrite.rollout import RequestsFailedError
     from mathmix.cli_util import write_json
     from mathmix.hub import check_model_source
     from mathmix.paths import stage_data
-    from pipelines.job_record import check_job, check_output_outside_inputs
+    from pipelines.job_record import check_output_outside_inputs
 
     start = time.time()
     out_dir = Path(out_dir)
@@ -321,8 +321,9 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         check_endpoint_url(settings.endpoint)
         if not _finished(gen_logs, settings.inference_tasks):  # nothing left to ask it otherwise
             wait_for_endpoint(str(settings.endpoint), settings.server_ready_timeout_s)
-    identity, earlier = rewrite_identity(inputs, settings, task, run_dir or out_dir.parent, out_dir)
-    check_job(out_dir, identity, "rewrite", earlier=earlier)  # the message names the task each job is for
+    run_dir = run_dir or out_dir.parent
+    identity, earlier = rewrite_identity(inputs, settings, task, run_dir, out_dir)
+    check_out_dir(out_dir, identity, earlier, run_dir)  # the message names the task each job is for
     weights = weights_note(settings, identity)  # said in summary.json
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     steps = generation_pipeline(inputs, out_dir, task, settings, model)

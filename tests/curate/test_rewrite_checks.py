@@ -1,0 +1,133 @@
+"""`mathmix rewrite` refusing what it cannot do well, in one line and before it writes: another command's folder
+or a folder of other files as OUT, an OUT that is a file, a kind of input file it does not read, an endpoint URL
+with a path the server does not serve; and what it says when a file yields no document, a prompt template was
+edited, or a response lacks `choices`.
+
+The endpoint is a small OpenAI-compatible HTTP server in the test (GET /v1/models, POST /v1/chat/completions);
+anything else is a 404, as on a real server.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from curate.rewrite.job import RewriteSettings, run_task
+from mathmix.cli import app
+from pipelines.executors import ExecutorConfig
+
+SCORE = "The page works through an addition problem step by step, clear for primary school.\nFinal score: 3"
+
+
+def completion(text: str) -> bytes:
+    return json.dumps({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }).encode()  # fmt: skip
+
+
+@pytest.fixture
+def endpoint():
+    """(url, state): state["answer"] is the body of every completion (a score by default); state["gets"] the paths
+    of the GETs it was sent."""
+    state: dict = {"answer": completion(SCORE), "gets": []}
+
+    class Handler(BaseHTTPRequestHandler):
+        def _send(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):  # noqa: N802
+            state["gets"].append(self.path)
+            if self.path == "/v1/models":
+                self._send(200, b'{"object": "list", "data": [{"id": "m"}]}')
+            else:
+                self._send(404, b'{"error": "not found"}')
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path == "/v1/chat/completions":
+                self._send(200, state["answer"])
+            else:
+                self._send(404, b'{"error": "not found"}')
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", state
+    server.shutdown()
+    server.server_close()
+
+
+def write_docs(path: Path, n: int = 3) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": f"d{i}", "text": f"Worked example: {i} + 1 = {i + 1}."}) + "\n"
+                            for i in range(n)))  # fmt: skip
+    return path
+
+
+def settings(url: str, **kw) -> RewriteSettings:
+    base = dict(model="m", server="endpoint", endpoint=url, max_tokens=32, temperature=0.0, request_timeout_s=5,
+                retries=0, retry_backoff_s=0.05, server_ready_timeout_s=20)  # fmt: skip
+    return RewriteSettings(**{**base, **kw})
+
+
+def rewrite(inputs: list[Path], out: Path, url: str, *extra: str) -> tuple[int, str]:
+    """`mathmix rewrite ... --task score` through the endpoint: (exit code, output on one line)."""
+    args = ["rewrite", *map(str, inputs), "-o", str(out), "--task", "score", "--model", "m", "--server", "endpoint",
+            "--endpoint", url, "--server-timeout", "20", *extra]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, "".join(result.output.split("\n"))  # rich wraps long lines
+
+
+def test_another_commands_folder_or_a_folder_of_other_files_is_refused(tmp_path, endpoint):
+    """A `classifier recall` round folder (its job.json, domains.json, candidates.jsonl) was taken over: rewrite
+    wrote its files among them and replaced the round's job.json, exit 0; so was a folder holding notes.txt."""
+    url, _ = endpoint
+    docs = write_docs(tmp_path / "in.jsonl")
+    recall = tmp_path / "recall"
+    recall.mkdir()
+    record = {"inputs": ["/x/corpus.jsonl"], "settings": {"threshold": 0.5}, "command": "classifier recall"}
+    (recall / "job.json").write_text(json.dumps(record))
+    (recall / "domains.json").write_text("{}")
+    (recall / "candidates.jsonl").write_text("")
+    code, output = rewrite([docs], recall, url)
+    assert code == 2 and "holds the output of another job than this rewrite" in output, output
+    assert "classifier recall" in output and "rerun" not in output
+    assert json.loads((recall / "job.json").read_text()) == record
+    assert sorted(p.name for p in recall.iterdir()) == ["candidates.jsonl", "domains.json", "job.json"]
+
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine\n")
+    code, output = rewrite([docs], busy, url)
+    assert code == 2 and f"{busy}: holds files not written by rewrite (notes.txt)" in output, output
+    assert [p.name for p in busy.iterdir()] == ["notes.txt"]
+
+    own = tmp_path / "own"  # its own folder: the rerun resumes (nothing left to do), with a file added since
+    assert rewrite([docs], own, url)[0] == 0
+    (own / "notes.txt").write_text("added after the run\n")
+    code, output = rewrite([docs], own, url)
+    assert code == 0 and json.loads((own / "summary.json").read_text())["docs_out"] == 3, output
+
+
+def test_the_mismatch_error_names_inputs_by_their_paths(tmp_path, endpoint):
+    """The record writes paths under OUT's parent as `{run_dir}/...`; the refusal showed that placeholder."""
+    url, _ = endpoint
+    first, second = write_docs(tmp_path / "a.jsonl"), write_docs(tmp_path / "b.jsonl", n=2)
+    run_task([str(first)], tmp_path / "score", "score", settings(url), ExecutorConfig(tasks=1))
+    with pytest.raises(ValueError, match="another job than this rewrite") as err:
+        run_task([str(second)], tmp_path / "score", "score", settings(url), ExecutorConfig(tasks=1))
+    assert f"added: {second}" in str(err.value) and f"left out: {first}" in str(err.value)
+    assert "{run_dir}" not in str(err.value)
