@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from mathmix.cli_util import DefaultCommandGroup, fail, print_summary
+from mathmix.cli_util import DefaultCommandGroup, check_output, fail, print_summary
 
 rewrite_app = typer.Typer(
     cls=DefaultCommandGroup,
@@ -129,6 +129,9 @@ def run_rewrite(
         )  # fmt: skip
     except ValidationError as err:  # the model's checks, as for the recipe's keys, naming the option
         fail(_settings_error(err))
+    # A file, a folder under a file, a run folder: one line now, not a FileExistsError after the endpoint check
+    # with the advice to rerun. OUT is made here (and removed again, empty, when the job is refused).
+    check_output(output)
     try:
         summary = run_task([str(p) for p in inputs], output, task, settings, ExecutorConfig(tasks=1))
     except (ValueError, FileNotFoundError) as err:  # bad settings, inputs, endpoint; OUT holds another job

@@ -122,6 +122,22 @@ def test_another_commands_folder_or_a_folder_of_other_files_is_refused(tmp_path,
     assert code == 0 and json.loads((own / "summary.json").read_text())["docs_out"] == 3, output
 
 
+def test_an_output_that_is_a_file_or_lies_under_one_is_one_line_up_front(tmp_path, endpoint):
+    """`-o afile` failed late with FileExistsError, `-o f/out` under a file with NotADirectoryError, both with the
+    advice to rerun to resume."""
+    url, _ = endpoint
+    docs = write_docs(tmp_path / "in.jsonl")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for out, said in (
+        (afile, "exists and is not a folder"),
+        (afile / "out", "cannot create the output folder"),
+    ):
+        code, output = rewrite([docs], out, url)
+        assert code == 2 and f"{out}: {said}" in output and "rerun" not in output, output
+    assert afile.read_text() == ""
+
+
 def test_the_mismatch_error_names_inputs_by_their_paths(tmp_path, endpoint):
     """The record writes paths under OUT's parent as `{run_dir}/...`; the refusal showed that placeholder."""
     url, _ = endpoint
