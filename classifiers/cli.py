@@ -56,7 +56,8 @@ def train_cmd(
     """Train a classifier. Reads Parquet/JSONL corpora (`text`), folders of .html pages (run through the
     extractor), benchmark JSONL (problem+solution, question+answer). Writes the model (-o) and two files named
     after it with its suffix replaced (-o c/m.bin: c/m.card.json with inputs, counts, hyperparameters, threshold,
-    held-out metrics; c/m.train-pages.tsv with the pages used in training)."""
+    held-out metrics; c/m.train-pages.tsv with the pages used in training). The output may not be an input file
+    or lie in an input folder."""
     from classifiers.data import InputError
     from classifiers.train import SettingError, TrainSettings, train_model
 
@@ -77,6 +78,11 @@ def train_cmd(
     except SettingError as err:
         fail(f"--{err.name.replace('_', '-')} {err.message}")
     check_output_file(output)
+    inputs = {"positive": positives, "negative": negatives, "LLM seed": llm_seeds}
+    try:
+        check_output_not_input(output, inputs)
+    except ValueError as err:
+        fail(str(err))
     try:
         data = load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_per_input, seed)
         card = train_model(data, output, settings)
@@ -99,6 +105,32 @@ def check_output_file(path: Path) -> None:
         fail(f"{path}: cannot create its folder {path.parent} ({err.strerror or err})")
     if not os.access(path.parent, os.W_OK):
         fail(f"{path}: folder {path.parent} is not writable")
+
+
+def check_output_not_input(output: Path, inputs: dict[str, list[Path]]) -> None:
+    """ValueError when the model, its card or its training pages is an input file, or lies in an input folder.
+
+    `-o in/pos.jsonl -p in/pos.jsonl` overwrote the positives with the model; `-o posdir/m.bin -p posdir` made
+    the next run read m.card.json as a bad file and m.bin and m.train-pages.tsv as unsupported ones.
+    """
+    from classifiers.model import card_path, train_pages_path
+    from pipelines.job_record import check_output_outside_inputs
+
+    written = {p.resolve(): p for p in (output, card_path(output), train_pages_path(output))}
+    for what, paths in inputs.items():
+        check_output_outside_inputs(output, paths, what)
+        for given in paths:
+            mine = written.get(Path(given).resolve())
+            if mine == output:
+                raise ValueError(
+                    f"-o {output} is the {what} input {given}: the training would overwrite it with the model; "
+                    "write the model elsewhere"
+                )
+            if mine is not None:
+                raise ValueError(
+                    f"-o {output} writes {mine}, the {what} input {given}: the training would overwrite it; "
+                    "name the model differently"
+                )
 
 
 def os_error_message(err: OSError) -> str:

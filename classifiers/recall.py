@@ -76,7 +76,8 @@ def check_out_dir(out_dir: Path, model_path: str | Path, corpus: list, settings:
         model_job_identity,
     )
 
-    check_output_outside_inputs(out_dir, corpus, "corpus")  # a rerun would read its candidates as corpus
+    # A rerun would read its candidates as corpus. ("--corpus input": the helper appends "s" to name them all.)
+    check_output_outside_inputs(out_dir, corpus, "--corpus input")
     if out_dir.is_dir() and not (out_dir / JOB_FILE).is_file():
         others = sorted(p.name for p in out_dir.iterdir() if p.name not in OUTPUTS)
         if others:

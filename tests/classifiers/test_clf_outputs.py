@@ -213,5 +213,36 @@ def test_recall_into_its_own_corpus_folder_is_refused(trained, tmp_path):
     (crawl / "pages.jsonl").write_text(trained["math"].read_text())
     args = ["classifier", "recall", str(model), "--corpus", str(crawl), "-o", str(crawl / "round1")]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and "inside the corpus folder" in _words(result.output)
+    words = _words(result.output)
+    assert result.exit_code == 2 and "inside the --corpus input folder" in words, words
+    assert "among the --corpus inputs" in words and "corpuss" not in words
     assert not (crawl / "round1").exists()  # a rerun would have read its candidates as corpus
+
+
+def _train_cli(out: Path, *inputs: str) -> list[str]:
+    return ["classifier", "train", *inputs, "-o", str(out), "--dim", "8", "--epoch", "3", "--bucket", "5000"]
+
+
+def test_train_refuses_an_output_that_is_an_input_or_lies_in_one(trained, tmp_path):
+    """-o in/pos.jsonl overwrote the positives with the model; -o posdir/m.bin made the next run read its card
+    as a bad file: both are refused in one line before anything is read or written."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    pos = inputs / "pos.jsonl"
+    pos.write_bytes(trained["math"].read_bytes())
+    result = CliRunner().invoke(app, _train_cli(pos, "-p", str(pos), "-n", str(trained["text"])))
+    words = _words(result.output)
+    assert result.exit_code == 2 and f"-o {pos} is the positive input {pos}" in words, words
+    assert pos.read_bytes() == trained["math"].read_bytes()
+    card_named = inputs / "m.card.json"  # a JSON corpus named as the model's card would be
+    card_named.write_text(json.dumps([{"text": "x"}]))
+    result = CliRunner().invoke(app, _train_cli(inputs / "m.bin", "-p", str(pos), "-n", str(card_named)))
+    words = _words(result.output)
+    assert result.exit_code == 2 and f"writes {card_named}, the negative input" in words, words
+    assert sorted(p.name for p in inputs.iterdir()) == ["m.card.json", "pos.jsonl"]
+    result = CliRunner().invoke(
+        app, _train_cli(inputs / "m.bin", "-p", str(inputs), "-n", str(trained["text"]))
+    )
+    words = _words(result.output)
+    assert result.exit_code == 2 and f"is inside the positive folder {inputs}" in words, words
+    assert sorted(p.name for p in inputs.iterdir()) == ["m.card.json", "pos.jsonl"]
