@@ -2,23 +2,28 @@
 
 An input is a stage folder (its data/), a folder of Parquet and/or JSONL files (not its subfolders), or one file.
 A folder holding both kinds is read as two inputs, its Parquet files then its JSONL files: reading one kind only
-lost the other's documents without a word.
+lost the other's documents without a word. A file of another kind is refused, naming it: any file given was read
+as JSONL, so a MATH-style `.json` array, an `.arrow`, `.html` or `.csv` file was every line a `bad_record`, exit 0.
+A JSONL file none of whose lines is a document (every row a `bad_record`) is named in a warning.
 """
 
 from __future__ import annotations
 
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 from mathmix.paths import stage_data, unique_files
 
 PARQUET, JSONL = "*.parquet", "*.jsonl*"  # JSONL: .jsonl, .jsonl.gz, .jsonl.zst
+KINDS = "Parquet (*.parquet) and JSONL (*.jsonl, *.jsonl.gz, *.jsonl.zst: one JSON object per line)"
 
 
 def input_sources(inputs: list[str]) -> list[tuple[Path, str, int]]:
     """(folder, glob pattern, files listed before these in the same folder) per kind of file each input holds.
 
-    FileNotFoundError naming the input: a path that does not exist, or a folder with no Parquet or JSONL file.
+    FileNotFoundError naming the input: a path that does not exist, or a folder with no Parquet or JSONL file;
+    ValueError naming a file of another kind.
     """
     sources = []
     for raw in unique_files(inputs):  # an input given twice is read once
@@ -35,22 +40,42 @@ def input_sources(inputs: list[str]) -> list[tuple[Path, str, int]]:
             sources += [(path, PARQUET, 0)] if parquet else []
             sources += [(path, JSONL, parquet)] if jsonl else []
         elif path.is_file():
+            if not (fnmatch(path.name, PARQUET) or fnmatch(path.name, JSONL)):
+                raise ValueError(_not_read(path))
             sources.append((path.parent, path.name, 0))
         else:
             raise FileNotFoundError(f"{raw}: no such input file or folder")
     return sources
 
 
-def build_readers(inputs: list[str], settings: Any) -> list[Any]:
-    """One datatrove reader per input and kind of file (`settings`: a RewriteSettings)."""
-    from curate.doc_readers import CountingJsonlReader, CountingParquetReader
+def _not_read(path: Path) -> str:
+    hint = ""
+    if path.suffix == ".json":
+        hint = (" (a JSON array or object is not read; a file of one JSON object per line can be renamed to "
+                ".jsonl)")  # fmt: skip
+    return f"{path}: not a kind of file rewrite reads; it reads {KINDS}{hint}"
+
+
+def build_readers(inputs: list[str], settings: Any, notes_dir: str | Path | None = None) -> list[Any]:
+    """One datatrove reader per input and kind of file (`settings`: a RewriteSettings). NOTES_DIR: where a JSONL
+    reader notes a file none of whose lines it could read (`files_all_bad_records`)."""
+    from curate.doc_readers import CountingParquetReader
+    from curate.rewrite.readers import NotingJsonlReader
 
     readers = []
     for folder, pattern, before in input_sources(inputs):
-        kind = CountingParquetReader if pattern.endswith(".parquet") else CountingJsonlReader
-        kwargs = {"compression": "infer"} if kind is CountingJsonlReader else {}
+        kind = CountingParquetReader if pattern.endswith(".parquet") else NotingJsonlReader
+        kwargs = {"compression": "infer", "notes_dir": notes_dir} if kind is NotingJsonlReader else {}
         reader = kind(str(folder), glob_pattern=pattern, limit=settings.max_docs, text_key=settings.text_key,
                       id_key=settings.id_key, **kwargs)  # fmt: skip
         reader.rank_offset = before  # a folder's files are dealt to the tasks as one list
         readers.append(reader)
     return readers
+
+
+def files_all_bad_records(notes_dir: str | Path) -> list[str]:
+    """The input files noted by `NotingJsonlReader` in NOTES_DIR, sorted."""
+    folder = Path(notes_dir)
+    if not folder.is_dir():
+        return []
+    return sorted({p.read_text().strip() for p in folder.iterdir() if p.is_file()})

@@ -20,11 +20,13 @@ from typing import Any, Literal
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from curate.rewrite.inputs import build_readers, input_sources
+from curate.rewrite.inputs import build_readers, files_all_bad_records, input_sources
 from curate.rewrite.tasks import ValidationSettings, sampling_json
 from curate.summary import ensure_data_file, summarize_logs, write_summary
 
 CPU_SERVER = str(Path(__file__).resolve().parents[1] / "cpu_server.py")
+# Where the generation readers note an input file every line of which was a bad_record (in OUT).
+ALL_BAD_RECORDS = Path("logs") / "generate" / "files_all_bad_records"
 Server = Literal["transformers", "vllm", "sglang", "endpoint"]
 
 
@@ -248,7 +250,7 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
         checkpoints_local_dir=str(out_dir / "checkpoints"),
         records_per_chunk=settings.records_per_chunk,
     )
-    return [*build_readers(inputs, settings), MarkDuplicateIds(), runner]
+    return [*build_readers(inputs, settings, out_dir / ALL_BAD_RECORDS), MarkDuplicateIds(), runner]
 
 
 def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, model: str) -> tuple[list, str]:
@@ -360,6 +362,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     for note in ("rows_without_text_field", "unreadable_files"):
         if generated.get(note):
             summary[note] = generated[note]
+    if not_read := files_all_bad_records(out_dir / ALL_BAD_RECORDS):  # named by the reader, and again here
+        summary["files_all_bad_records"] = not_read
     summary["docs_in"] = generated["docs_in"]  # the inputs, not the raw records the validator re-reads
     for reason, count in generated["dropped"].items():  # rows the input readers could not use
         summary["dropped"][reason] = summary["dropped"].get(reason, 0) + count

@@ -147,3 +147,41 @@ def test_the_mismatch_error_names_inputs_by_their_paths(tmp_path, endpoint):
         run_task([str(second)], tmp_path / "score", "score", settings(url), ExecutorConfig(tasks=1))
     assert f"added: {second}" in str(err.value) and f"left out: {first}" in str(err.value)
     assert "{run_dir}" not in str(err.value)
+
+
+def test_a_kind_of_file_rewrite_does_not_read_is_refused_naming_it(tmp_path, endpoint):
+    """Any file given was read as JSONL: a MATH-style .json array (one document over many lines), an .arrow, .html
+    or .csv file was every line a bad_record, exit 0, and no word of it."""
+    url, _ = endpoint
+    out = tmp_path / "out"
+    files = {
+        "math.json": json.dumps([{"problem": "1+1?", "solution": "2"}] * 3, indent=1),
+        "train.arrow": "ARROW1\0\0binary",
+        "page.html": "<html><body>$x^2$</body></html>",
+        "table.csv": "id,text\n1,hello\n",
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+        code, output = rewrite([tmp_path / name], out, url)
+        assert code == 2 and f"{tmp_path / name}: not a kind of file rewrite reads" in output, output
+        assert "Parquet (*.parquet) and JSONL (*.jsonl" in output and not out.exists()
+    output = rewrite([tmp_path / "math.json"], out, url)[1]
+    assert "a file of one JSON object per line can be renamed to .jsonl" in output
+
+
+def test_a_jsonl_file_without_a_document_is_named_in_a_warning(tmp_path, endpoint):
+    """A JSON array saved as .jsonl: each of its lines a bad_record, counted with the rest under `dropped`; no word
+    said which file it was."""
+    url, _ = endpoint
+    good = write_docs(tmp_path / "in" / "good.jsonl")
+    array = tmp_path / "in" / "array.jsonl"
+    array.write_text(json.dumps([{"id": "a", "text": "x"}, {"id": "b", "text": "y"}], indent=1))
+    partly = tmp_path / "in" / "partly.jsonl"  # some lines bad, one document: no warning
+    partly.write_text('{"id": "p", "text": "Worked example: 9 + 1 = 10."}\n[1, 2]\nnot json\n')
+    code, output = rewrite([tmp_path / "in"], tmp_path / "out", url)
+    assert code == 0, output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["docs_out"] == 4 and summary["dropped"] == {"bad_record": 10 + 2}
+    assert summary["files_all_bad_records"] == [str(array)]
+    assert f"warning: no line of {array} is a document" in output and str(partly) not in output
+    assert str(good) not in output.split("warning: no line of")[-1]
