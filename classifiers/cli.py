@@ -55,10 +55,12 @@ def train_cmd(
 ) -> None:
     """Train a classifier. Reads Parquet/JSONL corpora (`text`), folders of .html pages (run through the
     extractor), benchmark JSONL (problem+solution, question+answer). Writes the model (-o) and two files named
-    after it with its suffix replaced (-o c/m.bin: c/m.card.json with inputs, counts, hyperparameters, threshold,
-    held-out metrics; c/m.train-pages.tsv with the pages used in training). The output may not be an input file
-    or lie in an input folder."""
+    after it, a .bin or .ftz suffix replaced, any other appended (-o c/m.bin: c/m.card.json with inputs, counts,
+    hyperparameters, threshold, held-out metrics; c/m.train-pages.tsv with the pages used in training; -o
+    c/m.v1: c/m.v1.card.json, c/m.v1.train-pages.tsv). The output may not be an input file or lie in an input
+    folder, nor take the card of another model (m.ftz next to m.bin)."""
     from classifiers.data import InputError
+    from classifiers.model import ModelError, check_card_free
     from classifiers.train import SettingError, TrainSettings, train_model
 
     if preset not in PRESETS:
@@ -81,7 +83,8 @@ def train_cmd(
     inputs = {"positive": positives, "negative": negatives, "LLM seed": llm_seeds}
     try:
         check_output_not_input(output, inputs)
-    except ValueError as err:
+        check_card_free(output)
+    except (ValueError, ModelError) as err:
         fail(str(err))
     try:
         data = load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_per_input, seed)
@@ -213,7 +216,7 @@ def eval_cmd(
     top_percent: float = typer.Option(
         10.0, help="report the threshold keeping this top share (percent), in (0, 100]"
     ),
-    plot: Path = typer.Option(None, help="PR-curve PNG (default: m.pr.png for m.bin)"),
+    plot: Path = typer.Option(None, help="PR-curve PNG (default: m.pr.png for m.bin, m.v1.pr.png for m.v1)"),
     json_out: bool = typer.Option(
         False, "--json", help="print only the JSON metrics at the model's threshold"
     ),
@@ -223,7 +226,7 @@ def eval_cmd(
     precision and a keep rate, a per-source breakdown; writes a PR-curve PNG."""
     from classifiers.data import InputError
     from classifiers.evaluate import evaluate_model
-    from classifiers.model import ModelError
+    from classifiers.model import ModelError, pr_plot_path
 
     if not math and not nonmath:
         fail("give --math and/or --nonmath inputs")
@@ -240,7 +243,7 @@ def eval_cmd(
             ood_nonmath,
             target_precision,
             top_percent,
-            plot or model.with_suffix(".pr.png"),
+            plot or pr_plot_path(model),
         )
     except (InputError, ModelError) as err:
         fail(str(err))

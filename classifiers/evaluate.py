@@ -20,12 +20,12 @@ from classifiers.metrics import (
     threshold_for_precision,
     threshold_for_top_percent,
 )
-from classifiers.model import MathClassifier, check_card_digest, read_card, train_pages_path
+from classifiers.model import MathClassifier, check_card_digest, found_train_pages_path, read_card
 
 
 def training_keys(model_path: str | Path) -> set[str]:
     """Page names and content keys of the documents a model was trained on (checked against the card's digest)."""
-    path = train_pages_path(model_path)
+    path = found_train_pages_path(model_path)
     check_card_digest(model_path, read_card(model_path), "train_pages", path, "training pages")
     keys: set[str] = set()
     if path.is_file():
@@ -133,7 +133,7 @@ def _nothing_to_evaluate(
         what = f"all {n_seen} documents" if n_seen > 1 else "the one document"
         raise InputError(
             f"nothing to evaluate from {options}: {what} of {shown} were training pages "
-            f"(listed in {train_pages_path(model_path)}); give pages the model never saw"
+            f"(listed in {found_train_pages_path(model_path)}); give pages the model never saw"
         )
     raise InputError(f"nothing to evaluate from {options}: {shown} hold no documents")
 

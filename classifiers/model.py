@@ -28,19 +28,92 @@ class ModelError(ValueError):
     """A model file that is missing, unreadable, or not a math classifier."""
 
 
+# A model file's own suffix, replaced by its companions' (`model.bin` -> `model.card.json`); any other name keeps
+# its suffix and gets theirs appended (`clf.v1` -> `clf.v1.card.json`): replacing it gave `clf.v1` and `clf.v2` one
+# card, and the first model was then refused as "not the model its card was written for".
+MODEL_SUFFIXES = (".bin", ".ftz")
+
+
+def companion_path(model_path: str | Path, suffix: str) -> Path:
+    """A file named after a model: `model.bin` -> `model{suffix}`, `clf.v1` -> `clf.v1{suffix}`."""
+    path = Path(model_path)
+    if path.suffix.lower() in MODEL_SUFFIXES:
+        return path.with_suffix(suffix)
+    return path.with_name(path.name + suffix)
+
+
 def card_path(model_path: str | Path) -> Path:
-    """The JSON card that goes with a model: `model.bin` -> `model.card.json`."""
-    return Path(model_path).with_suffix(".card.json")
+    """The JSON card that goes with a model: `model.bin` -> `model.card.json`, `clf.v1` -> `clf.v1.card.json`."""
+    return companion_path(model_path, ".card.json")
 
 
 def train_pages_path(model_path: str | Path) -> Path:
     """The list of training pages that goes with a model: `model.bin` -> `model.train-pages.tsv`."""
-    return Path(model_path).with_suffix(".train-pages.tsv")
+    return companion_path(model_path, ".train-pages.tsv")
+
+
+def pr_plot_path(model_path: str | Path) -> Path:
+    """Eval's default PR-curve PNG: `model.bin` -> `model.pr.png`, `clf.v1` -> `clf.v1.pr.png`."""
+    return companion_path(model_path, ".pr.png")
+
+
+def _legacy_set(model_path: str | Path) -> bool:
+    """Whether MODEL (a name outside MODEL_SUFFIXES) has no card of its own but one under the older naming, which
+    replaced every suffix (`clf.v1` -> `clf.card.json`), written for it (its `model` is MODEL's name)."""
+    path = Path(model_path)
+    old = path.with_suffix(".card.json") if path.suffix else None
+    if old is None or old == card_path(path) or card_path(path).is_file() or not old.is_file():
+        return False
+    try:
+        return json.loads(old.read_text()).get("model") == path.name
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def found_card_path(model_path: str | Path) -> Path:
+    """The card MODEL is read with: `card_path`, or the older naming's card written for it (see `_legacy_set`)."""
+    return Path(model_path).with_suffix(".card.json") if _legacy_set(model_path) else card_path(model_path)
+
+
+def found_train_pages_path(model_path: str | Path) -> Path:
+    """The training pages eval reads for MODEL: next to the card it is read with (see `found_card_path`)."""
+    if _legacy_set(model_path):
+        return Path(model_path).with_suffix(".train-pages.tsv")
+    return train_pages_path(model_path)
+
+
+def card_owner(model_path: str | Path) -> Path | None:
+    """Another model file whose card sits where MODEL's would be written, or None.
+
+    `a.bin`, `a.ftz` and `a` all have the card `a.card.json`, which records the name of the model it was written
+    for (`model`): training one of them over the other's card would leave that model with a card of another
+    training (refused on load) or none.
+    """
+    path = Path(model_path)
+    try:
+        name = json.loads(card_path(path).read_text()).get("model")
+    except (OSError, ValueError, AttributeError):
+        return None
+    other = path.with_name(name) if isinstance(name, str) and name and "/" not in name else None
+    if other is None or other.name == path.name or found_card_path(other) != card_path(path):
+        return None  # this model's own card, or one copied along with a renamed model
+    return other if other.is_file() else None
+
+
+def check_card_free(model_path: str | Path) -> None:
+    """Raise ModelError when MODEL's card would overwrite the card of another existing model (see `card_owner`)."""
+    other = card_owner(model_path)
+    if other is not None:
+        raise ModelError(
+            f"{model_path}: its card {card_path(model_path)} would replace the card of the model {other}, which "
+            f"would then be refused or scored without it; name this model differently (e.g. "
+            f"{Path(model_path).with_name(Path(model_path).stem + '-2' + Path(model_path).suffix)})"
+        )
 
 
 def read_card(model_path: str | Path) -> dict[str, Any]:
     """The model's card, or {} when there is none; a card that is not a JSON object is a ModelError."""
-    path = card_path(model_path)
+    path = found_card_path(model_path)
     if not path.is_file():
         return {}
     try:
@@ -71,10 +144,12 @@ def check_card_digest(model_path: str | Path, card: dict[str, Any], key: str, pa
     if not expected:
         return  # cards written before the digests: nothing to compare with
     if not path.is_file():
-        raise ModelError(f"{path}: missing, and its card {card_path(model_path)} lists it: retrain the model")
+        raise ModelError(
+            f"{path}: missing, and its card {found_card_path(model_path)} lists it: retrain the model"
+        )
     if file_sha256(path) != expected:
         raise ModelError(
-            f"{path}: not the {what} its card {card_path(model_path)} was written for (a training killed while "
+            f"{path}: not the {what} its card {found_card_path(model_path)} was written for (a training killed while "
             "writing its files?): retrain into this path"
         )
 

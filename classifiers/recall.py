@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from classifiers.data import Skipped, read_input
-from classifiers.model import MathClassifier, card_path, file_sha256, read_card
+from classifiers.model import MathClassifier, file_sha256, found_card_path, read_card
 from mathmix.cli_util import write_json
 
 
@@ -176,7 +176,7 @@ def _record_round(model_path: str | Path, summary: dict[str, Any]) -> None:
         rounds[same[0]] = {"round": rounds[same[0]].get("round", same[0] + 1), **summary}
     else:
         rounds.append({"round": len(rounds) + 1, **summary})
-    write_json(card_path(model_path), card)
+    write_json(found_card_path(model_path), card)
 
 
 def _resolved(path: Any) -> str | None:

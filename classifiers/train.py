@@ -27,6 +27,7 @@ from classifiers.model import (
     NONMATH_LABEL,
     MathClassifier,
     card_path,
+    check_card_free,
     file_sha256,
     train_pages_path,
 )
@@ -192,6 +193,7 @@ def train_model(data: TrainData, out: str | Path, s: TrainSettings | None = None
     """
     s = s or TrainSettings()
     out = Path(out)
+    check_card_free(out)  # `a.bin` over the card of an existing `a.ftz`
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
     pos_train, pos_test = split_by_page(data.positives, s.holdout, s.seed)

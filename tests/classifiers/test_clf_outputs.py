@@ -246,3 +246,70 @@ def test_train_refuses_an_output_that_is_an_input_or_lies_in_one(trained, tmp_pa
     words = _words(result.output)
     assert result.exit_code == 2 and f"is inside the positive folder {inputs}" in words, words
     assert sorted(p.name for p in inputs.iterdir()) == ["m.card.json", "pos.jsonl"]
+
+
+def test_companion_files_replace_only_a_model_suffix():
+    from classifiers.model import card_path, pr_plot_path, train_pages_path
+
+    assert card_path("c/model.bin") == Path("c/model.card.json")  # the files users and docs have
+    assert card_path("c/m.FTZ") == Path("c/m.card.json") and card_path("c/m") == Path("c/m.card.json")
+    assert card_path("mdl/clf.v1") == Path("mdl/clf.v1.card.json")
+    assert train_pages_path("mdl/clf.v1") == Path("mdl/clf.v1.train-pages.tsv")
+    assert pr_plot_path("mdl/clf.v1") == Path("mdl/clf.v1.pr.png")
+    assert pr_plot_path("c/model.bin") == Path("c/model.pr.png")
+
+
+def test_models_named_apart_after_the_last_dot_keep_their_own_cards(two_sets, tmp_path):
+    """clf.v1 and clf.v2 shared clf.card.json: the first model was then refused as another training's."""
+    from classifiers.evaluate import training_keys
+    from classifiers.model import MathClassifier
+
+    v1 = _train(two_sets["math_b"], two_sets["text_b"], tmp_path / "mdl" / "clf.v1")
+    v2 = _train(two_sets["math_b"], two_sets["text_b"], tmp_path / "mdl" / "clf.v2")
+    for model in (v1, v2):
+        assert MathClassifier(model).card["model"] == model.name
+        assert training_keys(model)
+    assert sorted(p.name for p in v1.parent.iterdir()) == [
+        "clf.v1", "clf.v1.card.json", "clf.v1.train-pages.tsv", "clf.v2", "clf.v2.card.json",
+        "clf.v2.train-pages.tsv"]  # fmt: skip
+
+
+def test_a_training_over_another_models_card_is_refused(two_sets, tmp_path):
+    """a.bin and a.ftz (and a) have one card, a.card.json: the second training is refused before reading."""
+    from classifiers.model import MathClassifier, ModelError
+
+    first = _train(two_sets["math_b"], two_sets["text_b"], tmp_path / "a.bin")
+    card = first.with_suffix(".card.json").read_bytes()
+    for other in ("a.ftz", "a"):
+        args = _train_cli(tmp_path / other, "-p", str(two_sets["math_b"]), "-n", str(two_sets["text_b"]))
+        result = CliRunner().invoke(app, args)
+        words = _words(result.output)
+        assert result.exit_code == 2 and f"would replace the card of the model {first}" in words, words
+        assert not (tmp_path / other).exists() and first.with_suffix(".card.json").read_bytes() == card
+        with pytest.raises(ModelError, match="would replace the card"):
+            _train(two_sets["math_b"], two_sets["text_b"], tmp_path / other)
+    MathClassifier(first)
+    again = CliRunner().invoke(
+        app, _train_cli(first, "-p", str(two_sets["math_b"]), "-n", str(two_sets["text_b"]))
+    )
+    assert again.exit_code == 0, again.output  # retraining a model into its own card
+
+
+def test_a_set_named_the_older_way_is_still_read(two_sets, tmp_path):
+    """Before, every suffix was replaced (clf.v1 -> clf.card.json): such a set is read when its card names it."""
+    import shutil
+
+    from classifiers.evaluate import training_keys
+    from classifiers.model import MathClassifier
+
+    old = tmp_path / "clf.v1"
+    shutil.copy(two_sets["b"], old)
+    card = json.loads(two_sets["b"].with_suffix(".card.json").read_text())
+    (tmp_path / "clf.card.json").write_text(json.dumps({**card, "model": "clf.v1"}))
+    shutil.copy(two_sets["b"].with_suffix(".train-pages.tsv"), tmp_path / "clf.train-pages.tsv")
+    clf = MathClassifier(old)
+    assert clf.card["model"] == "clf.v1" and clf.threshold == card["threshold"]
+    assert training_keys(old) == training_keys(two_sets["b"])
+    other = tmp_path / "clf.v2"  # an old card written for another model is not this one's
+    shutil.copy(two_sets["b"], other)
+    assert MathClassifier(other).card == {}
