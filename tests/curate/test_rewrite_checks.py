@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -185,3 +186,18 @@ def test_a_jsonl_file_without_a_document_is_named_in_a_warning(tmp_path, endpoin
     assert summary["files_all_bad_records"] == [str(array)]
     assert f"warning: no line of {array} is a document" in output and str(partly) not in output
     assert str(good) not in output.split("warning: no line of")[-1]
+
+
+def test_an_endpoint_url_ending_in_v1_is_its_server_root_and_a_404_is_final(tmp_path, endpoint):
+    """`--endpoint http://127.0.0.1:PORT/v1` was probed at /v1/v1/models and refused after the whole wait (60 s);
+    any URL whose probe answered 404 waited the same, for an answer that does not change."""
+    url, state = endpoint
+    docs = write_docs(tmp_path / "in.jsonl")
+    code, output = rewrite([docs], tmp_path / "v1", f"{url}/v1/")
+    assert code == 0 and json.loads((tmp_path / "v1" / "summary.json").read_text())["docs_out"] == 3, output
+    assert state["gets"] == ["/v1/models"] * len(state["gets"])
+    start = time.monotonic()
+    code, output = rewrite([docs], tmp_path / "api", f"{url}/api")  # --server-timeout 20
+    assert code == 2 and time.monotonic() - start < 10, output
+    assert f"endpoint {url}/api: GET {url}/api/v1/models answered 404 (not found)" in output
+    assert "the server's root" in output and not (tmp_path / "api").exists()
