@@ -8,6 +8,7 @@ pages); minCount drops to 1 on its own under 2,000 examples, so rare formula wor
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,8 +44,32 @@ class Config(BaseModel):
     seed: int = 0
 
 
-def _paths(paths: list[str], run_dir: Path) -> list[Path]:
+def _paths(paths: list[str], run_dir: Path | str) -> list[Path]:
     return [Path(p.replace("{run_dir}", str(run_dir))) for p in paths]
+
+
+def inputs_read(
+    config: Config, run_dir: Path | str, inputs: list[str], previous: Mapping[str, Path]
+) -> list[str]:
+    """The files the stage trains on: each page, archive and corpus file of `positives` and `negatives`, and each
+    corpus file of `llm_seeds` (a folder: the files in it the stage reads). The recipe stage's record holds them
+    with their sizes, as web's holds its inputs (INPUTS, the recipe's, are none: the stage comes first): it held
+    none, so pages replaced, added or removed in place left the classifier "already complete" with the model of
+    the old ones, which upstream.json cannot catch for the first stage. A path that cannot be read is recorded as
+    given (with no size): the stage itself names it."""
+    from classifiers.data import input_files, is_corpus_file
+    from mathmix.paths import unique_files
+
+    def files(path: Path, seeds: bool = False) -> list[Path]:
+        try:
+            found = input_files(path)
+        except (OSError, ValueError):  # missing, or a folder of stage folders
+            return [path]
+        return [f for f in found if not seeds or not path.is_dir() or is_corpus_file(f)]
+
+    pages = [f for p in _paths([*config.positives, *config.negatives], run_dir) for f in files(p)]
+    seeds = [f for p in _paths(config.llm_seeds, run_dir) for f in files(p, seeds=True)]
+    return [str(f) for f in unique_files([*pages, *seeds])]
 
 
 def run_stage(config: Config, ctx: StageContext) -> dict:

@@ -228,10 +228,15 @@ def _older_record_of(previous: dict[str, Any], identity: dict[str, Any]) -> bool
 def _closest_form(
     previous: dict[str, Any], identity: dict[str, Any], earlier: Sequence[dict]
 ) -> dict[str, Any]:
-    """The form of IDENTITY to name PREVIOUS's differences against: for a record without a command, a form from
-    before this command recorded its name (else the record is another command's)."""
+    """The form of IDENTITY to name PREVIOUS's differences against: for a record without a command, IDENTITY or an
+    earlier form, the first without a command that has the record's fields, else a form from before this command
+    recorded its name (else the record is another command's). A recipe stage's record in today's form is told
+    apart from today's form: against the form from before the stage recorded the files it reads (the classifier's
+    `inputs: []`), a page added read as every page left out."""
     if isinstance(previous, dict) and "command" not in previous:
-        return next((form for form in earlier if "command" not in form), identity)
+        plain = [form for form in (identity, *earlier) if "command" not in form]
+        same = [form for form in plain if set(form) == set(previous)]
+        return same[0] if same else next((form for form in earlier if "command" not in form), identity)
     return identity
 
 

@@ -145,7 +145,8 @@ def _run_steps(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | No
             identity, operational = stage_identity(
                 name, step["config"], inputs, recipe.output_dir, previous=previous
             )
-            _check_stage_job(out_dir, identity, name, ignore=operational)
+            earlier = earlier_stage_identities(name, inputs, recipe.output_dir, identity)
+            _check_stage_job(out_dir, identity, name, ignore=operational, earlier=earlier)
             _record_upstream(out_dir, upstream)
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
@@ -268,16 +269,37 @@ def stage_identity(
     """(what a recipe stage's record holds, the settings left out of it). PREVIOUS: the recipe's stages before
     this one and their folders (as the stage sees them: web reads the classifier's model.bin by default).
 
-    Left out: the settings that say how a stage runs, not what it writes (its module's `OPERATIONAL_KEYS`:
-    rewrite's retries, max_attempts, timeouts): a stuck stage is unstuck by changing them, which a new job would
-    refuse. Paths in the run folder are recorded as {run_dir}/... (a copied run folder still resumes); a record
-    from before digests were kept is this job (job_record.LATER_FIELDS).
+    INPUTS: the stage's inputs as the recipe gives them (the previous document stage's data/ by default), recorded
+    with their sizes; a stage that reads other files as its input says which (its module's `inputs_read`: the
+    classifier's pages), and those are recorded instead. Left out: the settings that say how a stage runs, not
+    what it writes (its module's `OPERATIONAL_KEYS`: rewrite's retries, max_attempts, timeouts): a stuck stage is
+    unstuck by changing them, which a new job would refuse. Paths in the run folder are recorded as
+    {run_dir}/... (a copied run folder still resumes); a record from before digests were kept is this job
+    (job_record.LATER_FIELDS), and so is one from before its stage said what it reads (`earlier_stage_identities`).
     """
+    module = stage_module(name)
     digests = _digests_of_files_read(name, config, run_dir, previous)
     extra = {"file_digests": digests} if digests else {}
-    operational: Collection[str] = getattr(stage_module(name), "OPERATIONAL_KEYS", frozenset())
+    operational: Collection[str] = getattr(module, "OPERATIONAL_KEYS", frozenset())
     settings = config.model_dump(mode="json", exclude=set(operational), exclude_defaults=True)
-    return job_identity(inputs, settings, run_dir=run_dir, **extra), operational
+    inputs_read = getattr(module, "inputs_read", None)
+    read = inputs if inputs_read is None else inputs_read(config, run_dir, inputs, previous or {})
+    return job_identity(read, settings, run_dir=run_dir, **extra), operational
+
+
+def earlier_stage_identities(
+    name: str, inputs: list[str], run_dir: Path, identity: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """IDENTITY (`stage_identity`) as a record written before the stage said what it reads holds it: with the
+    recipe's INPUTS and their sizes in place of what its module's `inputs_read` names (the classifier's `[]`). Such
+    a record is this stage, adopted once (rewritten in today's form, job_record.check_job's `earlier`): a finished
+    run was not refused after an upgrade."""
+    if getattr(stage_module(name), "inputs_read", None) is None:
+        return []
+    given = job_identity(inputs, {}, run_dir=run_dir)
+    form = {k: v for k, v in identity.items() if k not in ("inputs", "input_sizes")}
+    form.update({k: given[k] for k in ("inputs", "input_sizes") if k in given})
+    return [form] if form != identity else []
 
 
 def _digests_of_files_read(
@@ -303,10 +325,15 @@ def _digest_of(what: str, path: str) -> str | None:
 
 
 def _check_stage_job(
-    out_dir: Path, identity: dict[str, Any], name: str, ignore: Collection[str] = ()
+    out_dir: Path,
+    identity: dict[str, Any],
+    name: str,
+    ignore: Collection[str] = (),
+    earlier: list[dict[str, Any]] | None = None,
 ) -> None:
     """`check_job` for a recipe stage, where Slurm jobs still queued count as work: a recipe edited while they were
-    queued used to be taken as a new job, and the stage then kept those jobs' output under the new settings."""
+    queued used to be taken as a new job, and the stage then kept those jobs' output under the new settings.
+    EARLIER: older forms of IDENTITY (`earlier_stage_identities`)."""
     live = live_submissions(out_dir)
     try:
         check_job(
@@ -316,6 +343,7 @@ def _check_stage_job(
             RECIPE_STAGE_FILE,
             progress=lambda out: bool(live) or has_progress(out),
             ignore=ignore,  # a record from before they were left out still matches
+            earlier=earlier or (),
         )
     except ValueError as err:
         if live and not has_progress(out_dir):

@@ -163,3 +163,17 @@ def test_a_web_record_without_its_default_models_digest_is_adopted_once(tmp_path
     # model's cached snapshot, which a run on another node may not see
     with pytest.raises(ValueError, match="math_model: read by one job only"):
         check_job(out, old, "recipe stage (web)")
+
+
+def test_a_record_without_a_command_is_told_apart_from_this_form_not_an_older_one(tmp_path):
+    # a recipe stage records no command; its older form (the recipe's inputs, `[]` for the classifier, before it
+    # recorded the pages it reads) was the form a changed record was told apart from: a page added read as
+    # "left out" every page
+    out = tmp_path / "classifier"
+    pages = ["/p/a.html", "/p/b.html"]
+    _record(out, {"inputs": pages, "settings": {}, "input_sizes": [1, 2]})
+    (out / "summary.json").write_text("{}")
+    now = {"inputs": [*pages, "/p/c.html"], "settings": {}, "input_sizes": [1, 2, 3]}
+    older = {"inputs": [], "settings": {}}
+    with pytest.raises(ValueError, match=r"other input paths \(added: /p/c.html\)\)"):
+        check_job(out, now, "recipe stage (classifier)", earlier=[older])

@@ -584,3 +584,52 @@ def test_a_copied_run_folder_whose_stages_read_files_inside_it_still_resumes(tmp
     shutil.copytree(run, tmp_path / "copy")
     (tmp_path / "b.yaml").write_text(f"name: r\noutput_dir: {tmp_path / 'copy'}\n{body}")
     assert "web" in run_recipe(load_recipe(tmp_path / "b.yaml"))  # skipped as complete, not refused
+
+
+def _finished(stage: Path) -> None:
+    """STAGE as a finished stage leaves it (its summary.json): a recipe run records the stage and skips it, so its
+    record is checked without the stage's work (a model trained, shards written) being done here."""
+    stage.mkdir(parents=True, exist_ok=True)
+    (stage / "summary.json").write_text("{}")
+
+
+def test_a_finished_classifier_whose_pages_were_replaced_in_place_is_not_complete(tmp_path):
+    # the classifier recorded `inputs: []`: its positives and negatives were not in its record, so pages replaced,
+    # added or removed left it "already complete" with the model of the old pages (upstream.json cannot catch the
+    # first stage)
+    math, nonmath = tmp_path / "math", tmp_path / "nonmath"
+    for folder in (math, nonmath):
+        folder.mkdir()
+        for i in range(2):
+            (folder / f"p{i}.html").write_text(f"<html><body><p>{folder.name} page {i}</p></body></html>")
+    (math / "notes.txt").write_text("not a page: the classifier does not read it")
+    recipe = _write_recipe(tmp_path, f"  classifier: {{positives: ['{math}'], negatives: ['{nonmath}']}}\n")
+    record = tmp_path / "run" / "classifier" / "recipe-stage.json"
+    _finished(record.parent)
+    assert "classifier" in run_recipe(load_recipe(recipe))  # recorded, and skipped as complete
+    recorded = json.loads(record.read_text())
+    pages = [
+        str(f.resolve())
+        for f in (math / "p0.html", math / "p1.html", nonmath / "p0.html", nonmath / "p1.html")
+    ]
+    assert recorded["inputs"] == pages
+    assert recorded["input_sizes"] == [os.path.getsize(p) for p in pages]
+
+    # a record written before the pages were recorded: the same stage, rewritten once with them
+    old = {k: v for k, v in recorded.items() if k != "input_sizes"}
+    record.write_text(json.dumps({**old, "inputs": []}))
+    assert "classifier" in run_recipe(load_recipe(recipe))
+    assert json.loads(record.read_text()) == recorded
+
+    (math / "p1.html").write_text("<html><body><p>another page, replaced in place</p></body></html>")
+    with pytest.raises(
+        StageFailed, match=r"stage classifier: .*other sizes at the same paths: \S*/math/p1.html\)"
+    ):
+        run_recipe(load_recipe(recipe))
+    (math / "p1.html").write_text("<html><body><p>math page 1</p></body></html>")  # as it was
+    assert "classifier" in run_recipe(load_recipe(recipe))
+    (nonmath / "p2.html").write_text("<html><body><p>a page added</p></body></html>")
+    with pytest.raises(
+        StageFailed, match=r"stage classifier: .*other input paths \(added: \S*/nonmath/p2.html\)"
+    ):
+        run_recipe(load_recipe(recipe))
