@@ -221,9 +221,10 @@ def eval_cmd(
         False, "--json", help="print only the JSON metrics at the model's threshold"
     ),
 ) -> None:
-    """Evaluate on documents not used in training (the pages listed in the model's m.train-pages.tsv, for
-    m.bin, are left out). Reads the same inputs as train; prints precision, recall, F1, ROC-AUC, thresholds for a
-    precision and a keep rate, a per-source breakdown; writes a PR-curve PNG."""
+    """Evaluate on documents not used in training (a document whose text or origin, its URL or file, is listed in
+    the model's m.train-pages.tsv, for m.bin, is left out; a class given and left empty is an error). Reads the
+    same inputs as train; prints precision, recall, F1, ROC-AUC, thresholds for a precision and a keep rate, a
+    per-source breakdown; writes a PR-curve PNG."""
     from classifiers.data import InputError
     from classifiers.evaluate import evaluate_model
     from classifiers.model import ModelError, pr_plot_path
@@ -251,6 +252,8 @@ def eval_cmd(
         fail(os_error_message(err))
     for name, options in (("heldout", "--math/--nonmath: "), ("ood", "--ood-math/--ood-nonmath: ")):
         warn_skipped(result.get(name, {}).get("skipped"), options)
+    for warning in result.get("warnings", []):
+        warn(warning)
     if json_out:
         keys = ("precision", "recall", "f1", "threshold", "n_math", "n_nonmath")
         print(json.dumps({k: result["heldout"][k] for k in keys}))
@@ -337,12 +340,17 @@ def score_cmd(
     warn_skipped(skipped.as_dict())
 
 
+def warn(message: str) -> None:
+    """One `warning: ...` line on stderr."""
+    console.print(f"[yellow]warning:[/] {escape(message)}", soft_wrap=True)
+
+
 def warn_skipped(skipped: dict | None, what: str = "") -> None:
     """One stderr line naming what the inputs held that was not read (`Skipped.as_dict()`; nothing when empty)."""
     from classifiers.skips import describe
 
     if skipped:
-        console.print(f"[yellow]warning:[/] {what}{escape(describe(skipped))}", soft_wrap=True)
+        warn(f"{what}{describe(skipped)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,7 @@ import hashlib
 import random
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from classifiers.pages import PageFiles, extract_page, is_archive_file, is_page_file
@@ -69,6 +69,23 @@ class LabelledDoc:
     page: str  # unique key of the source page (file name, URL or content hash)
     url: str | None = None
     kind: str = "corpus"  # corpus | html | bench | llm: benchmark rows get a smaller weight in training
+    # Where it came from, whatever folder it was read through (see `origin_of`): eval leaves out a document whose
+    # origin or content was trained on; `page` alone is only unique within one input (`sub/page.html`, a row id).
+    origin: str = ""
+
+    @property
+    def where(self) -> str:
+        """`origin`, or `page` for a document made without one."""
+        return self.origin or self.page
+
+
+def origin_of(file: Path, key: str, url: str | None = None) -> str:
+    """A document's origin: its URL, else its file (resolved) and its key there (`/data/x.jsonl#17`); a page file
+    is the file itself."""
+    if url:
+        return str(url)
+    resolved = str(file.resolve())
+    return resolved if is_page_file(file) else f"{resolved}#{key}"
 
 
 def content_key(text: str) -> str:
@@ -158,7 +175,8 @@ def _read_file(path: Path, source: str, name: str, skipped: Skipped) -> Iterator
             skipped.add("empty_text", f"{name} row {position}")
             continue
         page = str(url or row.get("id") or row.get("unique_id") or content_key(text))
-        yield LabelledDoc(text=text, source=source, page=page, url=url, kind=kind)
+        origin = origin_of(path, page, url)
+        yield LabelledDoc(text=text, source=source, page=page, url=url, kind=kind, origin=origin)
     if n_rows and not n_text:
         pairs = ", ".join("+".join(p) for p in BENCH_FIELDS)
         raise InputError(f"{path}: no row has a `text` field, a benchmark pair ({pairs}) or an `html` page")
@@ -183,7 +201,10 @@ class _FileReader:
         if is_page_file(path) or is_archive_file(path):
             self._pages = self._pages or PageFiles()
             found = self._pages.read(path, name, skipped)
-            docs = [LabelledDoc(text, self.source, key, url, kind="html") for text, key, url in found]
+            docs = [
+                LabelledDoc(text, self.source, key, url, kind="html", origin=origin_of(path, key, url))
+                for text, key, url in found
+            ]
         else:
             docs = list(_read_file(path, self.source, name, skipped))
         self.skipped.update(skipped)
@@ -283,10 +304,13 @@ def llm_seed_split(path: str | Path, threshold: float = 3.0, column: str = "math
             if isinstance(score, int | float) and text:
                 seen_column = True
                 page = str(row.get("url") or row.get("id") or content_key(text))
+                doc = LabelledDoc(
+                    text, pos_source, page, kind="llm", origin=origin_of(f, page, row.get("url"))
+                )
                 if score >= threshold:
-                    positives.append(LabelledDoc(text, pos_source, page, kind="llm"))
+                    positives.append(doc)
                 else:
-                    negatives.append(LabelledDoc(text, neg_source, page, kind="llm"))
+                    negatives.append(replace(doc, source=neg_source))
     if not seen_column:
         raise InputError(f"{path}: no row has a numeric `{column}` column (0-5 LLM math score)")
     return positives, negatives

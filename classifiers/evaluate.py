@@ -7,6 +7,7 @@ and a separate out-of-distribution set is reported on its own.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +24,53 @@ from classifiers.metrics import (
 from classifiers.model import MathClassifier, check_card_digest, found_train_pages_path, read_card
 
 
-def training_keys(model_path: str | Path) -> set[str]:
-    """Page names and content keys of the documents a model was trained on (checked against the card's digest)."""
+@dataclass(frozen=True)
+class TrainingKeys:
+    """What a model was trained on, from its train-pages.tsv (see `unseen`)."""
+
+    contents: frozenset[str]  # content keys (`content_key` of the text)
+    origins: frozenset[str]  # origins (URL, or file and key: `LabelledDoc.origin`)
+    # Page names of a file written before origins were (two columns): matched by name alone, as then.
+    names: frozenset[str] = frozenset()
+
+
+def training_keys(model_path: str | Path) -> TrainingKeys:
+    """The contents and origins of the documents a model was trained on (checked against the card's digest).
+
+    A line is `page<TAB>content-key<TAB>origin`; a file written before origins (`page<TAB>content-key`) is read
+    as before: its page names are matched by name, so a page named as a training page is left out.
+    """
     path = found_train_pages_path(model_path)
     check_card_digest(model_path, read_card(model_path), "train_pages", path, "training pages")
-    keys: set[str] = set()
+    contents: set[str] = set()
+    origins: set[str] = set()
+    names: set[str] = set()
     if path.is_file():
         for line in path.read_text().splitlines():
-            keys.update(k for k in line.split("\t") if k)
-    return keys
+            cols = line.split("\t", 2)
+            if len(cols) == 3:
+                contents.add(cols[1])
+                origins.add(cols[2])
+            else:
+                names.update(cols[:1])
+                contents.update(cols[1:])
+    return TrainingKeys(frozenset(contents), frozenset(origins), frozenset(names - {""}))
 
 
-def unseen(docs: list[LabelledDoc], keys: set[str]) -> tuple[list[LabelledDoc], int]:
-    """The documents whose page and content were not used in training, and how many were left out."""
-    kept = [d for d in docs if d.page not in keys and content_key(d.text) not in keys]
+def unseen(docs: list[LabelledDoc], keys: TrainingKeys) -> tuple[list[LabelledDoc], int]:
+    """The documents whose content and origin were not used in training, and how many were left out.
+
+    By content (the same text, whatever its name) or origin (its URL, or the same file and row: a page trained on
+    and since re-extracted differently), not by name: a never-trained page copied under a training page's file name
+    is evaluated.
+    """
+    kept = [
+        d
+        for d in docs
+        if content_key(d.text) not in keys.contents
+        and d.where not in keys.origins
+        and d.page not in keys.names
+    ]
     return kept, len(docs) - len(kept)
 
 
@@ -56,8 +90,16 @@ def report(
     target_precision: float = 0.95,
     top_percent: float = 10.0,
 ) -> dict[str, Any]:
-    """All metrics of one labelled set at `threshold`, plus the thresholds for a precision and a keep rate."""
+    """All metrics of one labelled set at `threshold`, plus the thresholds for a precision and a keep rate.
+
+    Precision is None without non-math documents, recall without math documents, F1 with either missing."""
     m = at_threshold(scores, labels, threshold)
+    # Without non-math documents every document called math is right (precision 1.0, or 0.0 with none called);
+    # without math documents recall is 0.0: neither says anything about the model, so they are None.
+    if not (~labels).any():
+        m["precision"] = m["f1"] = None
+    if not labels.any():
+        m["recall"] = m["f1"] = None
     by_source: dict[str, dict[str, Any]] = {}
     for src in sorted(set(sources)):
         idx = np.array([s == src for s in sources])
@@ -123,10 +165,9 @@ def plot_pr_curve(
 
 
 def _nothing_to_evaluate(
-    name: str, inputs: list, n_seen: int, model_path: str | Path, skipped: Skipped
+    options: str, inputs: list, n_seen: int, model_path: str | Path, skipped: Skipped
 ) -> None:
     """Raise an InputError: metrics of no document are all 0.0 and read like a model that finds nothing."""
-    options = {"heldout": "--math/--nonmath", "ood": "--ood-math/--ood-nonmath"}[name]
     shown = ", ".join(str(p) for p in inputs[:3]) + (", ..." if len(inputs) > 3 else "")
     shown += f" ({skipped.describe()})" if skipped else ""
     if n_seen:
@@ -136,6 +177,10 @@ def _nothing_to_evaluate(
             f"(listed in {found_train_pages_path(model_path)}); give pages the model never saw"
         )
     raise InputError(f"nothing to evaluate from {options}: {shown} hold no documents")
+
+
+# The options of each set's two classes.
+OPTIONS = {"heldout": ("--math", "--nonmath"), "ood": ("--ood-math", "--ood-nonmath")}
 
 
 def evaluate_model(
@@ -156,16 +201,35 @@ def evaluate_model(
     sets = {"heldout": (math, nonmath)}
     if ood_math or ood_nonmath:
         sets["ood"] = (ood_math or [], ood_nonmath or [])
-    result: dict[str, Any] = {}
+    warnings: list[str] = []
+    result: dict[str, Any] = {"warnings": warnings}
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, (pos_inputs, neg_inputs) in sets.items():
         skipped = Skipped()
         pos, n_pos_seen = unseen([d for p in pos_inputs for d in read_input(p, skipped)], keys)
         neg, n_neg_seen = unseen([d for p in neg_inputs for d in read_input(p, skipped)], keys)
+        math_option, nonmath_option = OPTIONS[name]
         if not pos and not neg:
             _nothing_to_evaluate(
-                name, [*pos_inputs, *neg_inputs], n_pos_seen + n_neg_seen, model_path, skipped
+                f"{math_option}/{nonmath_option}",
+                [*pos_inputs, *neg_inputs],
+                n_pos_seen + n_neg_seen,
+                model_path,
+                skipped,
             )
+        # A class given and left empty is refused: precision 1.000 on 0 non-math pages read as a perfect model.
+        for option, given, kept, n_seen in (
+            (math_option, pos_inputs, pos, n_pos_seen),
+            (nonmath_option, neg_inputs, neg, n_neg_seen),
+        ):
+            if given and not kept:
+                _nothing_to_evaluate(option, given, n_seen, model_path, skipped)
+        if not neg:
+            warnings.append(
+                f"no non-math documents ({nonmath_option} not given): precision and F1 not measured"
+            )
+        if not pos:
+            warnings.append(f"no math documents ({math_option} not given): recall and F1 not measured")
         scores, labels, sources = score_set(clf, pos, neg)
         result[name] = report(scores, labels, sources, threshold, target_precision, top_percent)
         result[name]["left_out_seen_in_training"] = n_pos_seen + n_neg_seen

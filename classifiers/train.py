@@ -337,6 +337,7 @@ def _source_counts(pos: list[LabelledDoc], neg: list[LabelledDoc]) -> dict[str, 
 
 
 def _write_train_pages(path: Path, docs: list[LabelledDoc]) -> None:
-    """One `page<TAB>content-key` line per training document: eval leaves these out."""
-    rows = sorted({f"{d.page}\t{content_key(d.text)}" for d in docs})
+    """One `page<TAB>content-key<TAB>origin` line per training document: eval leaves out a document with one of
+    these contents or origins (see `classifiers.evaluate.training_keys`)."""
+    rows = sorted({f"{d.page}\t{content_key(d.text)}\t{d.where}" for d in docs})
     path.write_text("\n".join(rows) + "\n")

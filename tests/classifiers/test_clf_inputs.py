@@ -275,3 +275,57 @@ def test_wet_records_are_read_as_the_text_they_are(tmp_path):
         writer.write_record(record)
     docs = read_input(path)
     assert len(docs) == 1 and "a<b and b>c" in docs[0].text and "then\nthe theorem" in docs[0].text
+
+
+def _eval_json(model: Path, *args: str) -> tuple[int, str, dict | None]:
+    from mathmix.cli import app
+
+    result = CliRunner().invoke(app, ["classifier", "eval", str(model), *args, "--json"])
+    words = " ".join(result.output.split())
+    last = result.output.strip().splitlines()[-1] if result.output.strip() else ""
+    return result.exit_code, words, json.loads(last) if last.startswith("{") else None
+
+
+def test_eval_leaves_out_training_pages_by_content_or_origin_not_by_name(page_folders, tmp_path):
+    """20 never-trained pages copied under training pages' names all vanished ("0 non-math; left out as seen")."""
+    from mathmix.cli import app
+
+    model = tmp_path / "m.bin"
+    args = _train_args(model, "-p", str(page_folders["math"]), "-n", str(page_folders["nonmath"]))
+    assert CliRunner().invoke(app, [*args, "--holdout", "0"]).exit_code == 0
+    fresh_math = tmp_path / "fresh" / "math"
+    fresh_math.mkdir(parents=True)
+    for i, text in enumerate(_docs(3, 70)):
+        (fresh_math / f"f{i}.html").write_text(_page(text))
+    rng = random.Random(71)
+    words = "the ferry timetable harbour crowd garden museum opening hours tickets".split()
+    renamed = tmp_path / "renamed"
+    renamed.mkdir()
+    for i in range(12):  # new pages under the training pages' names
+        (renamed / f"n{i}.html").write_text(_page(" ".join(rng.choices(words, k=40))))
+    copied = (
+        page_folders["nonmath"] / "n0.html"
+    )  # a training page under a new name: its content was trained on
+    (renamed / "copy-of-n0.html").write_bytes(copied.read_bytes())
+    code, out, metrics = _eval_json(model, "--math", str(fresh_math), "--nonmath", str(renamed))
+    assert code == 0, out
+    assert metrics["n_nonmath"] == 12 and metrics["n_math"] == 3, out
+    assert isinstance(metrics["precision"], float)
+    # The training folder itself: left out whole (by origin, as by content), so --nonmath is refused.
+    code, out, _ = _eval_json(model, "--math", str(fresh_math), "--nonmath", str(page_folders["nonmath"]))
+    assert code == 2 and "nothing to evaluate from --nonmath: all 12 documents" in out, out
+    assert "precision" not in out
+
+
+def test_eval_reads_training_pages_files_of_two_columns_as_before(page_folders, tmp_path):
+    """A train-pages.tsv written before origins (page, content key) still leaves out pages by name."""
+    from classifiers.evaluate import training_keys, unseen
+
+    pages = tmp_path / "old.train-pages.tsv"
+    pages.write_text("n0.html\tabc\nhttps://a.org/1\t0123456789abcdef\n")
+    keys = training_keys(tmp_path / "old.bin")
+    assert keys.names == {"n0.html", "https://a.org/1"} and keys.contents == {"abc", "0123456789abcdef"}
+    docs = read_input(page_folders["nonmath"])
+    kept, n_seen = unseen(docs, keys)
+    assert n_seen == 1 and "n0.html" not in {d.page for d in kept}
+    assert unseen(docs, training_keys(tmp_path / "none.bin")) == (docs, 0)

@@ -74,7 +74,12 @@ def test_eval_of_one_class_draws_no_empty_legend(trained, tmp_path):
         warnings.simplefilter("always")
         result = CliRunner().invoke(app, [*args, "--plot", str(tmp_path / "pr.png")])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output.strip().splitlines()[-1])["n_math"] == 4
+    metrics = json.loads(result.output.strip().splitlines()[-1])
+    assert metrics["n_math"] == 4 and metrics["n_nonmath"] == 0
+    # Precision on no non-math page was 1.000, printed as a measure of the model.
+    assert metrics["precision"] is None and metrics["f1"] is None and isinstance(metrics["recall"], float)
+    words = _words(result.output)
+    assert "warning: no non-math documents (--nonmath not given): precision and F1 not measured" in words
     assert not [w for w in caught if "artists" in str(w.message)]
     assert (tmp_path / "pr.png").is_file()
 
