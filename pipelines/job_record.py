@@ -121,6 +121,26 @@ def file_digest(path: str | Path) -> str | None:
     return f"{size}:{digest.hexdigest()[:16]}"
 
 
+def yaml_digest(path: str | Path) -> str | None:
+    """`yaml:SHA` of what a YAML file a job reads says (a train recipe, a mixture): its parsed contents, so a
+    comment or the layout edited is not another job, as a `mathmix run` recipe's own comments are not (the shipped
+    train recipes' comments are edited). A file that is not valid YAML is digested by its bytes (`file_digest`);
+    None if missing."""
+    import hashlib
+
+    from mathmix.yaml_files import load_yaml
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        said = load_yaml(path.read_text(encoding="utf-8"), path)
+    except (OSError, ValueError):  # UnicodeDecodeError included
+        return file_digest(path)
+    canonical = json.dumps(said, sort_keys=True, ensure_ascii=False, default=str)
+    return f"yaml:{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"
+
+
 def model_job_identity(
     command: str,
     model: str | Path,

@@ -31,6 +31,7 @@ from pipelines.job_record import (
     has_progress,
     job_identity,
     weights_digest,
+    yaml_digest,
 )
 from pipelines.recipe import Recipe
 from pipelines.stages import STAGES, StageContext, stage_module
@@ -306,8 +307,9 @@ def _digests_of_files_read(
     name: str, config: Any, run_dir: Path, previous: Mapping[str, Path] | None = None
 ) -> dict[str, list]:
     """{what: [path, SIZE:SHA]} of the files a stage reads besides its inputs (its module's `files_read`: web's
-    model, the run classifier's by default, and blocklist, decont's benchmarks). A model retrained at the same path
-    used to leave the finished stage "already complete" with the old model's output."""
+    model, the run classifier's by default, and blocklist, decont's benchmarks, train's recipe and mixtures). A
+    model retrained at the same path used to leave the finished stage "already complete" with the old model's
+    output."""
     files_read = getattr(stage_module(name), "files_read", None)
     if files_read is None:
         return {}
@@ -316,11 +318,14 @@ def _digests_of_files_read(
 
 
 def _digest_of(what: str, path: str) -> str | None:
-    """A file by its bytes, a model folder (rewrite's) by its weights, a hub name by its cached snapshot's commit."""
+    """A file by its bytes, a YAML file (train's recipe and mixtures) by what it says, a model folder (rewrite's)
+    by its weights, a hub name by its cached snapshot's commit."""
     from mathmix.hub import cached_snapshot
 
     if what == MODEL_SNAPSHOT:
         return cached_snapshot(path)
+    if Path(path).suffix.lower() in (".yaml", ".yml"):
+        return yaml_digest(path)
     return file_digest(path) if Path(path).is_file() else weights_digest(path)
 
 

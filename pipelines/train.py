@@ -9,6 +9,7 @@ vocabulary, EOS and tokenizer from RUN/shards/manifest.json, and drops mixture s
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,31 @@ class Config(BaseModel):
 def _recipe_path(name: str) -> Path:
     path = Path(name)
     return path if path.is_absolute() or path.is_file() else REPO / path
+
+
+def files_read(
+    config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
+) -> dict[str, str]:
+    """Files the stage reads besides its shards, whose contents the recipe stage's record holds (see
+    pipelines.web.files_read): the train recipe, each mixture file it names and the pretrained model folder it
+    starts from (`model.path`, by its weights). Left out, a recipe edited in place (another learning rate, another
+    mixture) left the stage "already complete" with the model of the old one. The YAML files count by what they
+    say, not their comments (`job_record.yaml_digest`). A recipe that cannot be read is recorded alone: the stage
+    itself names what is wrong with it."""
+    from midtrain.config import load_train_recipe
+
+    path = _recipe_path(config.recipe)
+    found = {"recipe": str(path.resolve())}
+    try:
+        recipe = load_train_recipe(path)
+    except (OSError, ValueError):
+        return found
+    for stage in recipe.stages:
+        if isinstance(stage.mixture, str):  # read relative to the working folder, as prepare_recipe reads it
+            found[f"mixture {stage.name}"] = str(Path(stage.mixture).resolve())
+    if recipe.model.path is not None:
+        found["model.path"] = recipe.model.path
+    return found
 
 
 def rebase_manifest(manifest: dict[str, Any], shards_dir: Path) -> dict[str, Any]:

@@ -633,3 +633,43 @@ def test_a_finished_classifier_whose_pages_were_replaced_in_place_is_not_complet
         StageFailed, match=r"stage classifier: .*other input paths \(added: \S*/nonmath/p2.html\)"
     ):
         run_recipe(load_recipe(recipe))
+
+
+def test_a_finished_train_stage_whose_recipe_was_edited_in_place_is_not_complete(tmp_path):
+    # the train recipe (default recipes/tiny-cpu.yaml) and the mixture files it names were not digested: another
+    # learning rate or mixture edited into them left train "already complete" with the model of the old recipe
+    import yaml
+
+    repo = Path(__file__).resolve().parents[2]
+    raw = yaml.safe_load((repo / "recipes" / "tiny-cpu.yaml").read_text())
+    mixture = tmp_path / "decay.yaml"
+    mixture.write_text(yaml.safe_dump(raw["stages"][1]["mixture"]))
+    raw["stages"][1]["mixture"] = str(mixture)
+    train = tmp_path / "train.yaml"
+    train.write_text(yaml.safe_dump(raw))
+    recipe = _write_recipe(tmp_path, f"  train: {{recipe: '{train}'}}\n")
+    record = tmp_path / "run" / "train" / "recipe-stage.json"
+    _finished(record.parent)
+    assert "train" in run_recipe(load_recipe(recipe))
+    digests = json.loads(record.read_text())["file_digests"]
+    assert [digests[k][0] for k in ("recipe", "mixture decay-short")] == [str(train), str(mixture)]
+
+    # a record written before the recipe was digested: the same stage, rewritten once with the digests
+    old = {k: v for k, v in json.loads(record.read_text()).items() if k != "file_digests"}
+    record.write_text(json.dumps(old))
+    assert "train" in run_recipe(load_recipe(recipe))
+    assert json.loads(record.read_text())["file_digests"] == digests
+    # what the recipe says counts, not its comments (the shipped recipes' comments are edited)
+    train.write_text("# a comment added\n" + train.read_text())
+    assert "train" in run_recipe(load_recipe(recipe))
+
+    text = train.read_text()
+    train.write_text(text.replace("lr: 0.002", "lr: 0.004"))
+    with pytest.raises(StageFailed, match="stage train: .*recipe: other contents at the same path"):
+        run_recipe(load_recipe(recipe))
+    train.write_text(text)
+    mixture.write_text(mixture.read_text().replace("weight: 0.3", "weight: 0.5"))
+    with pytest.raises(
+        StageFailed, match="stage train: .*mixture decay-short: other contents at the same path"
+    ):
+        run_recipe(load_recipe(recipe))
