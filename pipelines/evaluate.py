@@ -8,6 +8,7 @@ quickstart: 2-shot GSM8K and MATH500 over the sample's bench folder, 8 items eac
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +44,58 @@ class Config(BaseModel):
     seed: int = 0
 
 
-def _resolve(path: str, run_dir: Path) -> str:
+def _resolve(path: str, run_dir: Path | str) -> str:
     return path.replace("{run_dir}", str(run_dir))
+
+
+def _benchmarks(config: Config) -> list[tuple[str, int]]:
+    """[(benchmark, shots)] the stage evaluates: `suite:` alone names them (benchmarks has a default, which used to
+    win over it silently)."""
+    from evals.benchmarks import parse_benchmarks
+
+    given = "benchmarks" in config.model_fields_set or not config.suite
+    return parse_benchmarks(config.suite, config.benchmarks if given else None)
+
+
+def files_read(
+    config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
+) -> dict[str, str]:
+    """Files the stage reads, whose contents the recipe stage's record holds (see pipelines.web.files_read): the
+    model (a local folder by a sample of its weights, as the eval job's own record holds it; a hub name by its
+    snapshot in the local Hugging Face cache, `model_snapshot`, as rewrite's), each benchmark file of `data_dir` it
+    evaluates on or takes exemplars from (named as decont names them: `benchmark gsm8k/test`), and the prompt file.
+    Left out, a model re-exported outside the recipe, or a benchmark file replaced, left the stage "already
+    complete" with the old accuracies. Benchmarks that cannot be named are left to the stage to refuse."""
+    from evals.benchmarks import BENCHMARKS, find_test_file
+    from mathmix.hub import cached_snapshot
+    from pipelines.job_record import MODEL_SNAPSHOT
+
+    found: dict[str, str] = {}
+    model = _resolve(config.model, run_dir)
+    if Path(model).is_dir():  # as run_bench loads it
+        found["model"] = str(Path(model).resolve())
+    elif cached_snapshot(model):
+        found[MODEL_SNAPSHOT] = model
+    data_dir = Path(_resolve(config.data_dir, run_dir))
+    try:
+        plan = _benchmarks(config)
+    except ValueError:
+        plan = []
+    shots = [(name, 0 if config.zero_shot else n) for name, n in plan]
+    for name, n in shots:
+        read = [find_test_file(name, data_dir)]
+        if n > 0 and not config.prompt_file:  # exemplars from the training split (load_exemplars)
+            read += [next((data_dir / c for c in BENCHMARKS[name].train if (data_dir / c).exists()), None)]
+        for path in (p for p in read if p is not None and p.is_file()):
+            found[f"benchmark {path.relative_to(data_dir).with_suffix('').as_posix()}"] = str(path.resolve())
+    if config.prompt_file and any(n > 0 for _, n in shots):
+        found["prompt_file"] = str(Path(_resolve(config.prompt_file, run_dir)).resolve())
+    return found
 
 
 def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
     """Evaluate the model and write results into ctx.out_dir; summary.json last."""
     from evals.bench import print_results_table, run_bench
-    from evals.benchmarks import parse_benchmarks
 
     start = time.time()
     model = _resolve(config.model, ctx.run_dir)
@@ -62,9 +107,7 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
             )
     if not data_dir.is_dir():
         raise FileNotFoundError(f"eval stage: benchmark folder {data_dir} not found (set data_dir)")
-    # `suite:` alone names the benchmarks (benchmarks has a default, which used to win over it silently)
-    given = "benchmarks" in config.model_fields_set or not config.suite
-    plan = parse_benchmarks(config.suite, config.benchmarks if given else None)
+    plan = _benchmarks(config)
     prompt_file = Path(_resolve(config.prompt_file, ctx.run_dir)) if config.prompt_file else None
     results = run_bench(
         model,

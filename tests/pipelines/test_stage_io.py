@@ -673,3 +673,50 @@ def test_a_finished_train_stage_whose_recipe_was_edited_in_place_is_not_complete
         StageFailed, match="stage train: .*mixture decay-short: other contents at the same path"
     ):
         run_recipe(load_recipe(recipe))
+
+
+def test_a_finished_eval_stage_whose_model_or_benchmarks_were_replaced_is_not_complete(tmp_path):
+    # eval read RUN/train/export and RUN/sample/bench by default and digested neither: a model re-exported outside
+    # the recipe, or a benchmark file replaced, left eval "already complete" with the old accuracies
+    from pipelines.evaluate import Config as EvalConfig
+
+    run = tmp_path / "run"
+    export, bench = run / "train" / "export", run / "sample" / "bench"
+    export.mkdir(parents=True)
+    (export / "config.json").write_text("{}")
+    (export / "model.safetensors").write_bytes(b"\0" * 4096)
+    for name in ("gsm8k/test", "gsm8k/train", "math500/test", "math/train", "math/test"):
+        (bench / name).parent.mkdir(parents=True, exist_ok=True)
+        (bench / f"{name}.jsonl").write_text(
+            json.dumps({"question": f"{name}: 1 + 1?", "answer": "2"}) + "\n"
+        )
+    recipe = _write_recipe(tmp_path, "  eval: {}\n")
+    record = run / "eval" / "recipe-stage.json"
+    _finished(record.parent)
+    assert "eval" in run_recipe(load_recipe(recipe))
+    digests = json.loads(record.read_text())["file_digests"]
+    # the 2-shot defaults read each test set and its exemplars' training split; math/test is not read
+    read = ["gsm8k/test", "gsm8k/train", "math500/test", "math/train"]
+    assert sorted(digests) == sorted(["model", *(f"benchmark {n}" for n in read)])
+    assert digests["model"][0] == "{run_dir}/train/export"
+    assert digests["benchmark math/train"][0] == "{run_dir}/sample/bench/math/train.jsonl"
+    from pipelines.evaluate import files_read
+
+    assert "benchmark gsm8k/train" not in files_read(EvalConfig(zero_shot=True), run)  # no exemplars read
+
+    # a record written before the model and benchmarks were digested: the same stage, rewritten once with them
+    old = {k: v for k, v in json.loads(record.read_text()).items() if k != "file_digests"}
+    record.write_text(json.dumps(old))
+    assert "eval" in run_recipe(load_recipe(recipe))
+    assert json.loads(record.read_text())["file_digests"] == digests
+
+    (export / "model.safetensors").write_bytes(b"\1" * 4096)  # re-exported: other weights, the same size
+    with pytest.raises(StageFailed, match="stage eval: .*model: other contents at the same path"):
+        run_recipe(load_recipe(recipe))
+    (export / "model.safetensors").write_bytes(b"\0" * 4096)
+    assert "eval" in run_recipe(load_recipe(recipe))
+    (bench / "gsm8k" / "test.jsonl").write_text(json.dumps({"question": "2 + 2?", "answer": "4"}) + "\n")
+    with pytest.raises(
+        StageFailed, match="stage eval: .*benchmark gsm8k/test: other contents at the same path"
+    ):
+        run_recipe(load_recipe(recipe))
