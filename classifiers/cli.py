@@ -335,6 +335,8 @@ def score_cmd(
         fail(str(err))
     except OSError as err:
         fail(os_error_message(err))
+    if clf.card_warning:
+        warn(clf.card_warning)
     for doc, score in zip(docs, clf.score([d.text for d in docs]), strict=True):
         print(f"{score:.4f}\t{doc.source}\t{doc.page}")
     warn_skipped(skipped.as_dict())

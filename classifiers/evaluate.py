@@ -201,7 +201,7 @@ def evaluate_model(
     sets = {"heldout": (math, nonmath)}
     if ood_math or ood_nonmath:
         sets["ood"] = (ood_math or [], ood_nonmath or [])
-    warnings: list[str] = []
+    warnings: list[str] = [clf.card_warning] if clf.card_warning else []
     result: dict[str, Any] = {"warnings": warnings}
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, (pos_inputs, neg_inputs) in sets.items():

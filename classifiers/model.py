@@ -174,6 +174,25 @@ def load_fasttext(model_path: str | Path):
     return model
 
 
+def missing_card_warning(model_path: str | Path, card: dict[str, Any]) -> str | None:
+    """What scoring MODEL assumes when its card is missing, empty or has no threshold; None when it has one.
+
+    Only model.bin copied to a scoring job scored differently and silently: threshold 0.5 instead of the card's,
+    and unknown words skipped instead of read as `<unk>`.
+    """
+    path = found_card_path(model_path)
+    if card and "threshold" in card:
+        return None
+    if card:
+        return f"{path} has no threshold: scoring {model_path} with 0.5"
+    what = f"no card {path}" if not path.is_file() else f"an empty card {path}"
+    return (
+        f"{model_path} has {what}: scoring with threshold {DEFAULT_THRESHOLD} and unknown words skipped (not read "
+        "as <unk>), as for a model trained without a card; a model trained here scores otherwise: copy its card "
+        "with it"
+    )
+
+
 class MathClassifier:
     """A loaded math classifier: `score(texts)` -> P(math) per text, preprocessing included."""
 
@@ -193,6 +212,10 @@ class MathClassifier:
         # older ones (and models without a card) skip unknown words, as fastText does.
         unknown = self.card.get("preprocess", {}).get("unknown_token")
         self.vocabulary: frozenset[str] | None = frozenset(self.model.get_words()) if unknown else None
+        # What a model read without its card assumes: printed by the commands, logged by the scoring step.
+        self.card_warning: str | None = (
+            None if card is not None else missing_card_warning(self.path, self.card)
+        )
 
     @property
     def threshold(self) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from classifiers.data import Skipped, read_input
-from classifiers.model import MathClassifier, file_sha256, found_card_path, read_card
+from classifiers.model import MathClassifier, ModelError, file_sha256, found_card_path, read_card
 from mathmix.cli_util import write_json
 
 
@@ -108,6 +108,13 @@ def recall_round(
     A rerun into the same OUT (the same round: see `check_out_dir`) rewrites its files and its card entry.
     """
     clf = MathClassifier(model_path)
+    if not clf.card:
+        # The round is recorded in the card: one holding only `recall_rounds` is then refused as a model of the
+        # older preprocessing.
+        raise ModelError(
+            f"{model_path}: its card {found_card_path(model_path)} is missing or empty: recall records its round "
+            "there and scores by its threshold; copy the model's card with it"
+        )
     out_dir = Path(out_dir)
     settings = {"threshold": threshold, "domain_share": domain_share, "min_pages": min_pages}
     check_out_dir(out_dir, model_path, corpus, settings)

@@ -72,6 +72,10 @@ class MathScoreFilter(BaseFilter):
             from classifiers.model import MathClassifier
 
             self._classifier = MathClassifier(self.model_path)
+            if self._classifier.card_warning:
+                from loguru import logger
+
+                logger.warning(self._classifier.card_warning)
             if self.threshold is None and self.keep_top_percent is None:
                 self.threshold = self._classifier.threshold
         return self._classifier

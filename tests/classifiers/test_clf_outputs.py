@@ -318,3 +318,52 @@ def test_a_set_named_the_older_way_is_still_read(two_sets, tmp_path):
     other = tmp_path / "clf.v2"  # an old card written for another model is not this one's
     shutil.copy(two_sets["b"], other)
     assert MathClassifier(other).card == {}
+
+
+def test_a_model_without_its_card_says_what_it_assumes(trained, tmp_path):
+    """Only model.bin copied to a scoring job scored with 0.5 and without `<unk>`, silently."""
+    import shutil
+
+    from classifiers.model import MathClassifier
+
+    alone = tmp_path / "job" / "model.bin"
+    alone.parent.mkdir()
+    shutil.copy(trained["model"], alone)
+    result = CliRunner().invoke(app, ["classifier", "score", str(alone), str(trained["math"])])
+    words = _words(result.output)
+    assert result.exit_code == 0 and f"warning: {alone} has no card" in words, words
+    assert MathClassifier(trained["model"]).card_warning is None
+    note = MathClassifier(alone).card_warning
+    assert note and f"no card {alone.with_suffix('.card.json')}" in note and "threshold 0.5" in note
+    assert "<unk>" in note
+    fresh = write_jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in docs(MATH_WORDS, 4, 51)])
+    args = ["classifier", "eval", str(alone), "--math", str(fresh), "--plot", str(tmp_path / "pr.png")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0 and f"warning: {alone} has no card" in _words(result.output)
+    alone.with_suffix(".card.json").write_text("{}")
+    result = CliRunner().invoke(app, ["classifier", "score", str(alone), str(trained["math"])])
+    assert result.exit_code == 0 and "has an empty card" in _words(result.output)
+    args = ["classifier", "recall", str(alone), "--corpus", str(trained["math"]), "-o", str(tmp_path / "r")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "is missing or empty: recall records its round" in _words(result.output)
+    assert alone.with_suffix(".card.json").read_text() == "{}"
+
+
+def test_the_scoring_step_logs_what_a_model_without_its_card_assumes(trained, tmp_path):
+    import shutil
+
+    from datatrove.data import Document
+    from loguru import logger
+
+    from classifiers.scorer import MathScoreFilter
+
+    alone = tmp_path / "model.bin"
+    shutil.copy(trained["model"], alone)
+    logged: list[str] = []
+    sink = logger.add(lambda message: logged.append(str(message)), level="WARNING")
+    try:
+        step = MathScoreFilter(alone)
+        list(step.run(iter([Document(text=docs(MATH_WORDS, 1, 52)[0], id="a")])))
+    finally:
+        logger.remove(sink)
+    assert step.threshold == 0.5 and any(f"{alone} has no card" in line for line in logged), logged
