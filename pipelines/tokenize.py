@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -51,6 +53,26 @@ class Config(BaseModel):
         if not name.strip() or name in (".", "..") or "/" in name or "\\" in name:
             raise ValueError(f"{name!r}: must be a plain folder name (no '/', not '', '.' or '..')")
         return name
+
+
+# The files of a Hugging Face tokenizer folder that loading it may read (shards.tokenizer.load_tokenizer: tokenizer.json
+# and the EOS from tokenizer_config.json or special_tokens_map.json; the rest through transformers).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model")  # fmt: skip
+
+
+def files_read(
+    config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
+) -> dict[str, str]:
+    """Files the stage reads besides its sources, whose contents the recipe stage's record holds (see
+    pipelines.web.files_read): the tokenizer files of a tokenizer folder the recipe names (`tokenizer NAME`). Left
+    out, a tokenizer replaced in that folder left the stage "already complete" with shards of the old token ids.
+    `train` (the default) builds the tokenizer in the stage's own folder; a hub name is recorded by its name."""
+    folder = Path(config.tokenizer)  # as load_tokenizer reads it
+    if config.tokenizer == "train" or not folder.is_dir():
+        return {}
+    names = [name for name in TOKENIZER_FILES if (folder / name).is_file()]
+    return {f"tokenizer {name}": str((folder / name).resolve()) for name in names}
 
 
 def sources(config: Config, ctx: StageContext) -> dict[str, list[str]]:

@@ -720,3 +720,32 @@ def test_a_finished_eval_stage_whose_model_or_benchmarks_were_replaced_is_not_co
         StageFailed, match="stage eval: .*benchmark gsm8k/test: other contents at the same path"
     ):
         run_recipe(load_recipe(recipe))
+
+
+def test_a_finished_shards_stage_whose_tokenizer_folder_was_replaced_is_not_complete(tmp_path):
+    # a tokenizer folder named in the recipe was not digested: another tokenizer in its place left shards
+    # "already complete" with the old token ids
+    tokenizer = tmp_path / "tok"
+    tokenizer.mkdir()
+    (tokenizer / "tokenizer.json").write_text('{"model": {"vocab": {"a": 0}}}')
+    (tokenizer / "tokenizer_config.json").write_text('{"eos_token": "a"}')
+    (tokenizer / "README.md").write_text("not read")
+    stage = f"  shards: {{inputs: ['{{run_dir}}/decont/data'], tokenizer: '{tokenizer}', branches: false}}\n"
+    recipe = _write_recipe(tmp_path, stage)
+    record = tmp_path / "run" / "shards" / "recipe-stage.json"
+    _finished(record.parent)
+    assert "shards" in run_recipe(load_recipe(recipe))
+    digests = json.loads(record.read_text())["file_digests"]
+    assert sorted(digests) == ["tokenizer tokenizer.json", "tokenizer tokenizer_config.json"]
+
+    # a record written before the tokenizer was digested: the same stage, rewritten once with the digests
+    old = {k: v for k, v in json.loads(record.read_text()).items() if k != "file_digests"}
+    record.write_text(json.dumps(old))
+    assert "shards" in run_recipe(load_recipe(recipe))
+    assert json.loads(record.read_text())["file_digests"] == digests
+
+    (tokenizer / "tokenizer_config.json").write_text('{"eos_token": "b"}')
+    with pytest.raises(
+        StageFailed, match="stage shards: .*tokenizer tokenizer_config.json: other contents at the same path"
+    ):
+        run_recipe(load_recipe(recipe))
