@@ -98,10 +98,10 @@ def train_cmd(
     warn_skipped(card["counts"]["skipped"])
 
 
-def check_output_file(path: Path) -> None:
+def check_output_file(path: Path, example: str = "model.bin") -> None:
     """Fail (one line) when a file cannot be written at `path`: checked before hours of reading and training."""
     if path.is_dir():
-        fail(f"{path}: is a folder; give a file name (e.g. {path}/model.bin)")
+        fail(f"{path}: is a folder; give a file name (e.g. {path}/{example})")
     try:
         make_folder(path.parent)  # removed again if the command then fails while it is empty
     except OSError as err:
@@ -152,6 +152,9 @@ def load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_
     from classifiers.data import Skipped, llm_seed_split, read_input
     from classifiers.train import TrainData
 
+    if not llm_seeds and not (positives and negatives):
+        # refused before reading: an only -p training read every input and then said "got 700 and 0 documents"
+        raise ValueError("give math inputs (-p) and non-math inputs (-n), or --llm-seeds (both classes)")
     check_classes_apart(positives, negatives)
     skipped, seen = Skipped(), set()
 
@@ -174,15 +177,25 @@ def load_training_data(positives, negatives, llm_seeds, llm_threshold, max_docs_
         "llm_threshold": llm_threshold,
     }
     if not pos or not neg:
+        given = (("math", "-p", positives, pos), ("non-math", "-n", negatives, neg))
+        empty = "; ".join(
+            f"no {name} document in {', '.join(f'{option} {p}' for p in paths) or 'the inputs'}"
+            + (f" or --llm-seeds {', '.join(str(p) for p in llm_seeds)}" if llm_seeds else "")
+            for name, option, paths, docs in given
+            if not docs
+        )
         why = f" ({skipped.describe()})" if skipped else ""
         raise ValueError(
-            f"need positives and negatives with text; got {len(pos)} and {len(neg)} documents{why}"
+            f"need positives and negatives with text; got {len(pos)} and {len(neg)} documents: {empty}{why}"
         )
     return TrainData(pos, neg, inputs, skipped.as_dict())
 
 
-def check_classes_apart(positives, negatives) -> None:
-    """Raise InputError when a file is an input of both classes (the same folder, or a file inside the other's)."""
+def check_classes_apart(
+    positives, negatives, names: tuple[str, str] = ("math (-p/positives)", "non-math (-n/negatives)")
+) -> None:
+    """Raise InputError when a file is an input of both classes (the same folder, or a file inside the other's);
+    NAMES: how the two classes are given (eval: `--math`, `--nonmath`)."""
     from classifiers.data import InputError, input_files
 
     # Keyed and looked up by the resolved file: `-p X -n X/sub` given as relative paths names the same file twice.
@@ -192,7 +205,7 @@ def check_classes_apart(positives, negatives) -> None:
         file, p, n = both[0]
         more = f", and {len(both) - 1} more" if len(both) > 1 else ""
         raise InputError(
-            f"{len(both)} file(s) are inputs of both math (-p/positives) and non-math (-n/negatives): {file} "
+            f"{len(both)} file(s) are inputs of both {names[0]} and {names[1]}: {file} "
             f"(through {p} and {n}){more}; a page cannot be both: give each file to one class"
         )
 
@@ -236,6 +249,15 @@ def eval_cmd(
     if not 0 < top_percent <= 100:
         fail(f"--top-percent must be in (0, 100] (got {top_percent})")
     try:
+        check_classes_apart(math, nonmath, ("--math", "--nonmath"))
+        check_classes_apart(ood_math, ood_nonmath, ("--ood-math", "--ood-nonmath"))
+    except InputError as err:
+        fail(str(err))
+    plot = plot or pr_plot_path(model)
+    check_output_file(
+        plot, pr_plot_path(model).name
+    )  # not a folder, nor under a file: before all the scoring
+    try:
         result = evaluate_model(
             model,
             math,
@@ -244,7 +266,7 @@ def eval_cmd(
             ood_nonmath,
             target_precision,
             top_percent,
-            plot or pr_plot_path(model),
+            plot,
         )
     except (InputError, ModelError) as err:
         fail(str(err))
@@ -337,6 +359,8 @@ def score_cmd(
         fail(os_error_message(err))
     if clf.card_warning:
         warn(clf.card_warning)
+    if not docs:
+        warn(f"no documents to score in {', '.join(str(p) for p in inputs)}")
     for doc, score in zip(docs, clf.score([d.text for d in docs]), strict=True):
         print(f"{score:.4f}\t{doc.source}\t{doc.page}")
     warn_skipped(skipped.as_dict())

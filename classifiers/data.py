@@ -107,16 +107,17 @@ def _gzip_records(path: Path) -> Iterator[tuple[int, object]]:
         yield from jsonl_lines(path, f)
 
 
-def _iter_json_rows(path: Path) -> Iterator[dict]:
+def _iter_json_rows(path: Path) -> Iterator[tuple[str, dict]]:
     gzipped = _kind(path) == "jsonl.gz"
     # MATH ships one problem per .json file
     records = _gzip_records(path) if gzipped else read_records(path, one_object=True)
     try:
         for position, record in records:
+            # 1-based, as the reader's errors count lines: `record 1` is a .json file's first
+            where = f"record {position + 1}" if _kind(path) == "json" else f"line {position + 1}"
             if not isinstance(record, dict):
-                where = f"record {position}" if _kind(path) == "json" else f"line {position + 1}"
                 raise InputError(f"{path}: {where} is not a JSON object (a row with a `text` field)")
-            yield record
+            yield where, record
     except InputError:
         raise
     except ValueError as err:
@@ -125,12 +126,22 @@ def _iter_json_rows(path: Path) -> Iterator[dict]:
 
 def iter_rows(path: Path) -> Iterator[dict]:
     """Rows of a Parquet, JSONL (.gz) or JSON file as dicts; a file that cannot be read is an InputError naming it."""
+    for _, row in iter_located_rows(path):
+        yield row
+
+
+def iter_located_rows(path: Path) -> Iterator[tuple[str, dict]]:
+    """(where, row) of every row: `where` is `line N` (JSONL, the file's line), `row N` (Parquet) or `record N`
+    (a .json file), counted from 1 as errors count lines; an unreadable file is an InputError naming it."""
     try:
         if _kind(path) == "parquet":
             import pyarrow.parquet as pq
 
+            n = 0
             for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
-                yield from batch.to_pylist()
+                for row in batch.to_pylist():
+                    n += 1
+                    yield f"row {n}", row
         else:
             yield from _iter_json_rows(path)
     except InputError:
@@ -154,7 +165,7 @@ def _read_file(path: Path, source: str, name: str, skipped: Skipped) -> Iterator
     """Documents of a corpus file: `text` rows, benchmark pairs and web-page rows (`html`, run through the
     extractor); other rows are counted as `no_text_field`, and a file with no usable row at all is an error."""
     n_rows = n_text = 0
-    for position, row in enumerate(iter_rows(path)):
+    for where, row in iter_located_rows(path):
         n_rows += 1
         text, kind = row_text(row), "corpus" if isinstance(row.get("text"), str) else "bench"
         meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
@@ -164,15 +175,15 @@ def _read_file(path: Path, source: str, name: str, skipped: Skipped) -> Iterator
             text, reason = extract_page(row["html"], url)
             kind = "html"
             if reason:
-                skipped.add(reason, str(url or row.get("id") or f"{name} row {position}"))
+                skipped.add(reason, str(url or row.get("id") or f"{name} {where}"))
                 continue
         elif text is None:
-            skipped.add("no_text_field", f"{name} row {position}")
+            skipped.add("no_text_field", f"{name} {where}")
             continue
         else:
             n_text += 1
         if not text.strip():
-            skipped.add("empty_text", f"{name} row {position}")
+            skipped.add("empty_text", f"{name} {where}")
             continue
         page = str(url or row.get("id") or row.get("unique_id") or content_key(text))
         origin = origin_of(path, page, url)

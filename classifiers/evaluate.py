@@ -159,7 +159,7 @@ def plot_pr_curve(
         ax.legend(loc="lower left")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")  # at PATH as given: `--plot curve` wrote curve.png
     plt.close(fig)
     return path
 

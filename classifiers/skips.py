@@ -18,7 +18,7 @@ FILE_REASONS = ("unsupported_file", "bad_file", "given_twice")
 
 
 class Skipped:
-    """Counts by reason and the first few names (a file relative to its input, a page, `file row N`)."""
+    """Counts by reason and the first few names (a file relative to its input, a page, `file line N`)."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()

@@ -367,3 +367,41 @@ def test_the_scoring_step_logs_what_a_model_without_its_card_assumes(trained, tm
     finally:
         logger.remove(sink)
     assert step.threshold == 0.5 and any(f"{alone} has no card" in line for line in logged), logged
+
+
+def test_eval_plot_is_written_where_it_says_and_checked_before_scoring(trained, tmp_path, monkeypatch):
+    fresh = write_jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in docs(MATH_WORDS, 4, 53)])
+    args = ["classifier", "eval", str(trained["model"]), "--math", str(fresh)]
+    result = CliRunner().invoke(app, [*args, "--plot", str(tmp_path / "curve")])
+    assert result.exit_code == 0 and f"PR curve: {tmp_path / 'curve'}" in _words(result.output)
+    assert (tmp_path / "curve").read_bytes()[:4] == b"\x89PNG" and not (tmp_path / "curve.png").exists()
+    import classifiers.evaluate
+
+    monkeypatch.setattr(classifiers.evaluate, "evaluate_model", lambda *a, **k: pytest.fail("scored"))
+    folder = tmp_path / "odir"
+    folder.mkdir()
+    result = CliRunner().invoke(app, [*args, "--plot", str(folder)])
+    words = _words(result.output)
+    assert (
+        result.exit_code == 2
+        and f"{folder}: is a folder; give a file name (e.g. {folder}/model.pr.png)" in words
+    )
+    assert not (tmp_path / "odir.png").exists()
+    (tmp_path / "ofile").write_text("")
+    result = CliRunner().invoke(app, [*args, "--plot", str(tmp_path / "ofile" / "x.png")])
+    assert result.exit_code == 2 and "cannot create its folder" in _words(result.output), result.output
+
+
+def test_eval_refuses_a_file_given_as_both_classes(trained):
+    args = ["classifier", "eval", str(trained["model"]), "--math", str(trained["math"]), "--nonmath"]
+    result = CliRunner().invoke(app, [*args, str(trained["math"])])
+    words = _words(result.output)
+    assert result.exit_code == 2 and "are inputs of both --math and --nonmath" in words, words
+    assert "precision" not in words
+
+
+def test_score_of_no_document_says_so(trained, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = CliRunner().invoke(app, ["classifier", "score", str(trained["model"]), str(empty)])
+    assert result.exit_code == 0 and f"warning: no documents to score in {empty}" in _words(result.output)

@@ -12,6 +12,7 @@ from classifiers.cli import load_training_data
 from classifiers.data import InputError, llm_seed_split, read_input
 from classifiers.model import MathClassifier, ModelError, card_path
 from classifiers.train import TrainSettings, train_model
+from mathmix.cli import app
 from tests.classifiers.corpus import FAST, MATH_WORDS, TEXT_WORDS, docs, write_jsonl
 
 
@@ -363,7 +364,57 @@ def test_math_layout_one_problem_per_json_file_is_read(tmp_path):
 def test_records_that_are_not_objects_are_named(tmp_path):
     (tmp_path / "nums.json").write_text("[1, 2, 3]")
     (tmp_path / "mixed.jsonl").write_text('{"text": "a"}\n[1, 2]\n')
-    with pytest.raises(InputError, match=r"nums.json: record 0 is not a JSON object"):
+    with pytest.raises(InputError, match=r"nums.json: record 1 is not a JSON object"):
         read_input(tmp_path / "nums.json")
     with pytest.raises(InputError, match=r"mixed.jsonl: line 2 is not a JSON object"):
         read_input(tmp_path / "mixed.jsonl")
+
+
+def test_train_with_one_class_is_refused_before_reading(corpora, tmp_path, monkeypatch):
+    import classifiers.data
+
+    monkeypatch.setattr(classifiers.data, "read_input", lambda *a, **k: pytest.fail("read the inputs"))
+    for option in ("-p", "-n"):
+        args = ["classifier", "train", option, str(corpora["math"]), "-o", str(tmp_path / "m.bin")]
+        result = CliRunner().invoke(app, args)
+        words = " ".join(result.output.split())
+        assert result.exit_code == 2 and "give math inputs (-p) and non-math inputs (-n)" in words, words
+
+
+def test_an_input_with_no_document_is_named(corpora, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    args = [
+        "classifier",
+        "train",
+        "-p",
+        str(empty),
+        "-n",
+        str(corpora["text"]),
+        "-o",
+        str(tmp_path / "m.bin"),
+    ]
+    result = CliRunner().invoke(app, args)
+    words = " ".join(result.output.split())
+    assert result.exit_code == 2 and f"no math document in -p {empty}" in words, words
+
+
+def test_skipped_rows_are_named_by_their_line_from_1_as_errors_are(tmp_path):
+    from classifiers.data import Skipped
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text('{"text": "a b"}\n\n{"x": 1}\n{"text": " "}\n')
+    skipped = Skipped()
+    assert len(read_input(folder, skipped)) == 1
+    assert skipped.as_dict() == {
+        "empty_text": {"n": 1, "examples": ["rows.jsonl line 4"]},
+        "no_text_field": {"n": 1, "examples": ["rows.jsonl line 3"]},
+    }
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"text": ["a", None]}), folder / "t.parquet")
+    skipped = Skipped()
+    read_input(folder / "t.parquet", skipped)
+    assert skipped.as_dict()["no_text_field"]["examples"] == ["t.parquet row 2"]
