@@ -13,7 +13,7 @@ import gzip
 import hashlib
 import random
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -107,15 +107,48 @@ def _gzip_records(path: Path) -> Iterator[tuple[int, object]]:
         yield from jsonl_lines(path, f)
 
 
-def _iter_json_rows(path: Path) -> Iterator[tuple[str, dict]]:
+# Called with (where, why) for a line of a JSONL file that is not read (see `iter_located_rows`).
+BadLine = Callable[[str, str], None]
+
+
+def _lenient_jsonl(path: Path, bad: BadLine) -> Iterator[tuple[int, object]]:
+    """(0-based line, JSON value) of a JSONL file (plain or gzipped); a line that is not UTF-8 JSON goes to BAD."""
+    from mathmix.records import jsonl_lines
+
+    with (gzip.open if _kind(path) == "jsonl.gz" else open)(path, "rb") as f:
+        for line_no, raw in enumerate(f):
+            try:
+                values = list(jsonl_lines(path, [raw]))  # the shared reader's parsing and reasons
+            except ValueError as err:
+                bad(f"line {line_no + 1}", str(err).removeprefix(f"{path}:1: "))
+                continue
+            yield from ((line_no, value) for _, value in values)
+
+
+def _is_json_array(path: Path) -> bool:
+    """A `.json` file, or a plain file whose text starts with `[`: read whole, as `read_records` reads it."""
+    if _kind(path) == "json":
+        return True
+    if _kind(path) != "jsonl":
+        return False
+    with path.open("rb") as f:
+        return f.read(64).lstrip().startswith(b"[")
+
+
+def _iter_json_rows(path: Path, bad: BadLine | None = None) -> Iterator[tuple[str, dict]]:
     gzipped = _kind(path) == "jsonl.gz"
-    # MATH ships one problem per .json file
-    records = _gzip_records(path) if gzipped else read_records(path, one_object=True)
+    if bad is not None and not _is_json_array(path):
+        records = _lenient_jsonl(path, bad)
+    else:  # MATH ships one problem per .json file
+        records = _gzip_records(path) if gzipped else read_records(path, one_object=True)
     try:
         for position, record in records:
             # 1-based, as the reader's errors count lines: `record 1` is a .json file's first
             where = f"record {position + 1}" if _kind(path) == "json" else f"line {position + 1}"
             if not isinstance(record, dict):
+                if bad is not None and _kind(path) != "json":
+                    bad(where, "not a JSON object")
+                    continue
                 raise InputError(f"{path}: {where} is not a JSON object (a row with a `text` field)")
             yield where, record
     except InputError:
@@ -130,9 +163,12 @@ def iter_rows(path: Path) -> Iterator[dict]:
         yield row
 
 
-def iter_located_rows(path: Path) -> Iterator[tuple[str, dict]]:
+def iter_located_rows(path: Path, bad: BadLine | None = None) -> Iterator[tuple[str, dict]]:
     """(where, row) of every row: `where` is `line N` (JSONL, the file's line), `row N` (Parquet) or `record N`
-    (a .json file), counted from 1 as errors count lines; an unreadable file is an InputError naming it."""
+    (a .json file), counted from 1 as errors count lines; an unreadable file is an InputError naming it.
+
+    BAD: a JSONL line that is not UTF-8 JSON or not an object is passed to it (`line 2`, `not valid JSON (...)`)
+    and skipped, instead of failing the file."""
     try:
         if _kind(path) == "parquet":
             import pyarrow.parquet as pq
@@ -143,7 +179,7 @@ def iter_located_rows(path: Path) -> Iterator[tuple[str, dict]]:
                     n += 1
                     yield f"row {n}", row
         else:
-            yield from _iter_json_rows(path)
+            yield from _iter_json_rows(path, bad)
     except InputError:
         raise
     # pyarrow's ArrowInvalid is a ValueError, UnicodeDecodeError too; a cut gzip stream is an EOFError
@@ -161,11 +197,22 @@ def row_text(row: dict) -> str | None:
     return None
 
 
-def _read_file(path: Path, source: str, name: str, skipped: Skipped) -> Iterator[LabelledDoc]:
+def _read_file(
+    path: Path, source: str, name: str, skipped: Skipped, lenient: bool = False
+) -> Iterator[LabelledDoc]:
     """Documents of a corpus file: `text` rows, benchmark pairs and web-page rows (`html`, run through the
-    extractor); other rows are counted as `no_text_field`, and a file with no usable row at all is an error."""
+    extractor); other rows are counted as `no_text_field`, and a file with no usable row at all is an error.
+
+    LENIENT (a file inside a folder): a JSONL line that cannot be read is a `bad_record`, counted and named like a
+    row with no text; a file none of whose lines can be read is still an error (a `bad_file` of its folder)."""
+    bad_lines: list[str] = []
+
+    def bad(where: str, why: str) -> None:
+        bad_lines.append(f"{where}: {why}")
+        skipped.add("bad_record", f"{name} {where}: {why}")
+
     n_rows = n_text = 0
-    for where, row in iter_located_rows(path):
+    for where, row in iter_located_rows(path, bad if lenient else None):
         n_rows += 1
         text, kind = row_text(row), "corpus" if isinstance(row.get("text"), str) else "bench"
         meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
@@ -188,6 +235,8 @@ def _read_file(path: Path, source: str, name: str, skipped: Skipped) -> Iterator
         page = str(url or row.get("id") or row.get("unique_id") or content_key(text))
         origin = origin_of(path, page, url)
         yield LabelledDoc(text=text, source=source, page=page, url=url, kind=kind, origin=origin)
+    if bad_lines and not n_rows:
+        raise InputError(f"{path}: {bad_lines[0]}")
     if n_rows and not n_text:
         pairs = ", ".join("+".join(p) for p in BENCH_FIELDS)
         raise InputError(f"{path}: no row has a `text` field, a benchmark pair ({pairs}) or an `html` page")
@@ -205,9 +254,9 @@ class _FileReader:
         self.source, self.skipped = source, skipped
         self._pages: PageFiles | None = None
 
-    def read(self, path: Path, name: str) -> list[LabelledDoc]:
+    def read(self, path: Path, name: str, lenient: bool = False) -> list[LabelledDoc]:
         """All documents of PATH (NAME: PATH relative to the input). Its skips are added once the whole file was
-        read: a file that fails is one `bad_file`, not its rows and then the file."""
+        read: a file that fails is one `bad_file`, not its rows and then the file. LENIENT: see `_read_file`."""
         skipped = Skipped()
         if is_page_file(path) or is_archive_file(path):
             self._pages = self._pages or PageFiles()
@@ -217,7 +266,7 @@ class _FileReader:
                 for text, key, url in found
             ]
         else:
-            docs = list(_read_file(path, self.source, name, skipped))
+            docs = list(_read_file(path, self.source, name, skipped, lenient))
         self.skipped.update(skipped)
         return docs
 
@@ -274,7 +323,7 @@ def read_input(
         if not first_time(f, name):
             continue
         try:
-            docs += reader.read(f, name)
+            docs += reader.read(f, name, lenient=True)
         except (InputError, OSError) as err:
             skipped.add("bad_file", f"{name}: {_why(err, f)}")
     return docs

@@ -329,3 +329,32 @@ def test_eval_reads_training_pages_files_of_two_columns_as_before(page_folders, 
     kept, n_seen = unseen(docs, keys)
     assert n_seen == 1 and "n0.html" not in {d.page for d in kept}
     assert unseen(docs, training_keys(tmp_path / "none.bin")) == (docs, 0)
+
+
+def test_a_bad_line_in_a_folder_drops_that_line_not_the_file(tmp_path):
+    """One bad line made a whole JSONL file of a folder a bad_file (its good rows unread), where rewrite counts
+    the line as a bad_record; a file given as the input is still refused at its first bad line."""
+    from classifiers.data import InputError, Skipped
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    texts = _docs(4, 9)
+    lines = [json.dumps({"text": texts[0]}), "{cut", "[1, 2]", json.dumps({"text": texts[1]}), ""]
+    (folder / "mixed.jsonl").write_text("\n".join(lines))
+    gz_lines = [json.dumps({"text": texts[2]}).encode(), b"\xff\xfe", json.dumps({"text": texts[3]}).encode()]
+    (folder / "more.jsonl.gz").write_bytes(gzip.compress(b"\n".join(gz_lines) + b"\n"))
+    (folder / "all_bad.jsonl").write_text("{nope\n{nope\n")
+    skipped = Skipped()
+    docs = read_input(folder, skipped)
+    assert sorted(d.text for d in docs) == sorted(texts)
+    found = skipped.as_dict()
+    assert found["bad_record"]["n"] == 3, found
+    assert found["bad_record"]["examples"] == [
+        "mixed.jsonl line 2: not valid JSON (Expecting property name enclosed in double quotes)",
+        "mixed.jsonl line 3: not a JSON object",
+        "more.jsonl.gz line 2: not UTF-8 text",
+    ]
+    assert found["bad_file"] == {"n": 1, "examples": ["all_bad.jsonl: line 1: not valid JSON (Expecting "
+                                                      "property name enclosed in double quotes)"]}  # fmt: skip
+    with pytest.raises(InputError, match="mixed.jsonl:2: not valid JSON"):
+        read_input(folder / "mixed.jsonl")
