@@ -8,6 +8,8 @@ last and audits whatever stages the recipe ran.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -49,6 +51,16 @@ class Config(BaseModel):
             except duckdb.Error as err:
                 raise ValueError(first_line(err)) from None
         return value
+
+
+def inputs_read(
+    config: Config, run_dir: Path | str, inputs: list[str], previous: Mapping[str, Path]
+) -> list[str]:
+    """None of its own: the recipe stage's record held INPUTS, the recipe's default (the previous document stage's
+    data/, RUN/branches/data after a rewrite stage: a folder that does not exist). The audit reads every stage
+    folder; the summaries of the recipe's stages before it are in its upstream.json. Its sizes are not recorded:
+    the run folder holds the audit's own output."""
+    return []
 
 
 def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:

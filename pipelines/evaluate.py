@@ -93,6 +93,17 @@ def files_read(
     return found
 
 
+def inputs_read(
+    config: Config, run_dir: Path | str, inputs: list[str], previous: Mapping[str, Path]
+) -> list[str]:
+    """The model folder (a local one), the benchmark folder and the prompt file, as the eval job's own record
+    holds them (evals.bench.bench_identity), which the recipe stage's record holds with their sizes in place of
+    INPUTS, the recipe's (the previous document stage's data/, which eval does not read)."""
+    model = _resolve(config.model, run_dir)
+    prompt = [_resolve(config.prompt_file, run_dir)] if config.prompt_file else []
+    return [*([model] if Path(model).exists() else []), _resolve(config.data_dir, run_dir), *prompt]
+
+
 def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
     """Evaluate the model and write results into ctx.out_dir; summary.json last."""
     from evals.bench import print_results_table, run_bench

@@ -77,15 +77,31 @@ def files_read(
 
 def sources(config: Config, ctx: StageContext) -> dict[str, list[str]]:
     """Source name -> input folders: the corpus, then each rewriter branch with data."""
+    return find_sources(config, ctx.inputs, ctx.run_dir, ctx.previous)
+
+
+def inputs_read(
+    config: Config, run_dir: Path | str, inputs: list[str], previous: Mapping[str, Path]
+) -> list[str]:
+    """The folders the stage shards (`sources`: the corpus, then each rewriter branch with data), which the recipe
+    stage's record holds with their sizes in place of INPUTS, the recipe's: by default the previous document
+    stage's data/, RUN/branches/data after a rewrite stage, a folder that does not exist (size None)."""
+    return [p for paths in find_sources(config, inputs, Path(run_dir), previous).values() for p in paths]
+
+
+def find_sources(
+    config: Config, inputs: list[str], run_dir: Path, previous: Mapping[str, Path]
+) -> dict[str, list[str]]:
+    """`sources` of the stage's INPUTS (the recipe's), run folder and earlier stages' folders (PREVIOUS)."""
     from shards.tokenizer import corpus_files
 
     if config.inputs:
-        corpus = list(ctx.inputs)
+        corpus = list(inputs)
     else:
-        decont = ctx.previous.get("decont", ctx.run_dir / "decont") / "data"
-        corpus = [str(decont)] if decont.is_dir() else list(ctx.inputs)
+        decont = Path(previous.get("decont", run_dir / "decont")) / "data"
+        corpus = [str(decont)] if decont.is_dir() else list(inputs)
     found = {config.corpus_name: corpus} if corpus else {}
-    branches = ctx.previous.get("rewrite", ctx.run_dir / "branches")
+    branches = Path(previous.get("rewrite", run_dir / "branches"))
     if config.branches and branches.is_dir():
         tasks = [
             p for p in branches.iterdir() if (p / "data").is_dir() and p.name not in config.skip_branches

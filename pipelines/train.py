@@ -71,6 +71,22 @@ def files_read(
     return found
 
 
+def inputs_read(
+    config: Config, run_dir: Path | str, inputs: list[str], previous: Mapping[str, Path]
+) -> list[str]:
+    """The shard folders the stage trains on, those RUN/shards/manifest.json lists (`rebase_manifest`d), which
+    the recipe stage's record holds with their sizes in place of INPUTS, the recipe's (the previous document
+    stage's data/, which train does not read); the manifest itself where it cannot be read (the stage names it)."""
+    import json
+
+    shards_dir = Path(previous.get("shards", Path(run_dir) / "shards"))
+    try:
+        manifest = rebase_manifest(json.loads((shards_dir / "manifest.json").read_text()), shards_dir)
+        return [str(source["path"]) for source in manifest["sources"].values()]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # missing, or not a manifest
+        return [str(shards_dir / "manifest.json")]
+
+
 def rebase_manifest(manifest: dict[str, Any], shards_dir: Path) -> dict[str, Any]:
     """MANIFEST with the paths it holds under the folder it was written in moved to SHARDS_DIR, where that
     folder was copied or moved (the manifest records absolute paths: a copied run trained on, or failed to find,

@@ -749,3 +749,51 @@ def test_a_finished_shards_stage_whose_tokenizer_folder_was_replaced_is_not_comp
         StageFailed, match="stage shards: .*tokenizer tokenizer_config.json: other contents at the same path"
     ):
         run_recipe(load_recipe(recipe))
+
+
+def test_stages_that_do_not_read_the_previous_data_record_what_they_read(tmp_path):
+    # after a rewrite stage, shards, train, eval and audit recorded `inputs: ['{run_dir}/branches/data']` with size
+    # [None]: the previous document stage's data/, a folder that does not exist and that none of them reads
+    run = _corpus_run(tmp_path / "run")
+    branch = run / "branches" / "qa" / "data"
+    branch.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["q"], "text": [MATH.replace("{i}", "1")]}), branch / "00000.parquet")
+    for source in ("corpus", "qa"):
+        (run / "shards" / source).mkdir(parents=True)
+        (run / "shards" / source / "00000_00000.bin").write_bytes(b"\0" * 8)
+    sources = {s: {"path": str(run / "shards" / s), "documents": 1, "tokens": 4} for s in ("corpus", "qa")}
+    (run / "shards" / "manifest.json").write_text(json.dumps({"tokenizer": "t", "sources": sources}))
+    (run / "train" / "export").mkdir(parents=True)
+    (run / "train" / "export" / "model.safetensors").write_bytes(b"\0" * 64)
+    (run / "sample" / "bench" / "gsm8k").mkdir(parents=True)
+    (run / "sample" / "bench" / "gsm8k" / "test.jsonl").write_text('{"question": "1 + 1?", "answer": "2"}\n')
+    stages = ("shards", "train", "eval", "audit")
+    recipe = _write_recipe(
+        tmp_path, "  rewrite: {tasks: [qa], model: auto}\n" + "".join(f"  {s}: {{}}\n" for s in stages)
+    )
+    for folder in ("branches", *stages):
+        _finished(run / folder)
+    run_recipe(load_recipe(recipe))  # recorded, and skipped as complete
+    records = {s: json.loads((run / s / "recipe-stage.json").read_text()) for s in stages}
+    assert {s: r["inputs"] for s, r in records.items()} == {
+        "shards": ["{run_dir}/decont/data", "{run_dir}/branches/qa/data"],
+        "train": ["{run_dir}/shards/corpus", "{run_dir}/shards/qa"],
+        "eval": ["{run_dir}/train/export", "{run_dir}/sample/bench"],
+        "audit": [],  # it reads every stage folder: upstream.json holds their summaries
+    }
+    assert all(None not in r.get("input_sizes", []) for r in records.values())
+
+    # records written before they said what they read: the same stages, each rewritten once
+    for s, r in records.items():
+        old = {k: v for k, v in r.items() if k != "file_digests"}
+        old.update(inputs=["{run_dir}/branches/data"], input_sizes=[None])
+        (run / s / "recipe-stage.json").write_text(json.dumps(old))
+    run_recipe(load_recipe(recipe))
+    assert {s: json.loads((run / s / "recipe-stage.json").read_text()) for s in stages} == records
+
+    # a branch's data replaced in place (its rewrite summary unchanged): shards is not complete
+    pq.write_table(pa.table({"id": ["q", "r"], "text": ["another", "branch"]}), branch / "00000.parquet")
+    with pytest.raises(
+        StageFailed, match=r"stage shards: .*other sizes at the same paths: \{run_dir\}/branches/qa/data\)"
+    ):
+        run_recipe(load_recipe(recipe))
