@@ -165,7 +165,7 @@ def plot_pr_curve(
 
 
 def _nothing_to_evaluate(
-    options: str, inputs: list, n_seen: int, model_path: str | Path, skipped: Skipped
+    options: str, inputs: list, n_seen: int, model_path: str | Path, skipped: Skipped, by_name: bool = False
 ) -> None:
     """Raise an InputError: metrics of no document are all 0.0 and read like a model that finds nothing."""
     shown = ", ".join(str(p) for p in inputs[:3]) + (", ..." if len(inputs) > 3 else "")
@@ -175,6 +175,12 @@ def _nothing_to_evaluate(
         raise InputError(
             f"nothing to evaluate from {options}: {what} of {shown} were training pages "
             f"(listed in {found_train_pages_path(model_path)}); give pages the model never saw"
+            + (
+                " (that file predates origins and matches pages by name too: a page named as a training page "
+                "counts as one; retrain to match by content and origin)"
+                if by_name
+                else ""
+            )
         )
     raise InputError(f"nothing to evaluate from {options}: {shown} hold no documents")
 
@@ -216,6 +222,7 @@ def evaluate_model(
                 n_pos_seen + n_neg_seen,
                 model_path,
                 skipped,
+                bool(keys.names),
             )
         # A class given and left empty is refused: precision 1.000 on 0 non-math pages read as a perfect model.
         for option, given, kept, n_seen in (
@@ -223,7 +230,7 @@ def evaluate_model(
             (nonmath_option, neg_inputs, neg, n_neg_seen),
         ):
             if given and not kept:
-                _nothing_to_evaluate(option, given, n_seen, model_path, skipped)
+                _nothing_to_evaluate(option, given, n_seen, model_path, skipped, bool(keys.names))
         if not neg:
             warnings.append(
                 f"no non-math documents ({nonmath_option} not given): precision and F1 not measured"

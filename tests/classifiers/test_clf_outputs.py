@@ -405,3 +405,24 @@ def test_score_of_no_document_says_so(trained, tmp_path):
     empty.write_text("")
     result = CliRunner().invoke(app, ["classifier", "score", str(trained["model"]), str(empty)])
     assert result.exit_code == 0 and f"warning: no documents to score in {empty}" in _words(result.output)
+
+
+def test_eval_with_a_two_column_training_pages_file_says_it_matches_by_name(trained, tmp_path):
+    model = _copy_set(trained["model"], tmp_path / "old" / "model.bin")
+    pages = model.with_suffix(".train-pages.tsv")
+    pages.write_text(
+        "".join("\t".join(line.split("\t")[:2]) + "\n" for line in pages.read_text().splitlines())
+    )
+    card = json.loads(model.with_suffix(".card.json").read_text())
+    del card["sha256"]["train_pages"]  # as cards were before the digests
+    model.with_suffix(".card.json").write_text(json.dumps(card))
+    named = [
+        {"text": t, "url": r["url"]}
+        for t, r in zip(docs(TEXT_WORDS, 30, 80), _training_rows(trained, "text"), strict=False)
+    ]
+    renamed = write_jsonl(tmp_path / "renamed.jsonl", named)  # new pages under training pages' names
+    fresh = write_jsonl(tmp_path / "fresh.jsonl", [{"text": t} for t in docs(MATH_WORDS, 3, 81)])
+    args = ["classifier", "eval", str(model), "--math", str(fresh), "--nonmath", str(renamed)]
+    result = CliRunner().invoke(app, [*args, "--plot", str(tmp_path / "pr.png")])
+    words = _words(result.output)
+    assert result.exit_code == 2 and "predates origins and matches pages by name too" in words, words
