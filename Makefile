@@ -9,7 +9,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# No GPU: take the CPU build of torch first, so nothing pulls the multi-GB CUDA build.
+	# No GPU: pin torch==2.13.0 first, so installing the rest (torch>=2.6) keeps it. Which build pip picks is pip's
+	# choice: the CPU wheel where pip's config finds it locally (find-links, as on this project's machines); on
+	# stock PyPI (Linux) the multi-GB CUDA build (README: put the CPU wheel in first from the PyTorch CPU index).
 	if ! command -v nvidia-smi >/dev/null 2>&1; then $(BIN)/pip install -q torch==2.13.0; fi
 	$(BIN)/pip install -q -e ".[test]"
 	touch $(STAMP)
