@@ -5,6 +5,10 @@ A stage module defines `Config` (a pydantic model, extra keys forbidden) and
 `run_stage` writes OUT/summary.json last (atomically, `curate.summary.write_summary`): its presence marks the stage
 complete. Optional module attributes: `FOLDER` (output folder name under the run folder, default the stage name)
 and `PRODUCES_DOCUMENTS` (False for stages whose output is not the next stage's input, e.g. classifier, audit).
+What a finished stage read is in its `recipe-stage.json` (pipelines.runner.stage_identity): its inputs with their
+sizes, or what the module's optional `inputs_read(config, run_dir, inputs, previous)` names where the stage does
+not read the previous stage's data/ (the classifier's pages, eval's model and benchmark folders), and the digests of
+the files its optional `files_read(config, run_dir, previous)` names besides them (web's model, train's recipe).
 Stage inputs default to the previous document-producing stage's `data/` folder; `{run_dir}` in a stage's
 `inputs` is replaced by the run folder.
 Modules are imported lazily so that a recipe with only curation stages never imports torch.
