@@ -170,6 +170,7 @@ UNSEEN_FILE_DIGESTS = (MODEL_SNAPSHOT,)
 # all else matches (and is rewritten with them): `math_model` of a recipe's web stage scoring with the run
 # classifier's model.bin by default, digested only where the recipe named the model until then.
 LATER_FILE_DIGESTS = (*UNSEEN_FILE_DIGESTS, "math_model")
+LATER_FILE_DIGESTS += ("prompt", *(f"prompt {t}" for t in ("refine", "qa", "longcot", "score")))  # rewrite's
 # What a job writes in OUT, kept in its record beside (not in) its identity: cleared when another job takes OUT.
 OUTPUTS_KEY = "outputs"
 

@@ -44,14 +44,18 @@ def files_read(
     config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
 ) -> dict[str, str]:
     """Files and folders the stage reads besides its inputs, whose contents the recipe stage's record holds (see
-    pipelines.web.files_read): the decontamination benchmarks and a model in a local folder, or a hub name found
-    in the local Hugging Face cache (`model_snapshot`: digested by the commit of its snapshot). A model retrained,
-    another revision cached, or a benchmark replaced, left the finished stage "already complete" with old output."""
+    pipelines.web.files_read): the decontamination benchmarks, each task's prompt template (`prompt TASK`), and a
+    model in a local folder, or a hub name found in the local Hugging Face cache (`model_snapshot`: digested by the
+    commit of its snapshot). A model retrained, another revision cached, a benchmark replaced or a template edited
+    in place, left the finished stage "already complete" with old output."""
     from curate.decont_sources import benchmark_paths
+    from curate.rewrite.tasks import prompt_key, prompt_path
     from mathmix.hub import cached_snapshot
     from pipelines.job_record import MODEL_SNAPSHOT
 
     found = benchmark_paths(_resolve(config.decont_benchmarks, Path(run_dir)))
+    # each task's prompt template by its text: one edited in place left the stage "already complete"
+    found |= {prompt_key(task): str(prompt_path(task, config.prompt_version)) for task in config.tasks}
     model = Path(config.model)  # as run_task reads it
     if config.model != "auto" and config.server != "endpoint":
         if model.is_dir():

@@ -1,8 +1,9 @@
 """What a rewrite job is, as recorded in OUT/job.json: a rerun of another job into a folder with work is refused.
 
 The identity holds the inputs (paths and sizes), the settings that change the output, the task, the
-decontamination benchmarks with their contents (`file_digests`, as decont records them) and, for a model in a
-local folder, a digest of its weights (for a hub name in the local Hugging Face cache, its snapshot's commit).
+decontamination benchmarks and the task's prompt template with their contents (`file_digests`, as decont records
+them) and, for a model in a local folder, a digest of its weights (for a hub name in the local Hugging Face cache,
+its snapshot's commit).
 """
 
 from __future__ import annotations
@@ -68,6 +69,18 @@ def weights_note(settings: Any, identity: dict) -> dict[str, str]:
     return {"model_not_digested": why}
 
 
+def prompt_digest(task: str, version: str) -> dict[str, list]:
+    """{"prompt": [template file, SIZE:SHA]}: a template edited in place kept its version, so a rerun took the old
+    prompt's finished (and cached) answers for the new prompt's, without a word. `prompt`, not the recipe stage's
+    `prompt TASK` (`pipelines.rewrite.files_read`): a job is of one task, and another task is named once, as
+    `task: 'score' -> 'qa'` (and the other template's path)."""
+    from curate.rewrite.tasks import prompt_path
+    from pipelines.job_record import file_digest
+
+    path = prompt_path(task, version)
+    return {"prompt": [str(path), file_digest(path)]}
+
+
 def benchmark_digests(paths: list[str]) -> dict[str, list]:
     """{"benchmark NAME": [file, SIZE:SHA]} of the benchmark files a job decontaminates against: a benchmark file
     replaced at the same path resumed the old job, whose kept documents were checked against the old problems.
@@ -98,8 +111,13 @@ def rewrite_identity(
         mode="json", exclude=OPERATIONAL_SETTINGS | {"decont_benchmarks"}, exclude_defaults=True
     )
     benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
-    extra = {"file_digests": digests} if (digests := benchmark_digests(settings.decont_benchmarks)) else {}
-    identity = job_identity(inputs, what, run_dir, task=task, decont_benchmarks=benchmarks, **extra)
+    digests = {
+        **benchmark_digests(settings.decont_benchmarks),
+        **prompt_digest(task, settings.prompt_version),
+    }
+    identity = job_identity(
+        inputs, what, run_dir, task=task, decont_benchmarks=benchmarks, file_digests=digests
+    )
     digest = model_digest(settings)
     if digest is not None:
         identity["model_digest"] = digest

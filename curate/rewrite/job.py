@@ -348,6 +348,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     from curate.rewrite.prechecks import check_server_package
     from curate.rewrite.report import inference_stats, throughput_report
     from curate.rewrite.rollout import RequestsFailedError
+    from curate.rewrite.tasks import prompt_template
     from mathmix.cli_util import write_json
     from mathmix.hub import check_model_source
     from mathmix.paths import stage_data
@@ -361,6 +362,9 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     for path in inputs:  # a run folder given as input is refused before job.json, or a wait on the endpoint
         stage_data(path)
     input_sources(inputs)  # so is an input folder without input files
+    prompt_template(
+        task, settings.prompt_version
+    )  # and a prompt_version without a template (it failed mid-run)
     # OUT in an input folder was accepted once, then every rerun read OUT's files as input and was refused.
     check_output_outside_inputs(out_dir, inputs)
     if settings.server != "endpoint" and settings.model != "auto":  # before a server starts and fails on it

@@ -27,12 +27,24 @@ REASONS = (
 )  # fmt: skip
 
 
+def prompt_path(task: str, version: str = "v1") -> Path:
+    """The file of `task`'s prompt template of `version` (it may not exist)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
+    return PROMPTS_DIR / f"{task}.{version}.txt"
+
+
+def prompt_key(task: str) -> str:
+    """The name of `task`'s template among the `file_digests` of a recipe stage's record (a job.json's: `prompt`):
+    the text counts, not only its version, so a template edited in place is another job (listed in
+    pipelines.job_record.LATER_FILE_DIGESTS: a record from before is adopted)."""
+    return f"prompt {task}"
+
+
 @lru_cache(maxsize=16)
 def prompt_template(task: str, version: str = "v1") -> str:
     """The prompt template text for `task` (`{text}` marks where the document goes)."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
-    path = PROMPTS_DIR / f"{task}.{version}.txt"
+    path = prompt_path(task, version)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no prompt version {version!r} for task {task!r}")
     return path.read_text()

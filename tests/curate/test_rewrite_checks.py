@@ -201,3 +201,68 @@ def test_an_endpoint_url_ending_in_v1_is_its_server_root_and_a_404_is_final(tmp_
     assert code == 2 and time.monotonic() - start < 10, output
     assert f"endpoint {url}/api: GET {url}/api/v1/models answered 404 (not found)" in output
     assert "the server's root" in output and not (tmp_path / "api").exists()
+
+
+@pytest.fixture
+def prompts(tmp_path, monkeypatch):
+    """A copy of the prompt templates, which a test may edit (never the shipped ones)."""
+    import shutil
+
+    from curate.rewrite import tasks
+
+    folder = tmp_path / "prompts"
+    shutil.copytree(tasks.PROMPTS_DIR, folder)
+    monkeypatch.setattr(tasks, "PROMPTS_DIR", folder)
+    tasks.prompt_template.cache_clear()
+    yield folder
+    tasks.prompt_template.cache_clear()
+
+
+def test_a_prompt_template_edited_in_place_is_another_job(tmp_path, endpoint, prompts):
+    """job.json held the prompt's version, not its text: a rerun after the template was edited took the old
+    prompt's answers for the new one's, without a word."""
+    url, _ = endpoint
+    docs = write_docs(tmp_path / "in.jsonl")
+    out = tmp_path / "score"
+    run_task([str(docs)], out, "score", settings(url), ExecutorConfig(tasks=1))
+    record = json.loads((out / "job.json").read_text())
+    assert record["file_digests"]["prompt"][0].endswith("/prompts/score.v1.txt")
+    del record["file_digests"]  # a record from before templates were digested: this job, rewritten with it
+    (out / "job.json").write_text(json.dumps(record))
+    assert run_task([str(docs)], out, "score", settings(url), ExecutorConfig(tasks=1))["docs_out"] == 3
+    assert "prompt" in json.loads((out / "job.json").read_text())["file_digests"]
+    template = prompts / "score.v1.txt"
+    template.write_text(template.read_text() + "\nAnswer in one line.\n")
+    with pytest.raises(
+        ValueError, match=r"another job than this rewrite \(prompt: other contents at the same"
+    ):
+        run_task([str(docs)], out, "score", settings(url), ExecutorConfig(tasks=1))
+    with pytest.raises(FileNotFoundError, match="no prompt version 'v9'"):  # up front, not mid-run
+        run_task([str(docs)], tmp_path / "v9", "score", settings(url, prompt_version="v9"), ExecutorConfig())
+    assert not (tmp_path / "v9").exists()
+
+
+def test_the_recipe_rewrite_stage_records_its_prompt_templates(tmp_path, prompts):
+    """A template edited in place left the recipe's finished rewrite stage "already complete" with the old
+    prompt's branches. A stage record from before templates were digested is adopted."""
+    from pipelines.rewrite import Config
+    from pipelines.runner import RECIPE_STAGE_FILE, _check_stage_job, stage_identity
+
+    stage = Config(tasks=["qa", "score"])
+    out, inputs = tmp_path / "branches", [str(tmp_path / "corpus")]
+    identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
+    assert sorted(identity["file_digests"]) == ["prompt qa", "prompt score"]
+    out.mkdir()
+    old = {
+        k: v for k, v in identity.items() if k != "file_digests"
+    }  # model auto, no benchmarks: none recorded
+    (out / RECIPE_STAGE_FILE).write_text(json.dumps(old))
+    (out / "qa").mkdir()
+    (out / "qa" / "summary.json").write_text("{}")  # a finished task
+    _check_stage_job(out, identity, "rewrite", ignore)  # adopted
+    assert json.loads((out / RECIPE_STAGE_FILE).read_text())["file_digests"] == identity["file_digests"]
+    template = prompts / "qa.v1.txt"
+    template.write_text(template.read_text().replace("Question:", "Problem:"))
+    identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
+    with pytest.raises(ValueError, match="prompt qa: other contents at the same path"):
+        _check_stage_job(out, identity, "rewrite", ignore)

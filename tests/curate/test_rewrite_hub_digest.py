@@ -239,14 +239,13 @@ def test_the_recipe_rewrite_stage_records_a_cached_hub_model_by_its_snapshot(tmp
     identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
     with pytest.raises(ValueError, match="model_snapshot"):
         _check_stage_job(out, identity, "rewrite", ignore)
-    # endpoint-served and uncached names read nothing (as before)
+    # endpoint-served and uncached names read no model (as before): only the task's prompt template
     assert "model_snapshot" not in _digests_of_files_read(
         "rewrite", Config(model=REPO, server="endpoint"), tmp_path
     )
-    assert (
+    assert list(
         _digests_of_files_read("rewrite", Config(model="org/not-cached", server="transformers"), tmp_path)
-        == {}
-    )
+    ) == ["prompt qa"]
 
 
 def test_a_recipe_stage_record_from_before_hub_snapshots_were_recorded_is_the_same_job(tmp_path, hf_cache):

@@ -276,7 +276,11 @@ def test_a_different_task_into_the_same_folder_names_both_tasks(tmp_path, endpoi
     set_script(Script("score"))
     inputs = [str(write_stage_input(tmp_path / "decont", n=2))]
     run_task(inputs, tmp_path / "rw", "score", settings(url), ExecutorConfig(tasks=1))
-    with pytest.raises(ValueError, match="another job than this rewrite \\(task: 'score' -> 'qa'\\)"):
+    # the task's template is named too, by its path (the identity holds the text of the template the job reads)
+    said = (
+        r"another job than this rewrite \(prompt: \S*/score.v1.txt -> \S*/qa.v1.txt; task: 'score' -> 'qa'\)"
+    )
+    with pytest.raises(ValueError, match=said):
         run_task(inputs, tmp_path / "rw", "qa", settings(url), ExecutorConfig(tasks=1))
 
 

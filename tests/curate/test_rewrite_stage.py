@@ -323,7 +323,7 @@ def test_a_benchmark_replaced_at_the_same_path_is_another_rewrite_job(tmp_path):
     assert check_job(out, identity, "rewrite", earlier=earlier) is False  # recorded
     stage = Config(decont_benchmarks=["{run_dir}/bench"])
     recorded = _digests_of_files_read("rewrite", stage, tmp_path)
-    assert list(recorded) == ["benchmark bench/test"]
+    assert list(recorded) == ["benchmark bench/test", "prompt qa"]
     bench.write_text(bench.read_text().replace("12 + 30", "11 + 31"))  # same size, other problem
     identity, earlier = rewrite_identity(inputs, settings, "qa", tmp_path, out)
     (out / "summary.json").write_text("{}")  # the folder holds finished work: another job is refused
@@ -344,7 +344,9 @@ def test_the_recipe_rewrite_stage_records_its_local_model_by_weights(tmp_path):
     assert before["model"][0] == str(model.resolve())
     (model / "model.safetensors").write_bytes(b"\1" * 64)  # retrained into the same folder
     assert _digests_of_files_read("rewrite", stage, tmp_path)["model"] != before["model"]
-    assert _digests_of_files_read("rewrite", Config(), tmp_path) == {}  # model auto: built from the inputs
+    assert list(_digests_of_files_read("rewrite", Config(), tmp_path)) == [
+        "prompt qa"
+    ]  # auto: from the inputs
 
 
 def test_the_recipe_rewrite_stage_takes_new_retry_settings_but_not_new_output_settings(tmp_path):
