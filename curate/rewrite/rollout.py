@@ -132,6 +132,9 @@ class TimedInferenceRunner(InferenceRunner):
             finally:
                 if not probe:
                     self._span[1] = max(self._span[1], time.monotonic())
+            if (missing := malformed_answer(answer, self.config.use_chat)) is not None:
+                # datatrove reads it with answer["choices"][0]...: the request's error was just `'choices'`
+                raise InferenceError(None, f"malformed response: {missing}")
             if probe:
                 self._probe_error = ""
             else:
@@ -321,6 +324,30 @@ def request_error(err: BaseException, timeout: float) -> BaseException:
     if isinstance(err, (ConnectionError, OSError)):  # refused or reset: retried by the rollout
         return InferenceError(None, f"{CONNECTION_FAILED}{type(err).__name__}: {err}")
     return err
+
+
+def malformed_answer(answer: Any, chat: bool = True) -> str | None:
+    """What an OpenAI-compatible answer (the parsed body of a 200) lacks that datatrove reads from it, in words
+    naming the field and what the answer held; None when it has them all."""
+
+    def held(value: Any) -> str:
+        if isinstance(value, dict):
+            return f"its keys: {', '.join(map(str, list(value)[:8])) or 'none'}"
+        return f"a {type(value).__name__}"
+
+    if not isinstance(answer, dict):
+        return f"the answer is not a JSON object ({held(answer)})"
+    choices = answer.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return f"no `choices` (a non-empty list) in the answer ({held(answer)})"
+    choice, field = choices[0], "message" if chat else "text"
+    if not isinstance(choice, dict) or field not in choice or "finish_reason" not in choice:
+        return f"no `{field}` and `finish_reason` in the answer's choices[0] ({held(choice)})"
+    if chat and not isinstance(choice["message"], dict):
+        return f"choices[0].message is not a JSON object ({held(choice['message'])})"
+    if not isinstance(answer.get("usage", {}), dict):
+        return f"`usage` is not a JSON object ({held(answer['usage'])})"
+    return None
 
 
 def _request_failed(rollout: Any) -> bool:

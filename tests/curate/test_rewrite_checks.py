@@ -266,3 +266,27 @@ def test_the_recipe_rewrite_stage_records_its_prompt_templates(tmp_path, prompts
     identity, ignore = stage_identity("rewrite", stage, inputs, tmp_path)
     with pytest.raises(ValueError, match="prompt qa: other contents at the same path"):
         _check_stage_job(out, identity, "rewrite", ignore)
+
+
+def test_a_response_without_choices_says_what_it_lacked(tmp_path, endpoint):
+    """datatrove reads answer["choices"][0]: the error of every request was just `'choices'`."""
+    from curate.rewrite.rollout import RequestsFailedError
+
+    url, state = endpoint
+    state["answer"] = json.dumps({"id": "x", "object": "chat.completion"}).encode()
+    docs = write_docs(tmp_path / "in.jsonl", n=2)
+    with pytest.raises(RequestsFailedError) as err:
+        run_task([str(docs)], tmp_path / "out", "score", settings(url), ExecutorConfig(tasks=1))
+    said = str(err.value)
+    assert (
+        "last error: malformed response: no `choices` (a non-empty list) in the answer (its keys: id, object)"
+        in said
+    )
+    from curate.rewrite.rollout import malformed_answer
+
+    assert malformed_answer({"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}]}) is None
+    assert "not a JSON object (a list)" in malformed_answer([1])
+    assert "no `message` and `finish_reason`" in malformed_answer({"choices": [{"text": "x"}]})
+    assert "`usage` is not a JSON object" in malformed_answer(
+        {"choices": [{"message": {}, "finish_reason": "stop"}], "usage": None}
+    )
