@@ -39,14 +39,15 @@ def throughput_report(
     """
     tokens_in = int(stats.get("prompt_tokens", 0))
     tokens_out = int(stats.get("completion_tokens", 0))
-    requests = int(stats.get("successful_requests", 0))
+    requests = int(stats.get("successful_requests", 0))  # answered; failed ones are `failed_requests`
+    failed = int(stats.get("failed_requests", 0))
     # Generation time from the first request to the last answer; the inference time also holds the server start.
     total = float(stats.get("inference_time", 0.0)) or wall_seconds
     seconds = max(float(stats.get("generation_seconds", 0.0)) or total, 1e-9)
     report: dict[str, Any] = {
         "server": server,
         "requests": requests,
-        "failed_requests": int(stats.get("failed_requests", 0)),
+        "failed_requests": failed,
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
         "generation_seconds": round(seconds, 2),
@@ -55,8 +56,14 @@ def throughput_report(
         "tokens_out_per_s": round(tokens_out / seconds, 2),
         "requests_per_s": round(requests / seconds, 4),
     }
-    if not requests:
-        report["note"] = "no request was sent in this run (all answers came from the resume cache)"
+    if (
+        not requests
+    ):  # a rerun that only sent requests which failed again sent some: it said "no request was sent"
+        report["note"] = (
+            f"no request of this run was answered: the {failed} it sent failed"
+            if failed
+            else "no request was sent in this run (all answers came from the resume cache)"
+        )
         return report
     # Stats of an older run lack documents_requested; documents_processed then counts this run's documents.
     docs = int(stats.get("documents_requested") or stats.get("documents_processed") or docs_in)

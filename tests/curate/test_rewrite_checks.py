@@ -34,8 +34,8 @@ def completion(text: str) -> bytes:
 
 @pytest.fixture
 def endpoint():
-    """(url, state): state["answer"] is the body of every completion (a score by default); state["gets"] the paths
-    of the GETs it was sent."""
+    """(url, state): state["answer"] is the body of every completion (a score by default), but a 500 for a request
+    holding state["fail"]; state["gets"] the paths of the GETs it was sent."""
     state: dict = {"answer": completion(SCORE), "gets": []}
 
     class Handler(BaseHTTPRequestHandler):
@@ -54,8 +54,10 @@ def endpoint():
                 self._send(404, b'{"error": "not found"}')
 
         def do_POST(self):  # noqa: N802
-            self.rfile.read(int(self.headers["Content-Length"]))
-            if self.path == "/v1/chat/completions":
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            if state.get("fail") and state["fail"] in body:
+                self._send(500, b'{"error": "boom"}')
+            elif self.path == "/v1/chat/completions":
                 self._send(200, state["answer"])
             else:
                 self._send(404, b'{"error": "not found"}')
@@ -290,3 +292,20 @@ def test_a_response_without_choices_says_what_it_lacked(tmp_path, endpoint):
     assert "`usage` is not a JSON object" in malformed_answer(
         {"choices": [{"message": {}, "finish_reason": "stop"}], "usage": None}
     )
+
+
+def test_throughput_of_a_run_whose_only_requests_failed_says_so(tmp_path, endpoint):
+    """A rerun that sent only the failing document's request, given up in it (--max-attempts), wrote
+    `"requests": 0, "failed_requests": 1` with the note "no request was sent in this run"."""
+    from curate.rewrite.rollout import RequestsFailedError
+
+    url, state = endpoint
+    state["fail"] = "1 + 1 = 2"  # document d1's text
+    docs, out = write_docs(tmp_path / "in.jsonl", n=2), tmp_path / "out"
+    with pytest.raises(RequestsFailedError):
+        run_task([str(docs)], out, "score", settings(url, max_attempts=2), ExecutorConfig(tasks=1))
+    summary = run_task([str(docs)], out, "score", settings(url, max_attempts=2), ExecutorConfig(tasks=1))
+    assert summary["dropped"] == {"request_failed": 1}
+    report = json.loads((out / "throughput.json").read_text())
+    assert report["requests"] == 0 and report["failed_requests"] == 1, report
+    assert report["note"] == "no request of this run was answered: the 1 it sent failed", report
