@@ -209,6 +209,8 @@ def check_job(
         previous = None  # an older record of the same job: rewritten below with the new fields
     if previous is not None:
         difference = describe_difference(previous, _closest_form(previous, identity, earlier))
+        # records write paths under OUT's parent as {run_dir}/... (job_identity); the user wrote real paths
+        difference = difference.replace("{run_dir}", str(out.resolve().parent))
         other = f"another job than this {what} ({difference})"
         if (progress or has_progress)(out):
             raise ValueError(

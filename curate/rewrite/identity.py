@@ -147,14 +147,13 @@ def not_written_by_rewrite(out_dir: Path) -> list[str]:
     return sorted(p.name for p in Path(out_dir).iterdir() if p.name not in OUTPUTS)
 
 
-def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict], run_dir: Path) -> None:
+def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict]) -> None:
     """Record the job in OUT/job.json (`pipelines.job_record.check_job`), or ValueError when OUT is not this job's.
 
     Refused, as `classifier recall` refuses them: a folder with files a rewrite job does not write and no job
     record (they were written among), and another job's folder that holds its finished work (`has_progress`) or
     any file a rewrite job does not write (a recall round's domains.json: recall records no progress marker, so
     its folder was taken over, its job.json replaced). A rerun of this job into its own folder resumes.
-    `{run_dir}` in the message (how the record writes paths in RUN_DIR) is the folder itself.
     """
     from pipelines.job_record import check_job, has_progress
 
@@ -164,8 +163,5 @@ def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict], run_dir: P
         raise ValueError(
             f"{out_dir}: holds files not written by rewrite ({', '.join(others[:5])}{more}); write to a new folder"
         )
-    try:
-        check_job(out_dir, identity, "rewrite", earlier=earlier,
-                  progress=lambda out: has_progress(out) or bool(not_written_by_rewrite(out)))  # fmt: skip
-    except ValueError as err:
-        raise ValueError(str(err).replace("{run_dir}", str(Path(run_dir).resolve()))) from None
+    check_job(out_dir, identity, "rewrite", earlier=earlier,
+              progress=lambda out: has_progress(out) or bool(not_written_by_rewrite(out)))  # fmt: skip

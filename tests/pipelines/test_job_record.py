@@ -177,3 +177,17 @@ def test_a_record_without_a_command_is_told_apart_from_this_form_not_an_older_on
     older = {"inputs": [], "settings": {}}
     with pytest.raises(ValueError, match=r"other input paths \(added: /p/c.html\)\)"):
         check_job(out, now, "recipe stage (classifier)", earlier=[older])
+
+
+def test_a_refusal_names_inputs_in_the_run_folder_by_their_paths(tmp_path):
+    """Records write paths under OUT's parent as {run_dir}/...; a refusal showed that placeholder to the user."""
+    page = tmp_path / "pages.jsonl"
+    page.write_text('{"id": "a", "text": "x"}\n')
+    out = tmp_path / "dedup"
+    check_job(out, job_identity([page], {}, tmp_path, command="dedup"), "dedup run")
+    (out / "summary.json").write_text("{}")  # finished work
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": "b", "text": "y"}\n')
+    with pytest.raises(ValueError) as err:
+        check_job(out, job_identity([other], {}, tmp_path, command="dedup"), "dedup run")
+    assert "{run_dir}" not in str(err.value) and str(other.resolve()) in str(err.value), err.value
