@@ -154,7 +154,13 @@ def check_stage_job(recipe: TrainRecipe, stage: StageConfig, record: bool) -> No
         return
     identity, _ = _folder_identity(recipe, stage)
     try:
-        check_job(stage_dir, identity, what=f"training stage ({stage.name})", ignore=_unused(stage))
+        check_job(
+            stage_dir,
+            identity,
+            what=f"training stage ({stage.name})",
+            ignore=_unused(stage),
+            run_dir=recipe.run_dir,
+        )
     except ValueError as err:
         raise TrainRecipeError(str(err)) from None
 

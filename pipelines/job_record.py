@@ -48,7 +48,27 @@ def job_identity(
                     return "{run_dir}" + value[len(form.rstrip("/")) :]
         return value
 
-    return relative(identity)
+    return _shipped_files_by_place(relative(identity))
+
+
+# mathmix's own files (a rewrite prompt template, a shipped train recipe) are recorded as {mathmix}/...: recorded
+# by absolute path, a run folder resumed with another checkout or install of mathmix was refused over the path.
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shipped_files_by_place(identity: dict[str, Any]) -> dict[str, Any]:
+    """IDENTITY with the `file_digests` paths under SOURCE_ROOT written `{mathmix}/...`."""
+    digests = identity.get("file_digests")
+    if not isinstance(digests, dict):
+        return identity
+    root = str(SOURCE_ROOT).rstrip("/") + "/"
+
+    def place(entry: Any) -> Any:
+        if isinstance(entry, list) and entry and isinstance(entry[0], str) and entry[0].startswith(root):
+            return ["{mathmix}/" + entry[0][len(root) :], *entry[1:]]
+        return entry
+
+    return {**identity, "file_digests": {k: place(v) for k, v in digests.items()}}
 
 
 def input_size(path: str | Path) -> int | list[int] | None:
@@ -168,9 +188,14 @@ MODEL_SNAPSHOT = "model_snapshot"
 UNSEEN_FILE_DIGESTS = (MODEL_SNAPSHOT,)
 # `file_digests` entries a record written before they were recorded lacks; such a record is of the same job when
 # all else matches (and is rewritten with them): `math_model` of a recipe's web stage scoring with the run
-# classifier's model.bin by default, digested only where the recipe named the model until then.
-LATER_FILE_DIGESTS = (*UNSEEN_FILE_DIGESTS, "math_model")
-LATER_FILE_DIGESTS += ("prompt", *(f"prompt {t}" for t in ("refine", "qa", "longcot", "score")))  # rewrite's
+# classifier's model.bin by default, digested only where the recipe named the model until then; rewrite's prompt
+# templates (`prompt` of a job.json, `prompt TASK` of a recipe stage), which kept only their version until then.
+LATER_FILE_DIGESTS: tuple[str, ...] = (
+    *UNSEEN_FILE_DIGESTS,
+    "math_model",
+    "prompt",
+    *(f"prompt {t}" for t in ("refine", "qa", "longcot", "score")),
+)
 # What a job writes in OUT, kept in its record beside (not in) its identity: cleared when another job takes OUT.
 OUTPUTS_KEY = "outputs"
 
@@ -184,6 +209,7 @@ def check_job(
     ignore: Collection[str] = (),
     outputs: Collection[str] = (),
     earlier: Sequence[dict[str, Any]] = (),
+    run_dir: Path | str | None = None,
 ) -> bool:
     """Record IDENTITY in OUT/job.json, or refuse (ValueError) when OUT holds the work of a different job.
 
@@ -191,6 +217,8 @@ def check_job(
     record may hold that no longer make a job (`without_settings`). `earlier`: older forms of IDENTITY (before
     the command recorded its name, say): a record equal to one is this job, rewritten in today's form.
     `outputs`: the files and folders this job writes in OUT (`data`, `logs` ...); see `take_over`.
+    `run_dir`: the folder IDENTITY's `{run_dir}/...` paths stand for (`job_identity`; default OUT's parent), named
+    in a refusal by its path: the user gave paths, not the record's placeholder.
     Returns True when OUT already held the record of this very job (a rerun: its finished work may be kept),
     False when it was written now.
     """
@@ -209,8 +237,8 @@ def check_job(
         previous = None  # an older record of the same job: rewritten below with the new fields
     if previous is not None:
         difference = describe_difference(previous, _closest_form(previous, identity, earlier))
-        # records write paths under OUT's parent as {run_dir}/... (job_identity); the user wrote real paths
-        difference = difference.replace("{run_dir}", str(out.resolve().parent))
+        difference = difference.replace("{run_dir}", str(Path(run_dir or out.parent).resolve()))
+        difference = difference.replace("{mathmix}", str(SOURCE_ROOT))
         other = f"another job than this {what} ({difference})"
         if (progress or has_progress)(out):
             raise ValueError(

@@ -174,7 +174,8 @@ def build_shards(
     tasks = min(executor.tasks, len(files))
     settings: dict[str, Any] = {"tokenizer": str(tokenizer), "tokenizer_sha256": loaded.fingerprint}
     settings |= {"eos_token": eos_token, "max_shard_bytes": max_shard_bytes}
-    if check_job(out, job_identity(files, settings, run_dir or out.parent, tasks=tasks), "shards build"):
+    run_dir = run_dir or out.parent
+    if check_job(out, job_identity(files, settings, run_dir, tasks=tasks), "shards build", run_dir=run_dir):
         redo = damaged_tasks(out, tasks)  # a rerun: finished tasks are skipped, unless their shards are gone
         for rank, why in redo.items():
             log.warning("%s: task %d finished, but %s: tokenizing its files again", out, rank, why)

@@ -147,7 +147,7 @@ def not_written_by_rewrite(out_dir: Path) -> list[str]:
     return sorted(p.name for p in Path(out_dir).iterdir() if p.name not in OUTPUTS)
 
 
-def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict]) -> None:
+def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict], run_dir: Path) -> None:
     """Record the job in OUT/job.json (`pipelines.job_record.check_job`), or ValueError when OUT is not this job's.
 
     Refused, as `classifier recall` refuses them: a folder with files a rewrite job does not write and no job
@@ -163,5 +163,5 @@ def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict]) -> None:
         raise ValueError(
             f"{out_dir}: holds files not written by rewrite ({', '.join(others[:5])}{more}); write to a new folder"
         )
-    check_job(out_dir, identity, "rewrite", earlier=earlier,
+    check_job(out_dir, identity, "rewrite", earlier=earlier, run_dir=run_dir,
               progress=lambda out: has_progress(out) or bool(not_written_by_rewrite(out)))  # fmt: skip

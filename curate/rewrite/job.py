@@ -377,7 +377,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
             wait_for_endpoint(str(settings.endpoint), settings.server_ready_timeout_s)
     run_dir = run_dir or out_dir.parent
     identity, earlier = rewrite_identity(inputs, settings, task, run_dir, out_dir)
-    check_out_dir(out_dir, identity, earlier)  # the message names the task each job is for
+    check_out_dir(out_dir, identity, earlier, run_dir)  # the message names the task each job is for
     weights = weights_note(settings, identity)  # said in summary.json
     model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
     steps = generation_pipeline(inputs, out_dir, task, settings, model)

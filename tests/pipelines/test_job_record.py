@@ -191,3 +191,46 @@ def test_a_refusal_names_inputs_in_the_run_folder_by_their_paths(tmp_path):
     with pytest.raises(ValueError) as err:
         check_job(out, job_identity([other], {}, tmp_path, command="dedup"), "dedup run")
     assert "{run_dir}" not in str(err.value) and str(other.resolve()) in str(err.value), err.value
+
+
+def test_a_refusal_names_paths_of_a_run_folder_above_the_parent(tmp_path):
+    """A recipe's shards build writes RUN/shards/NAME with RUN as its run folder: a refusal named RUN/shards/..."""
+    run = tmp_path / "run"
+    data = run / "decont" / "data"
+    data.mkdir(parents=True)
+    (data / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    out = run / "shards" / "corpus"
+    check_job(out, job_identity([data], {}, run), "shards build", run_dir=run)
+    (out / "summary.json").write_text("{}")
+    (data / "a.jsonl").write_text('{"id": "a", "text": "xyz"}\n')
+    with pytest.raises(ValueError) as err:
+        check_job(out, job_identity([data], {}, run), "shards build", run_dir=run)
+    assert f"{data.resolve()})" in str(err.value), err.value
+
+
+def test_mathmix_own_files_are_recorded_by_their_place_in_mathmix(tmp_path, monkeypatch):
+    """A prompt template or shipped train recipe was recorded by absolute path: a run folder resumed with another
+    checkout or install of mathmix (same files) was refused over the path alone."""
+    import pipelines.job_record as job_record
+
+    records = []
+    for checkout in ("a", "b"):
+        root = tmp_path / checkout
+        (root / "recipes").mkdir(parents=True)
+        recipe = root / "recipes" / "tiny.yaml"
+        recipe.write_text("lr: 0.001\n")
+        monkeypatch.setattr(job_record, "SOURCE_ROOT", root)
+        digests = {"recipe": [str(recipe), job_record.yaml_digest(recipe)]}
+        records.append(job_identity([], {}, tmp_path / "run", file_digests=digests))
+    assert records[0] == records[1]
+    assert records[0]["file_digests"]["recipe"][0] == "{mathmix}/recipes/tiny.yaml"
+    out = tmp_path / "run" / "train"
+    check_job(out, records[0], "recipe stage (train)")
+    (out / "summary.json").write_text("{}")
+    assert check_job(out, records[1], "recipe stage (train)")  # the same job
+    (tmp_path / "b" / "recipes" / "tiny.yaml").write_text("lr: 0.002\n")
+    changed = job_identity([], {}, tmp_path / "run", file_digests={"recipe": [str(tmp_path / "b/recipes/tiny.yaml"),
+                           job_record.yaml_digest(tmp_path / "b/recipes/tiny.yaml")]})  # fmt: skip
+    with pytest.raises(ValueError) as err:
+        check_job(out, changed, "recipe stage (train)")
+    assert "{mathmix}" not in str(err.value) and "recipe" in str(err.value), err.value
