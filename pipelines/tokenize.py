@@ -21,7 +21,10 @@ from pipelines.stages import StageContext
 
 FOLDER = "shards"
 PRODUCES_DOCUMENTS = False  # shards are not Parquet documents for a later document stage
-READS = "{run_dir}/decont/data (the corpus) and {run_dir}/branches/<task>/data"  # what --dry-run shows
+READS = (  # what --dry-run shows
+    "{run_dir}/decont/data (the corpus; without a decont stage the previous document stage's data/, dedup's or "
+    "web's after a rewrite stage) and {run_dir}/branches/<task>/data"
+)
 
 
 class Config(BaseModel):
@@ -85,7 +88,7 @@ def inputs_read(
 ) -> list[str]:
     """The folders the stage shards (`sources`: the corpus, then each rewriter branch with data), which the recipe
     stage's record holds with their sizes in place of INPUTS, the recipe's: by default the previous document
-    stage's data/, RUN/branches/data after a rewrite stage, a folder that does not exist (size None)."""
+    stage's data/ (dedup's or web's after a rewrite stage, whose RUN/branches/data no stage writes)."""
     return [p for paths in find_sources(config, inputs, Path(run_dir), previous).values() for p in paths]
 
 
@@ -100,6 +103,9 @@ def find_sources(
     else:
         decont = Path(previous.get("decont", run_dir / "decont")) / "data"
         corpus = [str(decont)] if decont.is_dir() else list(inputs)
+        # after a rewrite stage the previous document stage's data/ is RUN/branches/data, which no stage writes
+        if not any(Path(p).exists() for p in corpus):
+            corpus = next(([str(previous[s] / "data")] for s in ("dedup", "web") if s in previous), corpus)
     found = {config.corpus_name: corpus} if corpus else {}
     branches = Path(previous.get("rewrite", run_dir / "branches"))
     if config.branches and branches.is_dir():

@@ -93,3 +93,27 @@ def test_a_branch_named_like_the_corpus_is_refused_not_swapped_for_it(tmp_path):
     ctx = StageContext(run_dir=run, out_dir=run / "shards", inputs=[], executor=ExecutorConfig(tasks=1))
     with pytest.raises(ValueError, match="corpus's source name 'qa'"):
         run_stage(Config(vocab_size=300, corpus_name="qa"), ctx)
+
+
+def test_without_a_decont_stage_the_corpus_after_a_rewrite_is_dedups_data(tmp_path):
+    """A recipe web -> dedup -> rewrite -> shards: the previous document stage's data/ is RUN/branches/data, which
+    no stage writes, and the stage failed with 'no such corpus file or folder'."""
+    from pipelines.tokenize import find_sources
+
+    run = tmp_path / "run"
+    for folder in ("web/data", "dedup/data", "branches/qa/data"):
+        (run / folder).mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["q"], "text": ["a question"]}), run / "branches/qa/data/00000.parquet")
+    previous = {"web": run / "web", "dedup": run / "dedup", "rewrite": run / "branches"}
+    config = parse_stage_config("shards", {})
+    found = find_sources(config, [str(run / "branches" / "data")], run, previous)
+    assert found["corpus"] == [str(run / "dedup" / "data")]
+    assert found["qa"] == [str(run / "branches" / "qa" / "data")]
+    # with no dedup stage, web's; with a decont stage, decont's (as before)
+    assert find_sources(config, [str(run / "branches/data")], run, {"web": run / "web"})["corpus"] == [
+        str(run / "web" / "data")
+    ]
+    (run / "decont/data").mkdir(parents=True)
+    assert find_sources(config, [str(run / "branches/data")], run, previous)["corpus"] == [
+        str(run / "decont/data")
+    ]
