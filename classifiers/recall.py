@@ -69,7 +69,7 @@ def check_out_dir(out_dir: Path, model_path: str | Path, corpus: list, settings:
     naming a few (a rerun of the same round is what may write here); so is OUT inside a corpus folder.
     """
     from pipelines.job_record import (
-        JOB_FILE,
+        check_foreign_files,
         check_job,
         check_output_outside_inputs,
         has_progress,
@@ -78,13 +78,7 @@ def check_out_dir(out_dir: Path, model_path: str | Path, corpus: list, settings:
 
     # A rerun would read its candidates as corpus. ("--corpus input": the helper appends "s" to name them all.)
     check_output_outside_inputs(out_dir, corpus, "--corpus input")
-    if out_dir.is_dir() and not (out_dir / JOB_FILE).is_file():
-        others = sorted(p.name for p in out_dir.iterdir() if p.name not in OUTPUTS)
-        if others:
-            raise ValueError(
-                f"{out_dir}: holds files not written by classifier recall ({', '.join(others[:5])}"
-                f"{', ...' if len(others) > 5 else ''}); write to a new folder"
-            )
+    check_foreign_files(out_dir, OUTPUTS, "classifier recall")
     settings = {**settings, "model_sha256": file_sha256(model_path)}  # a retrained model at the same path
     identity = model_job_identity("classifier recall", model_path, corpus, settings)
     check_job(

@@ -371,6 +371,28 @@ def has_progress(out_dir: Path) -> bool:
     return False
 
 
+def foreign_files(out_dir: Path | str, outputs: Collection[str]) -> list[str]:
+    """The names in OUT that are none of OUTPUTS, what a command writes there (sorted); [] for no such folder."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return []
+    return sorted(p.name for p in out.iterdir() if p.name not in outputs)
+
+
+def check_foreign_files(out_dir: Path | str, outputs: Collection[str], what: str) -> None:
+    """ValueError when OUT has no job record and holds files other than OUTPUTS: the command would write among
+    files it did not write (a rerun of the same job, with its record, is `check_job`'s to judge). WHAT names the
+    command in the message: `holds files not written by WHAT (the first 5 names, ...)`."""
+    if (Path(out_dir) / JOB_FILE).is_file():
+        return
+    others = foreign_files(out_dir, outputs)
+    if others:
+        more = ", ..." if len(others) > 5 else ""
+        raise ValueError(
+            f"{out_dir}: holds files not written by {what} ({', '.join(others[:5])}{more}); write to a new folder"
+        )
+
+
 def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
     """`inputs differ`, `settings.ngram: 13 -> 8`, `tasks: 2 -> 4` ... (the first few; a setting missing on one
     side was at its default). Never empty: a record of other fields than this job's is another command's."""

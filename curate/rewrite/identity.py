@@ -140,28 +140,17 @@ def _recorded(path: Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def not_written_by_rewrite(out_dir: Path) -> list[str]:
-    """The names in OUT that a rewrite job does not write (sorted); [] for a folder that does not exist."""
-    if not Path(out_dir).is_dir():
-        return []
-    return sorted(p.name for p in Path(out_dir).iterdir() if p.name not in OUTPUTS)
-
-
 def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict], run_dir: Path) -> None:
     """Record the job in OUT/job.json (`pipelines.job_record.check_job`), or ValueError when OUT is not this job's.
 
     Refused, as `classifier recall` refuses them: a folder with files a rewrite job does not write and no job
-    record (they were written among), and another job's folder that holds its finished work (`has_progress`) or
-    any file a rewrite job does not write (a recall round's domains.json: recall records no progress marker, so
-    its folder was taken over, its job.json replaced). A rerun of this job into its own folder resumes.
+    record (they were written among: `check_foreign_files`), and another job's folder that holds its finished
+    work (`has_progress`) or any file a rewrite job does not write (a recall round's domains.json: recall records
+    no progress marker, so its folder was taken over, its job.json replaced). A rerun of this job into its own
+    folder resumes.
     """
-    from pipelines.job_record import check_job, has_progress
+    from pipelines.job_record import check_foreign_files, check_job, foreign_files, has_progress
 
-    others = not_written_by_rewrite(out_dir)
-    if others and not (Path(out_dir) / JOB_FILE).is_file():
-        more = ", ..." if len(others) > 5 else ""
-        raise ValueError(
-            f"{out_dir}: holds files not written by rewrite ({', '.join(others[:5])}{more}); write to a new folder"
-        )
+    check_foreign_files(out_dir, OUTPUTS, "rewrite")
     check_job(out_dir, identity, "rewrite", earlier=earlier, run_dir=run_dir,
-              progress=lambda out: has_progress(out) or bool(not_written_by_rewrite(out)))  # fmt: skip
+              progress=lambda out: has_progress(out) or bool(foreign_files(out, OUTPUTS)))  # fmt: skip
