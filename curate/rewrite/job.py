@@ -15,7 +15,7 @@ import math
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from loguru import logger
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -23,6 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from curate.rewrite.inputs import build_readers, files_all_bad_records, input_sources
 from curate.rewrite.tasks import ValidationSettings, sampling_json
 from curate.summary import ensure_data_file, summarize_logs, write_summary
+
+if TYPE_CHECKING:
+    from urllib.parse import ParseResult
 
 CPU_SERVER = str(Path(__file__).resolve().parents[1] / "cpu_server.py")
 # Where the generation readers note an input file every line of which was a bad_record (in OUT).
@@ -171,6 +174,13 @@ def inference_config(settings: RewriteSettings, model: str, log_dir: Path):
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # reached by datatrove itself, not through the OpenAI client
 
 
+def _is_local(parsed: ParseResult) -> bool:
+    """Whether a parsed endpoint URL (`urllib.parse.urlparse`) is a local `http://` one, which datatrove reaches
+    itself (and takes for the server's root); any other goes through the OpenAI client. ValueError from a host
+    that does not parse."""
+    return parsed.scheme == "http" and parsed.hostname in LOCAL_HOSTS
+
+
 def local_server_root(url: str | None) -> str | None:
     """URL without a trailing `/v1` where datatrove takes it for the server's root: a local `http://` endpoint,
     to which it appends `/v1/chat/completions` and `/v1/models` itself (`http://127.0.0.1:8000/v1`, the OpenAI
@@ -182,7 +192,7 @@ def local_server_root(url: str | None) -> str | None:
         return url
     try:
         parsed = urlparse(url)
-        local = parsed.scheme == "http" and parsed.hostname in LOCAL_HOSTS
+        local = _is_local(parsed)
     except ValueError:
         return url  # not a URL: check_endpoint_url names it
     path = parsed.path.rstrip("/")
@@ -210,8 +220,7 @@ def check_endpoint_url(url: str | None) -> None:
         raise ValueError(
             f"endpoint {url!r}: not an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000)"
         )
-    local = parsed.scheme == "http" and host in LOCAL_HOSTS
-    if not local and importlib.util.find_spec("openai") is None:
+    if not _is_local(parsed) and importlib.util.find_spec("openai") is None:
         raise ValueError(
             f"endpoint {url}: a non-local endpoint is reached through the OpenAI client, which is not "
             "installed: pip install 'mathmix[endpoint]' (or openai)"
@@ -256,7 +265,7 @@ def _not_found_hint(url: str) -> str:
     from urllib.parse import urlparse
 
     parsed = urlparse(url)
-    if parsed.scheme == "http" and parsed.hostname in LOCAL_HOSTS:
+    if _is_local(parsed):
         return ("a local --endpoint is the server's root, the part before /v1/models and /v1/chat/completions "
                 "(e.g. http://127.0.0.1:8000; a trailing /v1 is dropped): check its port and path")  # fmt: skip
     if parsed.path.rstrip("/").endswith("/v1"):
