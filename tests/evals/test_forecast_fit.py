@@ -239,11 +239,12 @@ def test_sweep_fit_recovers_slopes_and_ranking():
     assert parse_hparams("probe_lr1e-6_bs64") == {"lr": 1e-6, "batch_size": 64.0}
 
 
-def test_compare_and_sweep_fit_cli_on_a_sweep_csv(tmp_path):
-    from mathmix.cli import app
-
+def _write_sweep_csv(path, column):
+    """A W&B-style sweep export at PATH: a Step column and one sigmoid curve a run over lr (5e-7, 1e-6, 2e-6) and
+    batch size (32, 64), named COLUMN.format(lr=..., bs=...); a higher lr rises higher, batch size 32 a little
+    higher than 64."""
     x = np.arange(0, 240, 4.0)
-    runs = {f"probe_lr{lr:g}_bs{bs} - heldout": (lr, bs) for lr in (5e-7, 1e-6, 2e-6) for bs in (32, 64)}
+    runs = {column.format(lr=lr, bs=bs): (lr, bs) for lr in (5e-7, 1e-6, 2e-6) for bs in (32, 64)}
     cols = {
         name: sigmoid_curve(x, 0.05, 0.3 + 0.05 * math.log2(lr / 5e-7) + (0.02 if bs == 32 else 0), 2.0, 50.0)
         for name, (lr, bs) in runs.items()
@@ -251,17 +252,30 @@ def test_compare_and_sweep_fit_cli_on_a_sweep_csv(tmp_path):
     lines = ["Step," + ",".join(cols)] + [
         f"{s}," + ",".join(f"{cols[c][j]:.4f}" for c in cols) for j, s in enumerate(x)
     ]
-    path = tmp_path / "sweep.csv"
     path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _sweep_fit(path, *options):
+    """What `mathmix eval sweep-fit PATH OPTIONS` writes (fit.json beside PATH), after it exits 0."""
+    from mathmix.cli import app
+
+    fit_path = path.parent / "fit.json"
+    result = CliRunner().invoke(app, ["eval", "sweep-fit", str(path), *options, "-o", str(fit_path)])
+    assert result.exit_code == 0, result.output
+    return json.loads(fit_path.read_text())
+
+
+def test_compare_and_sweep_fit_cli_on_a_sweep_csv(tmp_path):
+    from mathmix.cli import app
+
+    path = _write_sweep_csv(tmp_path / "sweep.csv", "probe_lr{lr:g}_bs{bs} - heldout")
     ranking = tmp_path / "ranking.json"
     result = CliRunner().invoke(app, ["eval", "compare", str(path), "--n-boot", "5", "-o", str(ranking)])
     assert result.exit_code == 0, result.output
     ranked = json.loads(ranking.read_text())
     assert ranked[0]["run"] == "probe_lr2e-06_bs32 - heldout" and ranked[0]["rank"] == 1
-    fit_path = tmp_path / "fit.json"
-    result = CliRunner().invoke(app, ["eval", "sweep-fit", str(path), "-o", str(fit_path)])
-    assert result.exit_code == 0, result.output
-    fit = json.loads(fit_path.read_text())
+    fit = _sweep_fit(path)
     assert fit["A"]["slope_log_lr"] == pytest.approx(0.05 / math.log(2), abs=0.015)
     assert fit["A"]["slope_log_batch_size"] < 0
 
@@ -440,22 +454,7 @@ def test_parse_hparams_reads_a_batch_size_written_mb(name, expected):
 
 
 def test_sweep_fit_fits_the_batch_size_of_columns_named_mb(tmp_path):
-    from mathmix.cli import app
-
-    x = np.arange(0, 240, 4.0)
-    runs = {f"qwen_lr{lr:g}_mb{bs} - acc": (lr, bs) for lr in (5e-7, 1e-6, 2e-6) for bs in (32, 64)}
-    cols = {
-        name: sigmoid_curve(x, 0.05, 0.3 + 0.05 * math.log2(lr / 5e-7) + (0.02 if bs == 32 else 0), 2.0, 50.0)
-        for name, (lr, bs) in runs.items()
-    }
-    lines = ["Step," + ",".join(cols)] + [
-        f"{s}," + ",".join(f"{cols[c][j]:.4f}" for c in cols) for j, s in enumerate(x)
-    ]
-    path = tmp_path / "sweep.csv"
-    path.write_text("\n".join(lines) + "\n")
-    fit_path = tmp_path / "fit.json"
-    result = CliRunner().invoke(app, ["eval", "sweep-fit", str(path), "--column", "acc", "-o", str(fit_path)])
-    assert result.exit_code == 0, result.output
-    fit = json.loads(fit_path.read_text())
+    path = _write_sweep_csv(tmp_path / "sweep.csv", "qwen_lr{lr:g}_mb{bs} - acc")
+    fit = _sweep_fit(path, "--column", "acc")
     assert sorted({r["batch_size"] for r in fit["records"]}) == [32.0, 64.0]
     assert fit["A"]["slope_log_batch_size"] < 0
