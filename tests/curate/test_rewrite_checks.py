@@ -10,9 +10,7 @@ anything else is a 404, as on a real server.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from typer.testing import CliRunner
 from curate.rewrite.job import RewriteSettings, run_task
 from mathmix.cli import app
 from pipelines.executors import ExecutorConfig
+from tests.curate.fake_endpoint import JsonHandler, serve
 
 SCORE = "The page works through an addition problem step by step, clear for primary school.\nFinal score: 3"
 
@@ -38,14 +37,7 @@ def endpoint():
     holding state["fail"]; state["gets"] the paths of the GETs it was sent."""
     state: dict = {"answer": completion(SCORE), "gets": []}
 
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Handler(JsonHandler):
         def do_GET(self):  # noqa: N802
             state["gets"].append(self.path)
             if self.path == "/v1/models":
@@ -62,15 +54,8 @@ def endpoint():
             else:
                 self._send(404, b'{"error": "not found"}')
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", state
-    server.shutdown()
-    server.server_close()
+    with serve(Handler) as url:
+        yield url, state
 
 
 def write_docs(path: Path, n: int = 3) -> Path:

@@ -13,8 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ import pytest
 from curate.rewrite.identity import rewrite_identity
 from curate.rewrite.job import RewriteSettings
 from pipelines.job_record import check_job
+from tests.curate.fake_endpoint import JsonHandler, serve
 
 REPO = "mathmix-test/tiny-rewriter"
 FIRST, SECOND = "1" * 40, "2" * 40  # commits
@@ -172,30 +171,16 @@ def endpoint():
         "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70},
     }).encode()  # fmt: skip
 
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, body: bytes) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Handler(JsonHandler):
         def do_GET(self):  # noqa: N802
-            self._send(b'{"object": "list", "data": [{"id": "served"}]}')
+            self._send(200, b'{"object": "list", "data": [{"id": "served"}]}')
 
         def do_POST(self):  # noqa: N802
             self.rfile.read(int(self.headers["Content-Length"]))
-            self._send(answer)
+            self._send(200, answer)
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(Handler) as url:
+        yield url
 
 
 def test_a_job_through_an_endpoint_says_its_weights_were_not_digested(hf_cache, tmp_path, endpoint):

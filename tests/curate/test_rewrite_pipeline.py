@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +20,7 @@ from curate.rewrite.job import RewriteSettings, run_task
 from curate.rewrite.rollout import RequestsFailedError
 from curate.summary import is_balanced
 from pipelines.executors import ExecutorConfig
+from tests.curate.fake_endpoint import JsonHandler, serve
 
 QA = (
     "Question: What is ${a} + {b}$?\nSolution: Adding {a} and {b} gives {c}, so the answer is \\boxed{{{c}}}."
@@ -77,14 +77,7 @@ def endpoint():
     """Start a scripted OpenAI-compatible server on 127.0.0.1; yields (url, set_script)."""
     state: dict = {}
 
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
+    class Handler(JsonHandler):
         def do_GET(self):  # noqa: N802
             self._send(200, b'{"object": "list", "data": [{"id": "scripted"}]}')
 
@@ -101,15 +94,8 @@ def endpoint():
             except OSError:  # the client gave up (timeout): nothing to answer
                 pass
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", lambda script: state.__setitem__("script", script)
-    server.shutdown()
-    server.server_close()
+    with serve(Handler) as url:
+        yield url, lambda script: state.__setitem__("script", script)
 
 
 def write_stage_input(folder: Path, n: int = 10) -> Path:
