@@ -318,13 +318,13 @@ def _digests_of_files_read(
 
 
 def _digest_of(what: str, path: str) -> str | None:
-    """A file by its bytes, a YAML file (train's recipe and mixtures) by what it says, a model folder (rewrite's)
+    """A file by its bytes, train's recipe and mixtures by what they say, a model folder (rewrite's)
     by its weights, a hub name by its cached snapshot's commit."""
     from mathmix.hub import cached_snapshot
 
     if what == MODEL_SNAPSHOT:
         return cached_snapshot(path)
-    if Path(path).suffix.lower() in (".yaml", ".yml"):
+    if what == "recipe" or what.startswith("mixture "):  # train's: any other file by its bytes, as recorded before
         return yaml_digest(path)
     return file_digest(path) if Path(path).is_file() else weights_digest(path)
 

@@ -234,3 +234,17 @@ def test_mathmix_own_files_are_recorded_by_their_place_in_mathmix(tmp_path, monk
     with pytest.raises(ValueError) as err:
         check_job(out, changed, "recipe stage (train)")
     assert "{mathmix}" not in str(err.value) and "recipe" in str(err.value), err.value
+
+
+def test_only_trains_recipe_and_mixtures_are_digested_by_what_they_say(tmp_path):
+    """A web blocklist (or any file a stage reads) named .yaml was recorded by its bytes before YAML digests
+    existed; digested by what it says, a finished stage's record no longer matched after the upgrade."""
+    from pipelines.job_record import file_digest, yaml_digest
+    from pipelines.runner import _digest_of
+
+    listed = tmp_path / "blocklist.yaml"
+    listed.write_text("# domains\n- spam.example\n")
+    assert _digest_of("blocklist", str(listed)) == file_digest(listed)
+    assert (
+        _digest_of("recipe", str(listed)) == _digest_of("mixture decay", str(listed)) == yaml_digest(listed)
+    )
