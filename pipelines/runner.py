@@ -324,7 +324,8 @@ def _digest_of(what: str, path: str) -> str | None:
 
     if what == MODEL_SNAPSHOT:
         return cached_snapshot(path)
-    if what == "recipe" or what.startswith("mixture "):  # train's: any other file by its bytes, as recorded before
+    # train's; any other file by its bytes, as recorded before
+    if what == "recipe" or what.startswith("mixture "):
         return yaml_digest(path)
     return file_digest(path) if Path(path).is_file() else weights_digest(path)
 
