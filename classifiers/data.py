@@ -9,6 +9,7 @@ came from), so that train/test splits and the eval command can make sure no sour
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import random
@@ -84,8 +85,15 @@ def origin_of(file: Path, key: str, url: str | None = None) -> str:
     is the file itself."""
     if url:
         return str(url)
-    resolved = str(file.resolve())
-    return resolved if is_page_file(file) else f"{resolved}#{key}"
+    resolved, page_file = _file_origin(file)
+    return resolved if page_file else f"{resolved}#{key}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_origin(file: Path) -> tuple[str, bool]:
+    """A file's resolved path and whether it is a page file: once per file, not per row (resolve() asks the
+    filesystem about every part of the path)."""
+    return str(file.resolve()), is_page_file(file)
 
 
 def content_key(text: str) -> str:
@@ -126,13 +134,10 @@ def _lenient_jsonl(path: Path, bad: BadLine) -> Iterator[tuple[int, object]]:
 
 
 def _is_json_array(path: Path) -> bool:
-    """A `.json` file, or a plain file whose text starts with `[`: read whole, as `read_records` reads it."""
-    if _kind(path) == "json":
-        return True
-    if _kind(path) != "jsonl":
-        return False
-    with path.open("rb") as f:
-        return f.read(64).lstrip().startswith(b"[")
+    """A `.json` file, or a plain JSONL-named file holding an array: read whole, as `read_records` reads it."""
+    from mathmix.records import is_json_array
+
+    return _kind(path) == "json" or (_kind(path) == "jsonl" and is_json_array(path))
 
 
 def _iter_json_rows(path: Path, bad: BadLine | None = None) -> Iterator[tuple[str, dict]]:
@@ -141,12 +146,13 @@ def _iter_json_rows(path: Path, bad: BadLine | None = None) -> Iterator[tuple[st
         records = _lenient_jsonl(path, bad)
     else:  # MATH ships one problem per .json file
         records = _gzip_records(path) if gzipped else read_records(path, one_object=True)
+    json_file = _kind(path) == "json"
     try:
         for position, record in records:
             # 1-based, as the reader's errors count lines: `record 1` is a .json file's first
-            where = f"record {position + 1}" if _kind(path) == "json" else f"line {position + 1}"
+            where = f"record {position + 1}" if json_file else f"line {position + 1}"
             if not isinstance(record, dict):
-                if bad is not None and _kind(path) != "json":
+                if bad is not None and not json_file:
                     bad(where, "not a JSON object")
                     continue
                 raise InputError(f"{path}: {where} is not a JSON object (a row with a `text` field)")

@@ -34,14 +34,16 @@ class TrainingKeys:
     names: frozenset[str] = frozenset()
 
 
-def training_keys(model_path: str | Path) -> TrainingKeys:
-    """The contents and origins of the documents a model was trained on (checked against the card's digest).
+def training_keys(model_path: str | Path, card: dict[str, Any] | None = None) -> TrainingKeys:
+    """The contents and origins of the documents a model was trained on (checked against its CARD's digest; read
+    here when not given).
 
     A line is `page<TAB>content-key<TAB>origin`; a file written before origins (`page<TAB>content-key`) is read
     as before: its page names are matched by name, so a page named as a training page is left out.
     """
     path = found_train_pages_path(model_path)
-    check_card_digest(model_path, read_card(model_path), "train_pages", path, "training pages")
+    card = read_card(model_path) if card is None else card
+    check_card_digest(model_path, card, "train_pages", path, "training pages")
     contents: set[str] = set()
     origins: set[str] = set()
     names: set[str] = set()
@@ -203,7 +205,7 @@ def evaluate_model(
     """Evaluate on unseen documents of the given inputs (and an OOD set); write the PR curve if asked."""
     clf = MathClassifier(model_path)
     threshold = clf.threshold if threshold is None else threshold
-    keys = training_keys(model_path)
+    keys = training_keys(model_path, clf.card)
     sets = {"heldout": (math, nonmath)}
     if ood_math or ood_nonmath:
         sets["ood"] = (ood_math or [], ood_nonmath or [])

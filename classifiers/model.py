@@ -70,16 +70,21 @@ def _legacy_set(model_path: str | Path) -> bool:
         return False
 
 
+def _found_companion(model_path: str | Path, suffix: str) -> Path:
+    """MODEL's companion file as it is read: `companion_path`, or the older naming's (see `_legacy_set`)."""
+    if _legacy_set(model_path):
+        return Path(model_path).with_suffix(suffix)
+    return companion_path(model_path, suffix)
+
+
 def found_card_path(model_path: str | Path) -> Path:
     """The card MODEL is read with: `card_path`, or the older naming's card written for it (see `_legacy_set`)."""
-    return Path(model_path).with_suffix(".card.json") if _legacy_set(model_path) else card_path(model_path)
+    return _found_companion(model_path, ".card.json")
 
 
 def found_train_pages_path(model_path: str | Path) -> Path:
     """The training pages eval reads for MODEL: next to the card it is read with (see `found_card_path`)."""
-    if _legacy_set(model_path):
-        return Path(model_path).with_suffix(".train-pages.tsv")
-    return train_pages_path(model_path)
+    return _found_companion(model_path, ".train-pages.tsv")
 
 
 def card_owner(model_path: str | Path) -> Path | None:

@@ -136,13 +136,16 @@ def run_label(record: dict[str, Any]) -> str:
     return str(file.parent) if file.name == "validation.csv" else str(record.get("run"))
 
 
-def fit_sweep(
-    records: list[dict[str, Any]], units: list[tuple[float, float] | None] | None = None
-) -> dict[str, Any]:
+def record_units(records: list[dict[str, Any]]) -> list[tuple[float, float] | None]:
+    """Each sweep record's unit (`Curve.unit`, kept as `unit` by `sweep_records`), None where it has none."""
+    return [tuple(r["unit"]) if "unit" in r else None for r in records]
+
+
+def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How forecast A and log Cmid move with log LR and log batch size (least squares over the sweep's runs).
 
-    `units`: each record's unit (`Curve.unit`); where percent runs come with others, their A is fitted as A / 100
-    (as `rank_by_asymptote` ranks them), and the fit is in fractions.
+    Where percent runs come with others (each record's `unit`), their A is fitted as A / 100 (as
+    `rank_by_asymptote` ranks them), and the fit is in fractions.
 
     Each record needs `A`, `Cmid` and at least one of `lr`, `batch_size`. Returns per target the intercept and
     the slope per hyperparameter that varies, the R^2, and the best run by A. The R^2 is None, with an `r2_note`
@@ -154,7 +157,7 @@ def fit_sweep(
     move together in every run (a sweep that scales one with the other), their slopes cannot be told apart: the
     fit is on LR alone and `confounded` says so.
     """
-    factor = fraction_factors(units, len(records))
+    factor = fraction_factors(record_units(records), len(records))
     present = [k for k in ("lr", "batch_size") if records and all(k in r for r in records)]
     ignored = {
         k: [run_label(r) for r in records if k not in r]

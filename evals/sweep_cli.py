@@ -208,7 +208,7 @@ def add_sweep_commands(app: typer.Typer) -> None:
         one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
         null, with an `r2_note`, where it means nothing."""
         from evals.forecast_cli import _note, check_out
-        from evals.forecast_report import fit_sweep, mixes_units
+        from evals.forecast_report import fit_sweep, mixes_units, record_units
 
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
@@ -218,13 +218,12 @@ def add_sweep_commands(app: typer.Typer) -> None:
         )  # a folder, or a file on the way: one line before any fitting
         try:
             records = sweep_records(paths, column, report=_note)
-            units = [tuple(r["unit"]) if "unit" in r else None for r in records]
-            if mixes_units(units):
+            if mixes_units(record_units(records)):
                 _note(
                     "note: some runs are in percent and the others are not: A is fitted in fractions (a percent "
                     "run's A / 100); each record keeps its own unit"
                 )
-            fit = fit_sweep(records, units)
+            fit = fit_sweep(records)
         except ValueError as err:
             fail(str(err))
         for key, why in fit["confounded"].items():

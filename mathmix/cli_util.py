@@ -137,6 +137,13 @@ def print_summary(summary: dict[str, Any], title: str = "summary") -> None:
             f"[yellow]warning:[/] {summary['unreadable_files']:,} input file(s) damaged or truncated: read up to the "
             "damage, the rest skipped (the log names them)"
         )
+    if summary.get("files_all_bad_records"):  # rewrite's (curate.rewrite.readers)
+        files = escape(", ".join(summary["files_all_bad_records"]))
+        console.print(
+            f"[yellow]warning:[/] no line of {files} is a document: every one was dropped as bad_record (not a "
+            "JSON object, or its text not a string); is it JSON Lines, one JSON object per line?",
+            soft_wrap=True,
+        )
 
 
 def first_line(err: BaseException) -> str:

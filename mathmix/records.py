@@ -24,9 +24,7 @@ def read_records(path: str | Path, one_object: bool = False) -> Iterator[tuple[i
             file holds something other than an array.
     """
     path = Path(path)
-    with path.open("rb") as f:
-        head = f.read(64).lstrip()
-    if path.suffix == ".json" or head.startswith(b"["):
+    if is_json_array(path):
         try:
             data = json.loads(path.read_bytes().decode("utf-8"))
         except UnicodeDecodeError:
@@ -42,6 +40,15 @@ def read_records(path: str | Path, one_object: bool = False) -> Iterator[tuple[i
         return
     with path.open("rb") as f:
         yield from jsonl_lines(path, f)
+
+
+def is_json_array(path: str | Path) -> bool:
+    """A `.json` file, or any file whose text starts with `[`: one JSON array, read whole (not as JSONL)."""
+    path = Path(path)
+    if path.suffix == ".json":
+        return True
+    with path.open("rb") as f:
+        return f.read(64).lstrip().startswith(b"[")
 
 
 def jsonl_lines(path: str | Path, lines: Iterable[bytes]) -> Iterator[tuple[int, Any]]:

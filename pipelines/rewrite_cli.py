@@ -153,17 +153,6 @@ def run_rewrite(
         )
         return
     print_summary(summary, title=f"rewrite {task}")
-    if summary.get("files_all_bad_records"):
-        from rich.markup import escape
-
-        from mathmix.cli_util import console
-
-        files = escape(", ".join(summary["files_all_bad_records"]))
-        console.print(
-            f"[yellow]warning:[/] no line of {files} is a document: every one was dropped as bad_record (not a "
-            "JSON object, or its text not a string); is it JSON Lines, one JSON object per line?",
-            soft_wrap=True,
-        )
 
 
 @rewrite_app.command("serve")
