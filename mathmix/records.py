@@ -66,11 +66,18 @@ def jsonl_lines(path: str | Path, lines: Iterable[bytes]) -> Iterator[tuple[int,
 
 
 def read_objects(path: str | Path) -> list[dict[str, Any]]:
-    """The records of PATH (see `read_records`), each required to be a JSON object."""
+    """The records of PATH (see `read_records`), each required to be a JSON object.
+
+    Raises:
+        ValueError: as `read_records`, or naming the first record that is not an object, counted from 1 as
+            lines are: `FILE: line 3 is not a JSON object` (JSONL, the file's line), `FILE: record 1 is not a JSON
+            object` (a JSON array, under any name, `record 1` its first element).
+    """
     records = []
+    array = is_json_array(path)
     for position, record in read_records(path):
         if not isinstance(record, dict):
-            where = f"line {position + 1}" if Path(path).suffix != ".json" else f"record {position}"
+            where = f"record {position + 1}" if array else f"line {position + 1}"
             raise ValueError(f"{path}: {where} is not a JSON object")
         records.append(record)
     return records

@@ -31,6 +31,23 @@ def test_errors_name_the_file_and_line(tmp_path):
         list(read_records(tmp_path / "obj.json"))
 
 
+def test_read_objects_counts_array_records_from_1_as_lines_are(tmp_path):
+    """A .json array's first record was `record 0` while a JSONL file's first line is `line 1`; an array under
+    another name (read as one) was named by `line`, though its positions are the array's, not lines."""
+    (tmp_path / "a.json").write_text('[\n"not an object",\n{"q": 1}\n]')
+    with pytest.raises(ValueError, match=r"a.json: record 1 is not a JSON object$"):
+        read_objects(tmp_path / "a.json")
+    (tmp_path / "b.json").write_text('[{"q": 1}, 2]')
+    with pytest.raises(ValueError, match=r"b.json: record 2 is not a JSON object$"):
+        read_objects(tmp_path / "b.json")
+    (tmp_path / "prompts.txt").write_text('[{"q": 1}, {"q": 2}, [3]]')  # an array, whatever its name
+    with pytest.raises(ValueError, match=r"prompts.txt: record 3 is not a JSON object$"):
+        read_objects(tmp_path / "prompts.txt")
+    (tmp_path / "c.jsonl").write_text('{"q": 1}\n\n[3]\n')  # the file's line, blank lines counted
+    with pytest.raises(ValueError, match=r"c.jsonl: line 3 is not a JSON object$"):
+        read_objects(tmp_path / "c.jsonl")
+
+
 def test_one_object_per_json_file_where_asked(tmp_path):
     (tmp_path / "1.json").write_text('{"problem": "p", "solution": "s"}')
     assert list(read_records(tmp_path / "1.json", one_object=True)) == [
