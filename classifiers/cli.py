@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -66,7 +67,7 @@ def train_cmd(
     if preset not in PRESETS:
         fail(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     given = {"dim": dim, "lr": lr, "word_ngrams": word_ngrams, "min_count": min_count, "epoch": epoch}
-    hyper = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
+    hyper: dict[str, Any] = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
     try:
         settings = TrainSettings(
             **hyper,
@@ -133,6 +134,25 @@ def check_output_not_input(output: Path, inputs: dict[str, list[Path]]) -> None:
                 raise ValueError(
                     f"-o {output} writes {mine}, the {what} input {given}: the training would overwrite it; "
                     "name the model differently"
+                )
+
+
+def check_plot_not_input(plot: Path, inputs: dict[str, list[Path]]) -> None:
+    """ValueError when eval's `--plot` is an input file or lies in an input folder, as train refuses its `-o`
+    (`check_output_not_input`): the next run would read the PNG among the pages (an `unsupported_file`), and
+    `--plot in/math.jsonl --math in/math.jsonl` would overwrite the input."""
+    from pipelines.job_record import check_output_outside_inputs
+
+    for what, paths in inputs.items():
+        try:
+            check_output_outside_inputs(plot, paths, f"{what} input")
+        except ValueError as err:
+            raise ValueError(f"--plot {err}") from None
+        for given in paths:
+            if Path(given).resolve() == plot.resolve():
+                raise ValueError(
+                    f"--plot {plot} is the {what} input {given}: the PR curve would overwrite it; "
+                    "write the plot elsewhere"
                 )
 
 
@@ -229,7 +249,10 @@ def eval_cmd(
     top_percent: float = typer.Option(
         10.0, help="report the threshold keeping this top share (percent), in (0, 100]"
     ),
-    plot: Path = typer.Option(None, help="PR-curve PNG (default: m.pr.png for m.bin, m.v1.pr.png for m.v1)"),
+    plot: Path = typer.Option(
+        None,
+        help="PR-curve PNG (default: m.pr.png for m.bin, m.v1.pr.png for m.v1); not an input, nor in an input folder",
+    ),
     json_out: bool = typer.Option(
         False, "--json", help="print only the JSON metrics at the model's threshold"
     ),
@@ -254,6 +277,11 @@ def eval_cmd(
     except InputError as err:
         fail(str(err))
     plot = plot or pr_plot_path(model)
+    given = {"math": math, "non-math": nonmath, "OOD math": ood_math, "OOD non-math": ood_nonmath}
+    try:  # a plot in a page folder was read as one of its files by the next eval or train
+        check_plot_not_input(plot, given)
+    except ValueError as err:
+        fail(str(err))
     check_output_file(
         plot, pr_plot_path(model).name
     )  # not a folder, nor under a file: before all the scoring

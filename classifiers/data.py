@@ -14,9 +14,10 @@ import gzip
 import hashlib
 import random
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
 from classifiers.pages import PageFiles, extract_page, is_archive_file, is_page_file
 from classifiers.skips import Skipped
@@ -115,16 +116,33 @@ def _gzip_records(path: Path) -> Iterator[tuple[int, object]]:
         yield from jsonl_lines(path, f)
 
 
-# Called with (where, why) for a line of a JSONL file that is not read (see `iter_located_rows`).
-BadLine = Callable[[str, str], None]
+class BadLine(Protocol):
+    """Called with (where, why) for a line of a JSONL file that is not read (see `iter_located_rows`), REASON
+    `bad_record`; a gzip stream that ends mid-file is one call with `truncated_file` where the cut falls."""
+
+    def __call__(self, where: str, why: str, reason: str = "bad_record") -> None: ...
 
 
 def _lenient_jsonl(path: Path, bad: BadLine) -> Iterator[tuple[int, object]]:
-    """(0-based line, JSON value) of a JSONL file (plain or gzipped); a line that is not UTF-8 JSON goes to BAD."""
+    """(0-based line, JSON value) of a JSONL file (plain or gzipped); a line that is not UTF-8 JSON goes to BAD.
+
+    A gzip stream cut mid-file (a copy interrupted) ends the file at the cut: the lines before it are read, and
+    the cut is one `truncated_file` call naming its line (the line the stream ends in is never read: gzip gives
+    no part of it)."""
     from mathmix.records import jsonl_lines
 
     with (gzip.open if _kind(path) == "jsonl.gz" else open)(path, "rb") as f:
-        for line_no, raw in enumerate(f):
+        line_no = -1
+        lines = iter(f)
+        while True:
+            try:
+                raw = next(lines)
+            except StopIteration:
+                return
+            except EOFError as err:  # "Compressed file ended before the end-of-stream marker was reached"
+                bad(f"line {line_no + 2}", f"gzip stream cut ({first_line(err)})", "truncated_file")
+                return
+            line_no += 1
             try:
                 values = list(jsonl_lines(path, [raw]))  # the shared reader's parsing and reasons
             except ValueError as err:
@@ -147,10 +165,12 @@ def _iter_json_rows(path: Path, bad: BadLine | None = None) -> Iterator[tuple[st
     else:  # MATH ships one problem per .json file
         records = _gzip_records(path) if gzipped else read_records(path, one_object=True)
     json_file = _kind(path) == "json"
+    # A JSONL-named file holding an array is read as one array: its positions are records, not lines.
+    array = _is_json_array(path)
     try:
         for position, record in records:
-            # 1-based, as the reader's errors count lines: `record 1` is a .json file's first
-            where = f"record {position + 1}" if json_file else f"line {position + 1}"
+            # 1-based, as the reader's errors count lines: `record 1` is an array's first
+            where = f"record {position + 1}" if array else f"line {position + 1}"
             if not isinstance(record, dict):
                 if bad is not None and not json_file:
                     bad(where, "not a JSON object")
@@ -210,18 +230,22 @@ def _read_file(
     extractor); other rows are counted as `no_text_field`, and a file with no usable row at all is an error.
 
     LENIENT (a file inside a folder): a JSONL line that cannot be read is a `bad_record`, counted and named like a
-    row with no text; a file none of whose lines can be read is still an error (a `bad_file` of its folder)."""
+    row with no text; a gzipped JSONL file cut mid-file keeps the rows before the cut and is one `truncated_file`
+    (`big.jsonl.gz line 990: gzip stream cut (...); 989 records before it kept`); a file none of whose lines can be
+    read is still an error (a `bad_file` of its folder, and nothing else of it counted)."""
     bad_lines: list[str] = []
 
-    def bad(where: str, why: str) -> None:
+    def bad(where: str, why: str, reason: str = "bad_record") -> None:
         bad_lines.append(f"{where}: {why}")
-        skipped.add("bad_record", f"{name} {where}: {why}")
+        if reason == "truncated_file":  # the rows read before the cut (each then kept or counted as below)
+            why += f"; {n_rows} record{'' if n_rows == 1 else 's'} before it kept"
+        skipped.add(reason, f"{name} {where}: {why}")
 
     n_rows = n_text = 0
     for where, row in iter_located_rows(path, bad if lenient else None):
         n_rows += 1
         text, kind = row_text(row), "corpus" if isinstance(row.get("text"), str) else "bench"
-        meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+        meta: dict = row["metadata"] if isinstance(row.get("metadata"), dict) else {}
         url = row.get("url") or meta.get("url")
         if text is None and isinstance(row.get("html"), str):
             n_text += 1

@@ -7,6 +7,7 @@ and a separate out-of-distribution set is reported on its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def report(
     """All metrics of one labelled set at `threshold`, plus the thresholds for a precision and a keep rate.
 
     Precision is None without non-math documents, recall without math documents, F1 with either missing."""
-    m = at_threshold(scores, labels, threshold)
+    m: dict[str, Any] = at_threshold(scores, labels, threshold)  # None where a class is missing
     # Without non-math documents every document called math is right (precision 1.0, or 0.0 with none called);
     # without math documents recall is 0.0: neither says anything about the model, so they are None.
     if not (~labels).any():
@@ -167,7 +168,12 @@ def plot_pr_curve(
 
 
 def _nothing_to_evaluate(
-    options: str, inputs: list, n_seen: int, model_path: str | Path, skipped: Skipped, by_name: bool = False
+    options: str,
+    inputs: Sequence,
+    n_seen: int,
+    model_path: str | Path,
+    skipped: Skipped,
+    by_name: bool = False,
 ) -> None:
     """Raise an InputError: metrics of no document are all 0.0 and read like a model that finds nothing."""
     shown = ", ".join(str(p) for p in inputs[:3]) + (", ..." if len(inputs) > 3 else "")
@@ -193,10 +199,10 @@ OPTIONS = {"heldout": ("--math", "--nonmath"), "ood": ("--ood-math", "--ood-nonm
 
 def evaluate_model(
     model_path: str | Path,
-    math: list[str],
-    nonmath: list[str],
-    ood_math: list[str] | None = None,
-    ood_nonmath: list[str] | None = None,
+    math: Sequence[str | Path],
+    nonmath: Sequence[str | Path],
+    ood_math: Sequence[str | Path] | None = None,
+    ood_nonmath: Sequence[str | Path] | None = None,
     target_precision: float = 0.95,
     top_percent: float = 10.0,
     plot_path: str | Path | None = None,

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from classifiers.data import Skipped, read_input
@@ -61,7 +62,7 @@ def find_math_domains(
 OUTPUTS = ("domains.json", "candidates.jsonl")
 
 
-def check_out_dir(out_dir: Path, model_path: str | Path, corpus: list, settings: dict[str, Any]) -> None:
+def check_out_dir(out_dir: Path, model_path: str | Path, corpus: Sequence, settings: dict[str, Any]) -> None:
     """Record this round's job in OUT/job.json, or raise ValueError when OUT holds other output.
 
     Another command's folder (a web stage: its own job.json) or another round (other corpus, model or settings)
@@ -91,7 +92,7 @@ def check_out_dir(out_dir: Path, model_path: str | Path, corpus: list, settings:
 
 def recall_round(
     model_path: str | Path,
-    corpus: list[str],
+    corpus: Sequence[str | Path],
     out_dir: str | Path,
     threshold: float | None = None,
     domain_share: float = 0.1,
@@ -125,11 +126,11 @@ def recall_round(
             "recall needs documents with a `url` (column or metadata.url); none found in the corpus"
         )
     scores = clf.score([d.text for d in docs])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "url": d.url,
-            "domain": domain_of(d.url),
-            "pattern": path_pattern(d.url),
+            "domain": domain_of(cast(str, d.url)),  # docs without a URL were left out above
+            "pattern": path_pattern(cast(str, d.url)),
             "math_score": float(s),
             "doc": d,
         }

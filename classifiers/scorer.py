@@ -11,6 +11,7 @@ import contextlib
 import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.filters.base_filter import BaseFilter
@@ -132,7 +133,7 @@ class MathScoreFilter(BaseFilter):
         for batch in batched(window, self.batch_size):
             reasons.extend(self._score_batch(list(batch)))
         scored = [i for i, r in enumerate(reasons) if r is None]
-        n_keep = math.ceil(len(scored) * self.keep_top_percent / 100)
+        n_keep = math.ceil(len(scored) * cast(float, self.keep_top_percent) / 100)  # set: see `run`
         ranked = sorted(scored, key=lambda i: -window[i].metadata["math_score"])
         keep = set(ranked[:n_keep])
         for i, doc in enumerate(window):

@@ -166,6 +166,84 @@ def page_folders(tmp_path) -> dict[str, Path]:
     return folders
 
 
+def _cut_gzip(path: Path, lines: list[str]) -> int:
+    """Write LINES gzipped and cut at half the stream (a copy interrupted); returns how many whole lines the kept
+    bytes hold (decompressed with zlib, not with the gzip module the reader uses)."""
+    import zlib
+
+    data = gzip.compress("".join(line + "\n" for line in lines).encode())
+    cut = data[: len(data) // 2]
+    path.write_bytes(cut)
+    whole = zlib.decompressobj(wbits=31).decompress(cut).count(b"\n")
+    assert 3 < whole < len(lines)  # cut mid-file, after the first lines
+    return whole
+
+
+def test_a_cut_gzip_stream_in_a_folder_keeps_the_rows_before_the_cut(tmp_path):
+    """A .jsonl.gz cut mid-file (an interrupted copy) was a bad_file: every row of it unread. The rows before the
+    cut are read, and the cut is counted once, as `truncated_file`, naming the line and the records kept; a file
+    cut before its first line is still one bad_file, and a cut file given as the input is still an error."""
+    from classifiers.data import InputError, Skipped
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    texts = _docs(400, 11)
+    lines = [json.dumps({"text": texts[0]}), "{bad", json.dumps({"other": 1})]
+    lines += [json.dumps({"text": t}) for t in texts[1:]]
+    whole = _cut_gzip(folder / "cut.jsonl.gz", lines)
+    (folder / "early.jsonl.gz").write_bytes(gzip.compress(lines[0].encode() + b"\n")[:12])
+    _jsonl_gz(folder / "ok.jsonl.gz", [{"text": "a whole other file"}])
+    skipped = Skipped()
+    docs = read_input(folder, skipped)
+    found = skipped.as_dict()
+    kept = [d.text for d in docs if d.text != "a whole other file"]
+    assert kept == [texts[0], *texts[1 : whole - 2]]  # every row before the cut, in order
+    records = whole - 1  # the lines read as records: all but the bad one
+    assert found["truncated_file"] == {"n": 1, "examples": [
+        f"cut.jsonl.gz line {whole + 1}: gzip stream cut (Compressed file ended before the end-of-stream marker "
+        f"was reached); {records} records before it kept"]}  # fmt: skip
+    # Nothing counted twice: the lines before the cut are the documents plus one drop each, the cut once.
+    assert found["bad_record"]["n"] == 1 and found["no_text_field"]["n"] == 1
+    assert whole == len(kept) + found["bad_record"]["n"] + found["no_text_field"]["n"]
+    assert found["bad_file"] == {"n": 1, "examples": [
+        "early.jsonl.gz: line 1: gzip stream cut (Compressed file ended before the end-of-stream marker was "
+        "reached)"]}  # fmt: skip
+    assert set(found) == {"truncated_file", "bad_record", "no_text_field", "bad_file"}
+    given = tmp_path / "given.jsonl.gz"
+    _cut_gzip(given, lines[:1] + lines[3:])
+    with pytest.raises(
+        InputError, match=r"given.jsonl.gz: cannot be read as jsonl.gz \(Compressed file ended"
+    ):
+        read_input(given)
+
+
+def test_train_says_in_one_line_which_file_was_cut_and_what_it_kept(tmp_path):
+    from mathmix.cli import app
+
+    folder = tmp_path / "pos"
+    folder.mkdir()
+    whole = _cut_gzip(folder / "rows.jsonl.gz", [json.dumps({"text": t}) for t in _docs(400, 12)])
+    negative = tmp_path / "neg.jsonl"
+    rng = random.Random(1)
+    words = "the match team season city mayor said market".split()
+    negative.write_text(
+        "".join(json.dumps({"text": " ".join(rng.choices(words, k=40))}) + "\n" for _ in range(20))
+    )
+    out = tmp_path / "m.bin"
+    result = CliRunner().invoke(app, _train_args(out, "-p", str(folder), "-n", str(negative)))
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, result.stderr
+    assert warnings[0] == (
+        f"warning: skipped 1: 1 truncated_file (rows.jsonl.gz line {whole + 1}: gzip stream cut (Compressed file "
+        f"ended before the end-of-stream marker was reached); {whole} records before it kept)"
+    )
+    card = json.loads(out.with_suffix(".card.json").read_text())
+    assert card["counts"]["positive_docs"] == whole and card["counts"]["skipped"] == {
+        "truncated_file": {"n": 1, "examples": [warnings[0].split("(", 1)[1].removesuffix(")")]}
+    }
+
+
 def _train_args(out: Path, *inputs: str) -> list[str]:
     return ["classifier", "train", *inputs, "-o", str(out), "--dim", "8", "--epoch", "5", "--bucket", "5000"]
 

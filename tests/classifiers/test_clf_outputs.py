@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from classifiers.cli import load_training_data
+from classifiers.cli import check_plot_not_input, load_training_data
 from classifiers.train import train_model
 from mathmix.cli import app
 from tests.classifiers.corpus import FAST, MATH_WORDS, TEXT_WORDS, docs, write_jsonl
@@ -390,6 +390,43 @@ def test_eval_plot_is_written_where_it_says_and_checked_before_scoring(trained, 
     (tmp_path / "ofile").write_text("")
     result = CliRunner().invoke(app, [*args, "--plot", str(tmp_path / "ofile" / "x.png")])
     assert result.exit_code == 2 and "cannot create its folder" in _words(result.output), result.output
+
+
+def test_eval_refuses_a_plot_in_an_input_folder_or_over_an_input(trained, tmp_path, monkeypatch):
+    """--plot posdir/pr.png wrote the PNG into a page folder, read by the next eval or train among its pages, as
+    train's -o posdir/m.bin was (refused there); --plot over an input file overwrote it. Both are refused in one
+    line before anything is scored or written."""
+    import classifiers.evaluate
+
+    monkeypatch.setattr(classifiers.evaluate, "evaluate_model", lambda *a, **k: pytest.fail("scored"))
+    posdir, negdir = tmp_path / "pos", tmp_path / "neg"
+    posdir.mkdir()
+    negdir.mkdir()
+    write_jsonl(posdir / "m.jsonl", [{"text": t} for t in docs(MATH_WORDS, 4, 54)])
+    neg = write_jsonl(negdir / "n.jsonl", [{"text": t} for t in docs(TEXT_WORDS, 4, 55)])
+    args = ["classifier", "eval", str(trained["model"]), "--math", str(posdir), "--nonmath", str(neg)]
+    for plot in (posdir / "pr.png", posdir / "sub" / "pr.png"):  # a new subfolder is not made either
+        result = CliRunner().invoke(app, [*args, "--plot", str(plot)])
+        words = _words(result.output)
+        assert result.exit_code == 2, words
+        assert (
+            f"--plot {plot} is inside the math input folder {posdir}: a rerun would find this output" in words
+        )
+        assert len(result.output.strip().splitlines()) == 1, result.output
+    assert sorted(p.name for p in posdir.iterdir()) == ["m.jsonl"]
+    # Beside a file input is fine, as for train: a rerun reads that file alone.
+    check_plot_not_input(negdir / "pr.png", {"math": [posdir], "non-math": [neg]})
+    result = CliRunner().invoke(app, [*args[:5], "--nonmath", str(negdir), "--plot", str(negdir / "pr.png")])
+    assert result.exit_code == 2 and f"is inside the non-math input folder {negdir}" in _words(result.output)
+    ood = tmp_path / "ood"
+    ood.mkdir()
+    result = CliRunner().invoke(app, [*args, "--ood-math", str(ood), "--plot", str(ood / "pr.png")])
+    assert result.exit_code == 2 and f"is inside the OOD math input folder {ood}" in _words(result.output)
+    before = neg.read_bytes()
+    result = CliRunner().invoke(app, [*args, "--plot", str(neg)])
+    words = _words(result.output)
+    assert result.exit_code == 2 and f"--plot {neg} is the non-math input {neg}" in words, words
+    assert neg.read_bytes() == before and sorted(p.name for p in negdir.iterdir()) == ["n.jsonl"]
 
 
 def test_eval_refuses_a_file_given_as_both_classes(trained):

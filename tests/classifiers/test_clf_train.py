@@ -368,6 +368,10 @@ def test_records_that_are_not_objects_are_named(tmp_path):
         read_input(tmp_path / "nums.json")
     with pytest.raises(InputError, match=r"mixed.jsonl: line 2 is not a JSON object"):
         read_input(tmp_path / "mixed.jsonl")
+    # A JSONL-named file holding an array is read as one array: its positions are records, not lines.
+    (tmp_path / "array.jsonl").write_text('[{"text": "a"},\n\n 2]')
+    with pytest.raises(InputError, match=r"array.jsonl: record 2 is not a JSON object"):
+        read_input(tmp_path / "array.jsonl")
 
 
 def test_train_with_one_class_is_refused_before_reading(corpora, tmp_path, monkeypatch):
