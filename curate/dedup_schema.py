@@ -158,7 +158,7 @@ class ConformingParquetWriter(ParquetWriter):
     """datatrove's ParquetWriter; every batch is made to fit the schema (`to_batch`), and without a schema the
     first batch, not the first document, decides it (`infer_schema`)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._handles: dict[str, Any] = {}
         self._sources: dict[str, list[Any]] = {}

@@ -151,7 +151,8 @@ def _math_tex(node) -> str:
         tex = node.getattr("alttext")
     if not tex:
         tex = mathml_to_latex(node)
-    if not (tex or "").strip():  # conversion gave up (time/depth) or found no MathML: keep what a reader sees
+    # conversion gave up (time/depth) or found no MathML: keep what a reader sees
+    if tex is None or not tex.strip():
         tex = " ".join((node.text or "").split())
     return tex
 

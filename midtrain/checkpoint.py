@@ -103,7 +103,7 @@ def save_checkpoint(
 def load_checkpoint(path: Path, model, optimizer, restore_rng: bool = True) -> dict[str, Any]:
     """Load model + optimizer (+ this rank's RNG) from `path`; return its trainer state."""
     model_sd, optim_sd = get_state_dict(model, optimizer)
-    state = {"model": model_sd, "optim": optim_sd}
+    state: dict[str, Any] = {"model": model_sd, "optim": optim_sd}
     with _single_process_ok():
         dcp.load(state, checkpoint_id=str(path))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])

@@ -53,7 +53,7 @@ def tokenizer_fingerprint(source: str, loaded=None) -> str | None:
     if file.is_file():
         from tokenizers import Tokenizer
 
-        backend = Tokenizer.from_file(str(file))
+        backend: Any = Tokenizer.from_file(str(file))
     else:
         backend = getattr(
             loaded if loaded is not None else load_tokenizer(source, None), "backend_tokenizer", None

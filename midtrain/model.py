@@ -8,11 +8,15 @@ hooks, and the same checkpoints (torch.distributed.checkpoint) load into either 
 from __future__ import annotations
 
 import importlib.util
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
 
 from midtrain.config import ModelConfig
+
+if TYPE_CHECKING:  # transformers is imported where a model is built, not at import
+    from transformers import PreTrainedModel
 
 FLEX_MIN_HEAD_DIM = 16  # flex_attention's compiled kernels refuse narrower heads (NYI in torch 2.11)
 # Dense bf16 peak TFLOP/s per device (no sparsity), for the MFU estimate.
@@ -61,7 +65,7 @@ def _flex_fits(hf_config) -> bool:
     return width >= FLEX_MIN_HEAD_DIM and not getattr(hf_config, "attention_dropout", 0)
 
 
-def decoder_layers(model: nn.Module) -> list[nn.Module]:
+def decoder_layers(model: PreTrainedModel) -> list[nn.Module]:
     """The transformer blocks of a transformers causal LM (`model.model.layers` for Llama-like models)."""
     base = getattr(model, model.base_model_prefix, model)
     layers = getattr(base, "layers", None) or getattr(base, "h", None)
@@ -72,7 +76,7 @@ def decoder_layers(model: nn.Module) -> list[nn.Module]:
 
 def build_model(
     config: ModelConfig, device: torch.device, world_size: int, seed: int, intra_document: bool = False
-) -> nn.Module:
+) -> PreTrainedModel:
     """Build, then activation checkpointing, then FSDP2 when world_size > 1 or on GPU (each decoder layer
     compiled first when `compile`: FSDP's hooks sit between layers). One CPU process stays a plain module, and
     `causal_lm_loss` compiles forward + loss as one graph instead."""
@@ -118,15 +122,15 @@ def loss_function(model: nn.Module, compile: bool):
     return causal_lm_loss
 
 
-def _fully_shard(model: nn.Module, device: torch.device) -> None:
+def _fully_shard(model: PreTrainedModel, device: torch.device) -> None:
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mp = None
     if device.type == "cuda":
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    kwargs = {"mp_policy": mp} if mp is not None else {}
+    kwargs: dict[str, Any] = {"mp_policy": mp} if mp is not None else {}
     if device.type == "cuda":
-        model.to(device)
+        model.to(device)  # type: ignore[arg-type]  # transformers types it @wraps(nn.Module.to): self as an arg
     layers = decoder_layers(model)
     for i, layer in enumerate(layers):
         # the last layer's params are needed right away by the root's backward: no point resharding them
@@ -138,11 +142,11 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def matmul_parameters(model: nn.Module) -> int:
+def matmul_parameters(model: PreTrainedModel) -> int:
     """Parameters that take part in matmuls: all but an untied input embedding (a lookup, no FLOPs)."""
     n = count_parameters(model)
     if not getattr(model.config, "tie_word_embeddings", False):
-        n -= model.get_input_embeddings().weight.numel()
+        n -= cast(torch.Tensor, model.get_input_embeddings().weight).numel()
     return n
 
 

@@ -112,7 +112,7 @@ def check_model(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]], note
             "positions extrapolate (raise max_position_embeddings or set rope scaling if that is not meant)",
             file=sys.stderr,
         )
-    eos_ids = {m.get("eos_id") for m in manifests.values()} - {None}
+    eos_ids = {eos for m in manifests.values() if (eos := m.get("eos_id")) is not None}
     model_eos = hf.eos_token_id if isinstance(hf.eos_token_id, list) else [hf.eos_token_id]
     if recipe.model.config is not None and eos_ids and not eos_ids & set(model_eos):
         raise TrainRecipeError(

@@ -50,7 +50,8 @@ def setup_ranks(device_pref: str) -> Ranks:
     device = torch.device(f"cuda:{local_rank}") if use_cuda else torch.device("cpu")
     if use_cuda:
         torch.cuda.set_device(device)
-    bound = {"device_id": device} if use_cuda else {}  # NCCL told its GPU: no guessing from the rank
+    # NCCL told its GPU: no guessing from the rank
+    bound: dict[str, Any] = {"device_id": device} if use_cuda else {}
     if world_size > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if use_cuda else "gloo", **bound)
     elif use_cuda and not dist.is_initialized():

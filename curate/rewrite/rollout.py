@@ -167,6 +167,7 @@ class TimedInferenceRunner(InferenceRunner):
         if all(m.startswith(TIMED_OUT) for m in own):  # --request-timeout too short, or an overloaded server
             return ("no request of this run was answered in time: the server is overloaded, or --request-timeout "
                     "is too short for --max-tokens")  # fmt: skip
+        assert self._probe_lock is not None, "run_async creates it before any document is saved"
         async with self._probe_lock:  # one test request per run
             if self._probe_error is None:
                 try:

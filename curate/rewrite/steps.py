@@ -128,7 +128,8 @@ class RewriteValidator(PipelineStep):
         if read_as is not None:  # its rollouts say duplicate_id; its rows name the id it was read under
             doc.id = read_as
         elif _id_key(doc.id) in self._ids:  # read again by another generation task
-            return self._drop(doc, rollouts[0], "duplicate_id", rank)
+            self._drop(doc, rollouts[0], "duplicate_id", rank)
+            return None
         else:
             self._ids.add(_id_key(doc.id))
         source = model_input(source_text(self.task, doc.text, doc.metadata), self.max_input_chars)
@@ -140,7 +141,8 @@ class RewriteValidator(PipelineStep):
             verdicts.append(verdict)
         verdict, agreement = decide(self.task, verdicts, self.settings)
         if not verdict.ok:
-            return self._drop(doc, rollouts[0], str(verdict.reason), rank)
+            self._drop(doc, rollouts[0], str(verdict.reason), rank)
+            return None
         kept = rollouts[verdicts.index(verdict)]
         usage = kept.get("usage") or {}
         metadata = {
@@ -185,7 +187,7 @@ class ExactDedupFilter(BaseFilter):
 
     name = "🫂 Exact dedup (outputs)"
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self._seen: set[bytes] = set()
 
