@@ -22,7 +22,7 @@ quickstart: $(STAMP)
 	$(BIN)/mathmix quickstart -o quickstart-run
 
 # The package code type-checked in CI: all of it (bench/ scripts and tests are not in it).
-TYPED := mathmix pipelines curate shards midtrain evals
+TYPED := mathmix pipelines curate shards midtrain evals classifiers
 
 test: $(STAMP)
 	$(BIN)/ruff check .
