@@ -7,6 +7,9 @@ A skipped stage must still match what came before it: each stage records the sum
 stages as it starts (`upstream.json`, a hash of each `summary.json`). An earlier stage that was redone, added
 or left unfinished since then is refused, naming the folders to redo: skipping would keep output built from
 the old (or partial) input, and the chain would no longer be what an uninterrupted run makes.
+
+One run at a time per run folder (`run_lock`): a second run on a folder in use is refused at once, naming the
+holder; two used to run the same stages into the same outputs and records.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from mathmix.paths import expand_inputs
 from pipelines.executors import JobsSubmitted, live_submissions
 from pipelines.job_record import (
     MODEL_SNAPSHOT,
+    SOURCE_ROOT,
     check_job,
     describe_difference,
     file_digest,
@@ -34,6 +38,7 @@ from pipelines.job_record import (
     yaml_digest,
 )
 from pipelines.recipe import Recipe
+from pipelines.run_lock import run_folder_lock
 from pipelines.stages import STAGES, StageContext, stage_module
 
 RECIPE_STAGE_FILE = "recipe-stage.json"  # the recipe's settings and inputs of a finished stage
@@ -75,8 +80,12 @@ def plan(recipe: Recipe) -> list[dict[str, Any]]:
 def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = None) -> dict[str, Any]:
     """Run every stage of `recipe` in order; return {stage: summary}.
 
+    The run holds the run folder's lock (`run_lock.run_folder_lock`) from its first stage to its end; a dry run
+    takes none: it writes nothing (not even the run folder) and may print the plan while a run is going on.
+
     Raises:
         ValueError: `only` names a stage that is not in the recipe.
+        RunFolderBusy (a ValueError): another run is using the run folder; nothing was written.
         StageFailed: a stage stopped on an OSError or ValueError (a missing input, a bad model, bad settings) or a
             RuntimeError (tasks that did not complete); the stages before it are finished and a rerun goes on
             from it. Slurm jobs submitted without waiting stop the run after their stage, with a message.
@@ -99,7 +108,8 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         return {}
     made = _folders_to_make(recipe.output_dir)
     try:
-        return _run_steps(recipe, steps, only)
+        with run_folder_lock(recipe.output_dir):  # its file is removed before the empty folders it made
+            return _run_steps(recipe, steps, only)
     except BaseException:
         _remove_empty(made)
         raise
@@ -147,7 +157,9 @@ def _run_steps(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | No
                 name, step["config"], inputs, recipe.output_dir, previous=previous
             )
             earlier = earlier_stage_identities(name, inputs, recipe.output_dir, identity)
-            _check_stage_job(out_dir, identity, name, ignore=operational, earlier=earlier)
+            _check_stage_job(
+                out_dir, identity, name, ignore=operational, earlier=earlier, run_dir=recipe.output_dir
+            )
             _record_upstream(out_dir, upstream)
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
@@ -336,10 +348,12 @@ def _check_stage_job(
     name: str,
     ignore: Collection[str] = (),
     earlier: list[dict[str, Any]] | None = None,
+    run_dir: Path | None = None,
 ) -> None:
     """`check_job` for a recipe stage, where Slurm jobs still queued count as work: a recipe edited while they were
     queued used to be taken as a new job, and the stage then kept those jobs' output under the new settings.
-    EARLIER: older forms of IDENTITY (`earlier_stage_identities`)."""
+    EARLIER: older forms of IDENTITY (`earlier_stage_identities`). RUN_DIR: the folder the records' `{run_dir}/...`
+    paths stand for (default OUT's parent), named by its path in a refusal."""
     live = live_submissions(out_dir)
     try:
         check_job(
@@ -350,6 +364,7 @@ def _check_stage_job(
             progress=lambda out: bool(live) or has_progress(out),
             ignore=ignore,  # a record from before they were left out still matches
             earlier=earlier or (),
+            run_dir=run_dir,
         )
     except ValueError as err:
         if live and not has_progress(out_dir):
@@ -359,6 +374,9 @@ def _check_stage_job(
                 how = f": {describe_difference(recorded, identity)}"
             except (OSError, ValueError, AttributeError):
                 how = ""
+            # the records' placeholders as the paths the user gave (as check_job names them)
+            how = how.replace("{run_dir}", str(Path(run_dir or out_dir.parent).resolve()))
+            how = how.replace("{mathmix}", str(SOURCE_ROOT))
             raise ValueError(
                 f"{out_dir}: Slurm jobs submitted with other settings than the recipe's {name} stage now has are "
                 f"still queued ({', '.join(live)}){how}. Wait for them to finish, or cancel them (scancel --name "

@@ -1,0 +1,134 @@
+"""One `mathmix run` at a time per run folder: an exclusive advisory lock on RUN/.mathmix-run.lock.
+
+Two runs on one folder ran the same stages into the same outputs and records and corrupted each other. The lock
+is `flock` on a small file in the run folder, which names its holder (pid, host, start time) for the refusal. The
+kernel drops it when the holding process ends, however it ends: a killed run never leaves the folder locked.
+
+The file is removed by its holder, while it still holds the lock, when the run ends: a failed run removes the run
+folder it made where that is left empty, which the file would otherwise keep. A run that takes the lock checks that the file it
+locked is still the one at the path: one opened just before the holder removed it is a removed file, whose lock
+guards nothing, and the run takes the new one instead. A file left by a killed run is taken over and removed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.markup import escape
+
+from mathmix.cli_util import console
+
+LOCK_FILE = ".mathmix-run.lock"
+
+
+class RunFolderBusy(ValueError):
+    """Another process holds the run folder's lock: the message names the folder and the holder."""
+
+
+@contextmanager
+def run_folder_lock(run_dir: Path) -> Iterator[None]:
+    """Hold RUN_DIR's lock (making RUN_DIR) for the block; the lock file is removed as the block ends.
+
+    Raises:
+        RunFolderBusy: another process holds it (refused at once, never waited for).
+        ValueError: the run folder or its lock file cannot be made (a read-only or missing parent, say).
+    A file system without `flock` (Lustre mounted without `-o flock`) runs unguarded, with a warning: refusing
+    every run there would be worse than the race the lock guards against.
+    """
+    path = Path(run_dir) / LOCK_FILE
+    fd = _acquire(path)
+    try:
+        yield
+    finally:
+        if fd is not None:
+            _release(fd, path)
+
+
+def _acquire(path: Path) -> int | None:
+    """A descriptor of PATH holding its lock, with the holder written in it; None where locks are not supported."""
+    while True:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = _open(path)
+        except OSError as err:
+            raise ValueError(
+                f"{path.parent}: cannot make the run folder's lock file {path.name} ({err})"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise RunFolderBusy(
+                f"{path.parent}: another mathmix run is using this run folder ({holder}); wait for it to end, or "
+                "end that run, then rerun"
+            ) from None
+        except OSError as err:
+            try:
+                if os.fstat(fd).st_size == 0:  # made just now: no file is left behind for a lock never taken
+                    path.unlink()
+            except OSError:
+                pass
+            os.close(fd)
+            console.print(
+                f"[yellow]warning:[/] {escape(str(path.parent))}: no file lock on this file system "
+                f"({escape(str(err))}): another run on this folder at the same time is not refused",
+                soft_wrap=True,
+            )
+            return None
+        if _is_at(fd, path):
+            break
+        os.close(fd)  # the holder removed this file as it ended: lock the one at the path now
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}, since {started}\n".encode())
+    except OSError:  # another user's file, left by a killed run: locked all the same, its text is stale
+        pass
+    return fd
+
+
+def _open(path: Path) -> int:
+    """PATH opened to lock and write, made if missing; read-only where it is another user's file (a run of theirs
+    holds it, or a killed one left it): `flock` needs no write access."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY)
+
+
+def _holder(fd: int) -> str:
+    """The holder as its lock file names it (it writes itself in just after taking the lock: read again a little)."""
+    for _ in range(20):
+        text = os.pread(fd, 300, 0).decode(errors="replace").strip()
+        if text:
+            return text.splitlines()[0][:200]
+        time.sleep(0.01)
+    return "its pid and host not written yet"
+
+
+def _is_at(fd: int, path: Path) -> bool:
+    """Whether FD is the file now at PATH (not one removed since it was opened)."""
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _release(fd: int, path: Path) -> None:
+    """Remove the lock file while its lock is still held (no other run holds this file's lock, so none is using it),
+    then drop the lock."""
+    try:
+        if _is_at(fd, path):
+            path.unlink()
+    except OSError:  # the run's outcome is the one to report; a file left is taken over by the next run
+        pass
+    finally:
+        os.close(fd)
