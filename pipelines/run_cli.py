@@ -68,6 +68,8 @@ def quickstart(
         if os.environ.get("MATHMIX_DEBUG"):
             raise
         fail(f"{err} (MATHMIX_DEBUG=1 shows the traceback)")
+    except ValueError as err:  # a refused folder (in use by another run, a file, inside a stage folder)
+        fail(str(err))
     console.print(f"[bold green]quickstart done[/]: {output_dir.resolve()}")
 
 

@@ -271,3 +271,15 @@ def test_a_lock_file_removed_by_its_ending_holder_as_it_was_opened_is_not_taken(
             with pytest.raises(BlockingIOError):
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     assert not (run / LOCK).exists()
+
+
+def test_quickstart_on_a_folder_in_use_is_one_line_not_a_traceback(tmp_path):
+    run = tmp_path / "qs"
+    holder = _holder(run)
+    try:
+        done = _mathmix("quickstart", "-o", str(run))
+    finally:
+        holder.communicate(timeout=30)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "another mathmix run is using this run folder" in done.stderr + done.stdout
