@@ -10,7 +10,8 @@ from rich.table import Table
 
 from mathmix.cli_util import console
 from pipelines.recipe import load_recipe
-from pipelines.runner import run_recipe
+from pipelines.run_lock import run_folder_lock
+from pipelines.runner import check_run_folder, run_recipe
 from pipelines.sample import write_sample
 from pipelines.stages import stage_module
 
@@ -41,13 +42,17 @@ def run_quickstart(output_dir: Path, recipe_path: Path | None = None) -> dict:
     """Write OUTPUT_DIR/sample, run the quickstart recipe into OUTPUT_DIR, print a table of stage outputs."""
     start = time.time()
     output_dir = Path(output_dir).resolve()
-    sample_dir = output_dir / "sample"
-    if not (sample_dir / "sample.json").exists():
-        counts = write_sample(sample_dir)
-        console.print(f"sample: {counts} -> {sample_dir}")
     recipe = load_recipe(recipe_path or RECIPES_DIR / "quickstart.yaml")
     recipe.output_dir = output_dir
-    summaries = run_recipe(recipe)
+    check_run_folder(output_dir)
+    # The sample is written under the run's lock too: a second quickstart on this folder is refused before it
+    # rewrites a sample the first one is reading.
+    with run_folder_lock(output_dir):
+        sample_dir = output_dir / "sample"
+        if not (sample_dir / "sample.json").exists():
+            counts = write_sample(sample_dir)
+            console.print(f"sample: {counts} -> {sample_dir}")
+        summaries = run_recipe(recipe)
     table = Table(title=f"quickstart: {output_dir}")
     for column in ("stage", "docs_in", "docs_out", "dropped", "seconds", "folder"):
         table.add_column(column)

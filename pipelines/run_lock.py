@@ -25,6 +25,7 @@ from rich.markup import escape
 from mathmix.cli_util import console
 
 LOCK_FILE = ".mathmix-run.lock"
+_HELD: set[Path] = set()  # lock files this process holds: a nested hold of one is a no-op
 
 
 class RunFolderBusy(ValueError):
@@ -33,7 +34,8 @@ class RunFolderBusy(ValueError):
 
 @contextmanager
 def run_folder_lock(run_dir: Path) -> Iterator[None]:
-    """Hold RUN_DIR's lock (making RUN_DIR) for the block; the lock file is removed as the block ends.
+    """Hold RUN_DIR's lock (making RUN_DIR) for the block; the lock file is removed as the block ends. Nested in a
+    block of this process that holds it already, it does nothing (`flock` would refuse the process its own lock).
 
     Raises:
         RunFolderBusy: another process holds it (refused at once, never waited for).
@@ -41,11 +43,16 @@ def run_folder_lock(run_dir: Path) -> Iterator[None]:
     A file system without `flock` (Lustre mounted without `-o flock`) runs unguarded, with a warning: refusing
     every run there would be worse than the race the lock guards against.
     """
-    path = Path(run_dir) / LOCK_FILE
+    path = Path(run_dir).resolve() / LOCK_FILE
+    if path in _HELD:  # this process holds it already (quickstart holds it around its sample and its run)
+        yield
+        return
     fd = _acquire(path)
+    _HELD.add(path)
     try:
         yield
     finally:
+        _HELD.discard(path)
         if fd is not None:
             _release(fd, path)
 

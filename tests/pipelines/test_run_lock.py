@@ -283,3 +283,18 @@ def test_quickstart_on_a_folder_in_use_is_one_line_not_a_traceback(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr + done.stdout
     assert "another mathmix run is using this run folder" in done.stderr + done.stdout
+    assert not (run / "sample").exists()  # refused before it wrote the sample
+
+
+def test_run_recipe_inside_a_hold_of_the_same_process_runs(tmp_path):
+    """quickstart holds the lock around its sample and its run_recipe, which takes it again (flock alone would
+    refuse the process its own lock)."""
+    from pipelines.run_lock import run_folder_lock
+
+    run = tmp_path / "run"
+    recipe = load_recipe(_web_recipe(tmp_path, run))
+    with run_folder_lock(run):
+        summaries = run_recipe(recipe)
+        assert (run / LOCK).exists()
+    assert summaries["web"]["docs_in"] == 1
+    assert not (run / LOCK).exists()
