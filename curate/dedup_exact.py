@@ -5,7 +5,8 @@
    components over both keys); the group keeps one document by the same rule as MinHash clusters; writes
    `RANK.exact.npy` (members only: doc index, group id, group size, keep, reason).
 3. `ExactDedupFilter` (parallel, in front of the MinHash signature and filter stages): drops the non-kept members
-   (reasons `duplicate_text` / `duplicate_url`) and empty documents (`empty`).
+   (reasons `duplicate_text` / `duplicate_url`), empty documents (`empty`) and those whose text is not a string
+   (`text_not_string`).
 Why 64-bit hashes and not the texts: a million documents' keys take 16 MB; a false merge needs a 64-bit collision
 (about n^2 / 2^65: one in 40 million for a million documents).
 """
@@ -21,7 +22,7 @@ from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
-from curate.dedup_io import open_report
+from curate.dedup_io import TEXT_NOT_STRING, open_report
 from curate.dedup_text import TOKEN_RE, url_hash
 from curate.minhash import _score
 from curate.minhash_cluster import choose_keepers
@@ -172,6 +173,9 @@ class ExactDedupFilter(BaseFilter):
     def filter(self, doc: Document) -> bool | tuple[bool, str]:
         idx, self._idx = self._idx, self._idx + 1
         doc.metadata["exact_group_size"] = 1
+        if doc.metadata.get("_text_not_string"):  # `text: 12345`: read as " " (curate.dedup_io)
+            doc.metadata["reason"] = TEXT_NOT_STRING
+            return False, TEXT_NOT_STRING
         if _is_empty(doc.text):
             doc.metadata["reason"] = "empty"
             return False, "empty"

@@ -3,8 +3,14 @@
 Documents keep their ids; every other input column travels in metadata and comes back as a column of
 OUT/data/*.parquet (schema: the inputs' Parquet schemas and JSONL columns plus the stage's own columns, so every
 output file has the same columns; a column whose type differs between inputs is text: `curate.dedup_schema`). Rows with empty or missing text are read as a single space (and written back empty), so that
-they are counted (dedup drops them as `empty`) instead of datatrove's readers skipping them silently; a JSONL
-line that is not JSON is dropped as `bad_record` by the reader (`curate.doc_readers`).
+they are counted (dedup drops them as `empty`) instead of datatrove's readers skipping them silently; a row whose
+text is not a string (`text: 12345`, a list, an int64 column) is read the same way and dropped as
+`text_not_string` (its id in rejects/, not lost as a `bad_record` of the reader); a JSONL line that is not a JSON
+object is dropped as `bad_record` by the reader (`curate.doc_readers`).
+
+The readers cut the input files into one contiguous block per task (`curate.doc_readers`), so the documents,
+taken task by task in rank order, are in input order: Parquet files, then JSONL files, each in the order given
+(a folder's files sorted by path), then row by row. That is what the keep rule `first` means, for any --workers.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from mathmix.paths import stage_data, unique_files
 
 PARQUET_SUFFIXES = (".parquet",)
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst")
-_INTERNAL = ("file_path", "reason", "filter_reason", "_empty_text")
+_INTERNAL = ("file_path", "reason", "filter_reason", "_empty_text", "_text_not_string")
+TEXT_NOT_STRING = "text_not_string"  # drop reason: a `text` value that is a number, a list or an object
 
 
 def document_files(inputs: Sequence[str | Path]) -> tuple[list[Path], list[Path]]:
@@ -51,6 +58,8 @@ def _read_adapter(self, data: dict, path: str, id_in_file: int | str) -> dict:
     meta.update(data)
     if not (isinstance(text, str) and text):
         meta["_empty_text"] = True  # written back as "" by the writer
+    if text is not None and not isinstance(text, str):
+        meta["_text_not_string"] = True  # dropped as text_not_string by the stage's first filter
     return {
         "text": text if isinstance(text, str) and text else " ",
         "id": str(doc_id) if doc_id is not None else f"{Path(path).name}/{id_in_file}",
@@ -62,6 +71,7 @@ def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[
     """datatrove readers for the Parquet and JSONL files (file lists written to WORK/inputs_*.txt)."""
     from curate.doc_readers import CountingJsonlReader, CountingParquetReader
 
+    _check_file_order(work_dir)
     readers = []
     kinds = (("parquet", files[0], CountingParquetReader), ("jsonl", files[1], CountingJsonlReader))
     for kind, paths, cls in kinds:
@@ -72,9 +82,31 @@ def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[
         listing.parent.mkdir(parents=True, exist_ok=True)
         listing.write_text("".join(f"{p.resolve().relative_to(root)}\n" for p in paths))
         reader = cls(str(root), paths_file=str(listing), adapter=_read_adapter)
-        reader.rank_offset = len(files[0]) if kind == "jsonl" else 0  # one round-robin over all files
+        # one list of all files, cut into a contiguous block per task: documents in input order for any task count
+        reader.rank_offset = len(files[0]) if kind == "jsonl" else 0
+        reader.total_files = len(files[0]) + len(files[1])
+        reader.pass_non_string_text = True  # dropped by the stage as text_not_string, with a rejects row
         readers.append(reader)
     return readers
+
+
+FILE_ORDER_MARK = "inputs_in_blocks"  # in WORK/: the tasks read contiguous blocks of the files
+
+
+def _check_file_order(work_dir: Path) -> None:
+    """ValueError when WORK holds the file lists of an earlier mathmix that dealt the files to the tasks round-robin:
+    resuming its unfinished tasks with blocks would read some files twice and others never (and mismatch dedup's
+    document indices between jobs). Marks WORK as read in blocks otherwise."""
+    mark = work_dir / FILE_ORDER_MARK
+    if mark.is_file():
+        return
+    if any((work_dir / f"inputs_{kind}.txt").is_file() for kind in ("parquet", "jsonl")):
+        raise ValueError(
+            f"{work_dir.parent}: written by an earlier mathmix that shared the input files among the tasks "
+            "differently; its work cannot be resumed: write to a new -o folder, or delete this one"
+        )
+    work_dir.mkdir(parents=True, exist_ok=True)
+    mark.write_text("input files are read in contiguous blocks, one per task (curate.doc_readers)\n")
 
 
 def _common_root(paths: list[Path]) -> str:
@@ -150,7 +182,8 @@ def build_writer(out_folder: Path, schema: pa.Schema | None, filename: str = "${
 
 
 def drop_empty_text(exclusion_writer: Any = None) -> Any:
-    """A datatrove filter dropping the documents with no `text`, or only whitespace, counted as `empty` (as dedup).
+    """A datatrove filter dropping the documents with no `text`, or only whitespace, counted as `empty` (as dedup),
+    and those whose text is not a string as `text_not_string`.
 
     The readers keep such rows (as one space) so that they are counted; a stage with no filter of its own for
     them (decont) would otherwise write them out as empty documents while the summary warned they were dropped.
@@ -161,6 +194,9 @@ def drop_empty_text(exclusion_writer: Any = None) -> Any:
         name = "∅ empty text"
 
         def filter(self, doc: Any) -> bool | tuple[bool, str]:
+            if doc.metadata.get("_text_not_string"):
+                doc.metadata["reason"] = TEXT_NOT_STRING
+                return False, TEXT_NOT_STRING
             if doc.metadata.get("_empty_text") or not doc.text.strip():
                 doc.metadata["reason"] = "empty"
                 return False, "empty"

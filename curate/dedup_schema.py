@@ -78,10 +78,14 @@ def jsonl_types(paths: Iterable[Path], skip: tuple[str, ...] = ()) -> dict[str, 
     import fsspec
     import orjson
 
+    from curate.doc_readers import file_compression
+
     types: dict[str, pa.DataType] = {}
     for path in paths:
         try:
-            with fsspec.open(str(path), "rb", compression="infer") as handle:
+            # told by the first bytes, as the reader does: gzip named .jsonl, plain text named .jsonl.gz
+            compression = file_compression(lambda p: fsspec.open(p, "rb"), str(path))
+            with fsspec.open(str(path), "rb", compression=compression) as handle:
                 for line in handle:
                     try:
                         row = orjson.loads(line)

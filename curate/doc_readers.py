@@ -5,6 +5,10 @@ and no count, so a damaged or half-empty file loses documents silently. These dr
 object as `bad_record` and a row without text as `empty_text` (the `dropped_*` convention of `curate.summary`,
 which counts a reader's docs_in as what it passed on plus what it dropped). Blank lines are not rows. Adapters
 that hand empty text on (dedup and decont read it as " " so that their own steps count it) are unaffected.
+
+Compression of a JSONL file is told by its first bytes, not its name (as the web stage's `curate.page_rows` does):
+gzip data named `.jsonl` was read as text, every line a `bad_record`, and a plain file named `.jsonl.gz` was an
+unreadable file, both with exit 0.
 """
 
 from __future__ import annotations
@@ -13,7 +17,25 @@ import zlib
 
 from datatrove.pipeline.readers import JsonlReader, ParquetReader
 
+from curate.page_rows import GZIP_MAGIC
 from curate.summary import NO_TEXT_FIELD, UNREADABLE_FILES
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def sniff_compression(head: bytes) -> str | None:
+    """fsspec's compression name for a file starting with HEAD: gzip, zstd, or None (plain)."""
+    if head.startswith(GZIP_MAGIC):
+        return "gzip"
+    if head.startswith(ZSTD_MAGIC):
+        return "zstd"
+    return None
+
+
+def file_compression(open_binary, path: str) -> str | None:
+    """The compression of PATH by its first bytes; OPEN_BINARY(path) opens it uncompressed ("rb")."""
+    with open_binary(path) as handle:
+        return sniff_compression(handle.read(4))
 
 
 class _CountingMixin:
@@ -24,12 +46,40 @@ class _CountingMixin:
     `rank_offset`: the number of files listed before this reader's when a stage runs one reader per format; the
     files of all readers are then dealt to the tasks round-robin as one list (each reader dealing its own list from
     rank 0 gave every format's first files to task 0, and nothing to the last tasks).
+
+    `total_files` (set with `rank_offset` and a `paths_file`): the files of all readers are cut into one contiguous
+    block per task instead (task 0 the first files, ...), so the tasks' outputs, taken in rank order, hold the
+    documents in input order (file, then row) whatever the number of tasks. Dedup's keep rule `first` and its
+    document indices rely on that: dealt round-robin, which document of a pair came first depended on --workers.
+
+    `pass_non_string_text`: hand a row whose text is not a string (`text: 12345`, a list) on to the adapter (dedup
+    and decont drop it as `text_not_string` with a rejects row naming its id) instead of dropping it here as
+    `bad_record`.
     """
 
     rank_offset = 0
+    total_files: int | None = None
+    pass_non_string_text = False
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
-        return super().run(data, (rank - self.rank_offset) % world_size, world_size)  # type: ignore[misc]
+        if self.total_files is None or not self.paths_file:  # type: ignore[attr-defined]
+            return super().run(data, (rank - self.rank_offset) % world_size, world_size)  # type: ignore[misc]
+        return self._run_block(data, rank, world_size)
+
+    def _run_block(self, data, rank: int, world_size: int):
+        from datatrove.io import open_file
+
+        if data:
+            yield from data
+        total = self.total_files or 0
+        start, end = rank * total // world_size, (rank + 1) * total // world_size
+        with open_file(self.paths_file, mode="rt") as listing:  # type: ignore[attr-defined]
+            paths = [line.strip() for line in listing if line.strip()]
+        first = self.rank_offset
+        shard = paths[max(start - first, 0) : max(end - first, 0)]
+        for doc in self.read_files_shard(shard):  # type: ignore[attr-defined]
+            self.update_doc_stats(doc)  # type: ignore[attr-defined]
+            yield doc
 
     def get_document_from_dict(self, data: dict, source_file: str, id_in_file: int | str):
         if self.text_key not in data:  # type: ignore[attr-defined]
@@ -37,7 +87,9 @@ class _CountingMixin:
             # a note that the text may sit under another column name
             self.stat_update(NO_TEXT_FIELD)  # type: ignore[attr-defined]
         value = data.get(self.text_key)  # type: ignore[attr-defined]
-        if value is not None and not isinstance(value, str):  # `text: 12345`, a list: it killed the run
+        # `text: 12345`, a list: it killed the run
+        not_string = value is not None and not isinstance(value, str)
+        if not_string and not self.pass_non_string_text:
             self.stat_update("dropped_bad_record")  # type: ignore[attr-defined]
             return None
         document = super().get_document_from_dict(data, source_file, id_in_file)  # type: ignore[misc]
@@ -73,13 +125,16 @@ class CountingParquetReader(_CountingMixin, ParquetReader):
 class CountingJsonlReader(_CountingMixin, JsonlReader):
     """datatrove's JsonlReader; a line that is not a JSON object is dropped as `bad_record` (invalid UTF-8
     included: lines are decoded one by one, so one bad line does not end the file), a row without text as
-    `empty_text`."""
+    `empty_text`. With compression `infer` (the default), gzip and zstd are told by the file's first bytes."""
 
     def read_file(self, filepath: str):
         import orjson
 
         try:
-            with self.data_folder.open(filepath, "rb", compression=self.compression) as handle:
+            compression = self.compression
+            if compression == "infer":
+                compression = file_compression(lambda p: self.data_folder.open(p, "rb"), filepath)
+            with self.data_folder.open(filepath, "rb", compression=compression) as handle:
                 for line_no, line in enumerate(handle):
                     if not line.strip():
                         continue

@@ -23,6 +23,8 @@ from curate.warc_bounds import cut_short, next_record_start
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".wet.gz", ".wat.gz")
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
+# JSONL/JSON objects without `html` (each dropped as bad_record): a count the summary reports
+NO_HTML_FIELD = "rows_without_html_field"
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
 HTML_TYPES = ("text/html", "application/xhtml+xml", "text/xml", "application/xml")
 # The content type of a page that is already text (a WET `conversion` record): the extractor keeps it as it is.
@@ -287,6 +289,10 @@ class WebPageReader(BaseDiskReader):
             for position, row in rows(path):
                 self.stat_update("docs_in")
                 try:
+                    if isinstance(row, dict) and "html" not in row:
+                        # still a bad_record; counted too, so the summary can ask whether the page is under
+                        # another key (a folder of benchmark JSONL read as pages was all bad_record, exit 0)
+                        self.stat_update(NO_HTML_FIELD)
                     html = row["html"]
                     if not isinstance(html, str):
                         raise TypeError("html is not a string")

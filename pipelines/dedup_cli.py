@@ -58,6 +58,7 @@ def dedup(
         fail(str(err))
         return
     print_summary(summary, title="dedup summary")
+    _warn_text_not_string(summary)
     if shared := summary.get("duplicate_ids"):
         names = ", ".join(shared["examples"]) + (", ..." if shared["ids"] > len(shared["examples"]) else "")
         console.print(
@@ -87,7 +88,7 @@ def decont(
         help="problems shorter than one n-gram are matched whole from this many tokens (0: off)",
     ),
     flag: bool = typer.Option(False, "--flag", help="keep contaminated documents, only flag them"),
-    workers: int = typer.Option(2, "--workers", help="datatrove tasks run in parallel"),
+    workers: int | None = typer.Option(None, "--workers", help="datatrove tasks run in parallel (default 2)"),
     check: list[Path] = typer.Option(
         None, "--check", help="prompt-set JSONL to check (no documents written)"
     ),
@@ -108,6 +109,11 @@ def decont(
     """
     from pipelines.decont import Config, run_decont
 
+    _one_mode(inputs, benchmarks, flag, workers, check, against)
+    if check and output is not None:  # checked before the index is built and the prompts read
+        from classifiers.cli import check_output_file
+
+        check_output_file(output, example="report.json")
     config = _options(
         Config,
         {"ngram": "--ngram", "short_min_tokens": "--short-min-tokens"},
@@ -122,7 +128,7 @@ def decont(
     if not inputs or output is None or not benchmarks:
         fail("give INPUT..., -o OUT and --benchmarks DIR (or --check PROMPTS --against EVALS)")
         return
-    executor = _executor(workers)
+    executor = _executor(2 if workers is None else workers)
     check_output(output)
     try:
         summary = run_decont(config, [str(p) for p in inputs], output, executor, config.benchmarks)
@@ -130,9 +136,10 @@ def decont(
         fail(str(err))
         return
     print_summary(summary, title="decont summary")
+    _warn_text_not_string(summary)
     for path in summary["benchmark_files_unused"]:
         console.print(f"[yellow]warning:[/] benchmark file {path} holds no record to check")
-    _print_hits(summary["hits_per_benchmark"])
+    _print_hits(summary["hits_per_benchmark"], "documents")
     console.print(f"wrote {output}/data/*.parquet, {output}/summary.json and {output}/contamination.jsonl")
 
 
@@ -156,7 +163,7 @@ def _check(prompts: list[Path], evals: list[Path], ngram: int, short_min: int, o
             f"[yellow]warning:[/] {report['unreadable']:,} rows hold no readable prompt and were not checked "
             f"({where}{', ...' if report['unreadable'] > 3 else ''})"
         )
-    _print_hits(report["hits_per_benchmark"])
+    _print_hits(report["hits_per_benchmark"], "prompts")
     for row in report["rows"][:10]:
         first = row["overlaps"][0]
         console.print(
@@ -193,15 +200,63 @@ def _executor(workers: int) -> Any:
     return ExecutorConfig(tasks=workers, workers=workers)
 
 
-def _print_hits(hits: dict[str, int]) -> None:
+def _one_mode(
+    inputs: list[Path] | None,
+    benchmarks: list[Path] | None,
+    flag: bool,
+    workers: int | None,
+    check: list[Path] | None,
+    against: list[Path] | None,
+) -> None:
+    """Fail (one line) when options of the two decont modes are mixed: the other mode's were silently ignored
+    (`decont corp -o x --benchmarks B --check p.jsonl --against B` checked the prompts and wrote x as a report)."""
+    if check:
+        stage_only = [
+            name
+            for name, given in (
+                (f"INPUT ({_names(inputs or [])})", bool(inputs)),
+                ("--benchmarks", bool(benchmarks)),
+                ("--flag", flag),
+                ("--workers", workers is not None),
+            )
+            if given
+        ]
+        if stage_only:
+            fail(
+                f"--check does not go with {', '.join(stage_only)}: `decont --check PROMPTS --against EVALS "
+                "[-o report.json]` checks prompt sets (repeat --check for each file); `decont INPUT... -o OUT "
+                "--benchmarks DIR` decontaminates documents"
+            )
+    elif against:
+        fail(
+            "--against goes with --check: `decont --check PROMPTS --against EVALS` checks prompt sets; "
+            "`decont INPUT... -o OUT --benchmarks DIR` decontaminates documents"
+        )
+
+
+def _names(paths: list[Path], most: int = 3) -> str:
+    return ", ".join(str(p) for p in paths[:most]) + (", ..." if len(paths) > most else "")
+
+
+def _warn_text_not_string(summary: dict[str, Any]) -> None:
+    if count := summary.get("dropped", {}).get("text_not_string"):
+        console.print(
+            f"[yellow]warning:[/] {count:,} input rows have a `text` that is not a string (a number, a list, an "
+            "object): dropped as text_not_string (their ids are in rejects/)",
+            soft_wrap=True,
+        )
+
+
+def _print_hits(hits: dict[str, int], what: str) -> None:
+    """Hits per benchmark: `what` (documents, prompts) that overlap each one."""
     from rich.table import Table
 
     if not hits:
         console.print("no contamination found")
         return
-    table = Table(title="contaminated documents per benchmark")
+    table = Table(title="hits per benchmark")
     table.add_column("benchmark")
-    table.add_column("docs", justify="right")
+    table.add_column(what, justify="right")
     for name, count in sorted(hits.items(), key=lambda kv: -kv[1]):
         table.add_row(name, f"{count:,}")
     console.print(table)

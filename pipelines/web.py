@@ -198,7 +198,7 @@ def run_web(
     config: Config, inputs: list[str], out_dir: Path, executor, math_model: str | None = None
 ) -> dict:
     """Run the web stage over `inputs` into `out_dir`; returns (and writes) the summary."""
-    from curate.readers import input_files
+    from curate.readers import NO_HTML_FIELD, input_files
     from curate.summary import summarize_logs, write_summary
     from pipelines.job_record import check_job, check_output_outside_inputs
 
@@ -217,8 +217,18 @@ def run_web(
     ensure_data_file(out_dir / "data", WEB_SCHEMA)
     summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
     summary["input_files"] = len(files)
+    if no_html := _rows_without_html(out_dir / "logs"):
+        summary[NO_HTML_FIELD] = no_html
     write_summary(out_dir, summary)
     return summary
+
+
+def _rows_without_html(logs: Path) -> int:
+    """JSONL/JSON rows that are objects without an `html` field (the reader's count; each is a bad_record)."""
+    from curate.readers import NO_HTML_FIELD
+    from curate.summary import read_step_stats
+
+    return int(sum(labels.get(NO_HTML_FIELD, 0) for _, labels in read_step_stats(logs)))
 
 
 OUTPUTS = ("data", "logs", "rejects")  # what a web job writes in OUT, besides job.json and summary.json

@@ -184,8 +184,22 @@ def run_web(
         console.print(str(err), soft_wrap=True, markup=False)
         return
     print_summary(summary, title="web summary")
+    warn_rows_without_html(summary)
     wrote = ", rejects/*.parquet" if config.write_rejects else ""
     console.print(f"wrote {output}/data/*.parquet{wrote} and {output}/summary.json")
+
+
+def warn_rows_without_html(summary: dict) -> None:
+    """Warn when JSONL/JSON rows had no `html` field (each dropped as bad_record), as dedup warns for `text`."""
+    from curate.readers import NO_HTML_FIELD
+
+    if count := summary.get(NO_HTML_FIELD):
+        console.print(
+            f"[yellow]warning:[/] {count:,} of {summary.get('docs_in', 0):,} input rows have no `html` field "
+            "(dropped as bad_record): is the page in a field with another name? The web stage reads JSONL rows' "
+            "`html`; documents with `text` go to `mathmix dedup`",
+            soft_wrap=True,
+        )
 
 
 def register(app: typer.Typer) -> None:
