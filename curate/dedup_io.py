@@ -96,11 +96,15 @@ FILE_ORDER_MARK = "inputs_in_blocks"  # in WORK/: the tasks read contiguous bloc
 def _check_file_order(work_dir: Path) -> None:
     """ValueError when WORK holds the file lists of an earlier mathmix that dealt the files to the tasks round-robin:
     resuming its unfinished tasks with blocks would read some files twice and others never (and mismatch dedup's
-    document indices between jobs). Marks WORK as read in blocks otherwise."""
+    document indices between jobs); one that finished (its summary.json written) reruns as complete, as before.
+    Marks WORK as read in blocks otherwise."""
     mark = work_dir / FILE_ORDER_MARK
     if mark.is_file():
         return
     if any((work_dir / f"inputs_{kind}.txt").is_file() for kind in ("parquet", "jsonl")):
+        # it finished: no task reads again, and its output stands
+        if (work_dir.parent / "summary.json").is_file():
+            return
         raise ValueError(
             f"{work_dir.parent}: written by an earlier mathmix that shared the input files among the tasks "
             "differently; its work cannot be resumed: write to a new -o folder, or delete this one"

@@ -249,5 +249,12 @@ def test_work_of_a_round_robin_run_is_not_resumed_in_blocks(tmp_path: Path) -> N
     assert CliRunner().invoke(app, args).exit_code == 0
     assert CliRunner().invoke(app, args).exit_code == 0  # a rerun of this version's own folder
     (out / "work" / "inputs_in_blocks").unlink()  # as an earlier version left it
+    data = sorted((out / "data").glob("*.parquet"))
+    before = {p.name: p.read_bytes() for p in data}
+    # finished by that version: a rerun is complete, and its output stands
+    finished = CliRunner().invoke(app, args)
+    assert finished.exit_code == 0, finished.output
+    assert {p.name: p.read_bytes() for p in sorted((out / "data").glob("*.parquet"))} == before
+    (out / "summary.json").unlink()  # ... and unfinished: its tasks would read other files
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "writtenbyanearliermathmix" in _flat(result), result.output
