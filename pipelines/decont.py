@@ -23,6 +23,10 @@ EXTRA_COLUMNS = [("contaminated", pa.bool_()), ("decont_benchmarks", pa.string()
 
 
 DEFAULT_BENCHMARKS = "{run_dir}/sample/bench"  # what the quickstart writes
+# A recipe stage's record holds the benchmarks as the files they resolve to (`files_read`, with their digests), not
+# as typed: a folder and the one file in it, or the same files in another order, are the same stage (as the same
+# job of `mathmix decont`). See pipelines.runner.stage_identity.
+SETTINGS_AS_FILES = ("benchmarks",)
 
 
 class Config(BaseModel):
@@ -154,9 +158,10 @@ def decont_job_identity(
     """The decont job's identity, and its form from before benchmarks were recorded as files (a record in that
     form is this job too).
 
-    Benchmarks are recorded as the files read, resolved (a folder and the files in it are the same benchmarks),
-    with their contents (`file_digests`, by benchmark name): a benchmark file replaced at the same path is
-    another job.
+    Benchmarks are recorded as the files read, resolved and sorted (a folder and the files in it, or the same
+    files in another order, are the same benchmarks: the output names and orders them alike), with their contents
+    (`file_digests`, by benchmark name): a benchmark file replaced at the same path is another job. A record with
+    the files in the order given (before they were sorted) is this job too.
     """
     from curate.decont_sources import benchmark_files
     from pipelines.job_record import file_digest, job_identity
@@ -165,11 +170,13 @@ def decont_job_identity(
     # the benchmarks read are these files, not the block's patterns
     settings = config.model_dump(mode="json", exclude={"benchmarks"}, exclude_defaults=True)
     digests = {f"benchmark {name}": [path, file_digest(path)] for name, path in named}
-    identity = job_identity(files, settings, run_dir, command="decont", benchmarks=[p for _, p in named],
+    identity = job_identity(files, settings, run_dir, command="decont", benchmarks=sorted(p for _, p in named),
                             tasks=tasks, file_digests=digests)  # fmt: skip
+    given = job_identity([], {}, run_dir, benchmarks=[p for _, p in named])["benchmarks"]
     typed = job_identity([], {}, run_dir, benchmarks=[str(Path(b).resolve()) for b in benchmarks])
     legacy = {k: v for k, v in identity.items() if k not in ("command", "file_digests")}
-    return identity, [{**legacy, "benchmarks": typed["benchmarks"]}]
+    earlier = [{**identity, "benchmarks": given}] if given != identity["benchmarks"] else []
+    return identity, [*earlier, {**legacy, "benchmarks": typed["benchmarks"]}]
 
 
 def _merge_report(report_dir: Path, out_path: Path) -> tuple[Counter, int]:
@@ -240,12 +247,28 @@ def check_prompts(
     }
 
 
-def run_stage(config: Config, ctx) -> dict:
-    """Recipe stage `decont`: reads the previous stage's data/ (or `inputs`), writes RUN/decont/."""
-    benchmarks = [b.replace("{run_dir}", str(ctx.run_dir)) for b in config.benchmarks]
+def stage_benchmarks(config: Config, run_dir: Path | str) -> list[str]:
+    """The benchmark paths of a recipe's decont block, `{run_dir}` expanded; ValueError where the block names none
+    and the default (the quickstart's sample) is not there."""
+    benchmarks = [b.replace("{run_dir}", str(run_dir)) for b in config.benchmarks]
     if config.benchmarks == [DEFAULT_BENCHMARKS] and not Path(benchmarks[0]).exists():
         raise ValueError(
             f"no benchmarks to decontaminate against: set stages.decont.benchmarks (the default, {benchmarks[0]}, "
             "is the sample that only the quickstart writes)"
         )
-    return run_decont(config, ctx.inputs, ctx.out_dir, ctx.executor, benchmarks)
+    return benchmarks
+
+
+def preflight(config: Config, run_dir: Path | str) -> None:
+    """What `run_decont` checks of the benchmarks before any work (`curate.decont.validate_benchmarks`: each path
+    exists, and they hold a checkable record), checked by `mathmix run` before its first stage and in --dry-run."""
+    from curate.decont import validate_benchmarks
+
+    validate_benchmarks(
+        stage_benchmarks(config, run_dir), config.ngram, config.min_words, config.short_min_tokens
+    )
+
+
+def run_stage(config: Config, ctx) -> dict:
+    """Recipe stage `decont`: reads the previous stage's data/ (or `inputs`), writes RUN/decont/."""
+    return run_decont(config, ctx.inputs, ctx.out_dir, ctx.executor, stage_benchmarks(config, ctx.run_dir))

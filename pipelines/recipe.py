@@ -28,13 +28,16 @@ class Recipe(BaseModel):
     name: str
     output_dir: Path = Path("runs/mathmix")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
-    stages: dict[str, Any] = Field(default_factory=dict)
+    # checked when left out too: a recipe with no stage ran nothing, printed nothing and exited 0
+    stages: dict[str, Any] = Field(default_factory=dict, validate_default=True)
 
     @field_validator("stages", mode="before")
     @classmethod
     def _validate_stages(cls, raw: Any) -> dict[str, Any]:
-        if raw is None:
-            return {}
+        if raw is None or raw == {}:
+            raise ValueError(
+                f"no stage to run: list one or more of {list(STAGES)} under stages, each with its settings"
+            )
         if not isinstance(raw, dict):
             raise ValueError("stages must be a mapping of stage name -> settings")
         unknown = [name for name in raw if name not in STAGES]

@@ -86,7 +86,8 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
     Raises:
         ValueError: `only` names a stage that is not in the recipe.
         RunFolderBusy (a ValueError): another run is using the run folder; nothing was written.
-        StageFailed: a stage stopped on an OSError or ValueError (a missing input, a bad model, bad settings) or a
+        StageFailed: a stage's settings were refused before any stage ran (`preflight`), in a dry run too; or a
+            stage stopped on an OSError or ValueError (a missing input, a bad model, bad settings) or a
             RuntimeError (tasks that did not complete); the stages before it are finished and a rerun goes on
             from it. Slurm jobs submitted without waiting stop the run after their stage, with a message.
     """
@@ -98,6 +99,7 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
             f"{', '.join(step['stage'] for step in steps)})"
         )
     check_run_folder(recipe.output_dir)  # a plan of a run nested in a stage folder is no plan to print
+    preflight(recipe, steps, only)  # before the first stage runs, and in a dry run: not hours into the run
     if dry_run:
         for step in steps:
             if only and step["stage"] not in only:  # --only: the stages that would run, the others named
@@ -113,6 +115,26 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
     except BaseException:
         _remove_empty(made)
         raise
+
+
+def preflight(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | None = None) -> None:
+    """Run each selected stage's cheap checks of what it reads (its module's optional `preflight(config, run_dir)`:
+    decont's benchmarks) before any stage runs; StageFailed naming the first stage refused. A stage refused only when reached ran after the
+    stages before it in full: hours of web and dedup on a crawl before decont said it had no benchmarks.
+
+    A stage already complete is checked too: the files such a check reads are in its record (`files_read`), so a
+    rerun after they were deleted was refused at that stage anyway, naming a digest; now it is refused first, with
+    the stage's own message. Only what no earlier stage writes is checked (a module's `preflight` reads no stage
+    output)."""
+    for step in steps:
+        name = step["stage"]
+        check = getattr(stage_module(name), "preflight", None)
+        if check is None or (only and name not in only):
+            continue
+        try:
+            check(step["config"], recipe.output_dir)
+        except (OSError, ValueError) as err:
+            raise StageFailed(name, err) from None
 
 
 def _folders_to_make(folder: Path) -> list[Path]:
@@ -156,7 +178,7 @@ def _run_steps(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | No
             identity, operational = stage_identity(
                 name, step["config"], inputs, recipe.output_dir, previous=previous
             )
-            earlier = earlier_stage_identities(name, inputs, recipe.output_dir, identity)
+            earlier = earlier_stage_identities(name, inputs, recipe.output_dir, identity, step["config"])
             _check_stage_job(
                 out_dir, identity, name, ignore=operational, earlier=earlier, run_dir=recipe.output_dir
             )
@@ -286,7 +308,10 @@ def stage_identity(
     with their sizes; a stage that reads other files as its input says which (its module's `inputs_read`: the
     classifier's pages), and those are recorded instead. Left out: the settings that say how a stage runs, not
     what it writes (its module's `OPERATIONAL_KEYS`: rewrite's retries, max_attempts, timeouts): a stuck stage is
-    unstuck by changing them, which a new job would refuse. Paths in the run folder are recorded as
+    unstuck by changing them, which a new job would refuse. Left out too: the settings that name files the stage
+    reads (its module's `SETTINGS_AS_FILES`: decont's benchmarks), recorded by the files they resolve to, with
+    their digests (`files_read`): a folder and the one file in it, or the same files in another order, are the same
+    stage, as `mathmix decont` takes them. Paths in the run folder are recorded as
     {run_dir}/... (a copied run folder still resumes); a record from before digests were kept is this job
     (job_record.LATER_FIELDS), and so is one from before its stage said what it reads (`earlier_stage_identities`).
     """
@@ -294,25 +319,39 @@ def stage_identity(
     digests = _digests_of_files_read(name, config, run_dir, previous)
     extra = {"file_digests": digests} if digests else {}
     operational: Collection[str] = getattr(module, "OPERATIONAL_KEYS", frozenset())
-    settings = config.model_dump(mode="json", exclude=set(operational), exclude_defaults=True)
+    # settings recorded as the files they name (`file_digests`), not as typed: decont's benchmarks
+    as_files: Collection[str] = getattr(module, "SETTINGS_AS_FILES", ())
+    settings = config.model_dump(mode="json", exclude={*operational, *as_files}, exclude_defaults=True)
     inputs_read = getattr(module, "inputs_read", None)
     read = inputs if inputs_read is None else inputs_read(config, run_dir, inputs, previous or {})
     return job_identity(read, settings, run_dir=run_dir, **extra), operational
 
 
 def earlier_stage_identities(
-    name: str, inputs: list[str], run_dir: Path, identity: dict[str, Any]
+    name: str, inputs: list[str], run_dir: Path, identity: dict[str, Any], config: Any = None
 ) -> list[dict[str, Any]]:
-    """IDENTITY (`stage_identity`) as a record written before the stage said what it reads holds it: with the
-    recipe's INPUTS and their sizes in place of what its module's `inputs_read` names (the classifier's `[]`). Such
-    a record is this stage, adopted once (rewritten in today's form, job_record.check_job's `earlier`): a finished
-    run was not refused after an upgrade."""
-    if getattr(stage_module(name), "inputs_read", None) is None:
-        return []
-    given = job_identity(inputs, {}, run_dir=run_dir)
-    form = {k: v for k, v in identity.items() if k not in ("inputs", "input_sizes")}
-    form.update({k: given[k] for k in ("inputs", "input_sizes") if k in given})
-    return [form] if form != identity else []
+    """IDENTITY (`stage_identity`) as records written before the stage said what it reads hold it: with the
+    recipe's INPUTS and their sizes in place of what its module's `inputs_read` names (the classifier's `[]`); with
+    its `SETTINGS_AS_FILES` as CONFIG types them (decont's `benchmarks`, recorded so until they were recorded as
+    the files read). Such a record is this stage, adopted once (rewritten in today's form, job_record.check_job's
+    `earlier`): a finished run was not refused after an upgrade."""
+    module = stage_module(name)
+    forms = [identity]
+    if getattr(module, "inputs_read", None) is not None:
+        given = job_identity(inputs, {}, run_dir=run_dir)
+        form = {k: v for k, v in identity.items() if k not in ("inputs", "input_sizes")}
+        form.update({k: given[k] for k in ("inputs", "input_sizes") if k in given})
+        forms.append(form)
+    as_files = getattr(module, "SETTINGS_AS_FILES", ())
+    typed = config.model_dump(mode="json", include=set(as_files), exclude_defaults=True) if config else {}
+    if typed:  # as job_identity wrote them: paths in the run folder as {run_dir}/...
+        typed = job_identity([], typed, run_dir=run_dir)["settings"]
+        forms += [{**form, "settings": {**form.get("settings", {}), **typed}} for form in forms]
+    unique: list[dict[str, Any]] = []
+    for form in forms[1:]:
+        if form != identity and form not in unique:
+            unique.append(form)
+    return unique
 
 
 def _digests_of_files_read(

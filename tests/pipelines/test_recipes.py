@@ -77,7 +77,7 @@ def test_a_key_given_twice_is_refused_and_home_is_expanded(tmp_path):
         load_recipe(_write(tmp_path, twice))
     with pytest.raises(RecipeError, match=r"'bands' is given twice"):
         load_recipe(_write(tmp_path, "name: x\nstages:\n  dedup: {bands: 11, bands: 5}\n"))
-    recipe = load_recipe(_write(tmp_path, "name: x\noutput_dir: ~/runs/x\n"))
+    recipe = load_recipe(_write(tmp_path, "name: x\noutput_dir: ~/runs/x\nstages: {dedup: {}}\n"))
     assert recipe.output_dir == Path.home() / "runs" / "x"
     # YAML merge keys are not duplicates (a local key may override a merged one)
     merged = (
@@ -115,13 +115,18 @@ def test_plan_chains_stage_outputs(tmp_path):
 
 
 def test_cli_dry_run_and_bad_recipe(tmp_path):
-    ok = subprocess.run(
-        [sys.executable, "-m", "mathmix", "run", str(RECIPES / "quickstart.yaml"), "--dry-run"],
-        capture_output=True,
-        text=True,
+    dry_run = [sys.executable, "-m", "mathmix", "run", str(RECIPES / "quickstart.yaml"), "--dry-run"]
+    # its benchmarks are the sample only the quickstart writes: the run would fail at decont, so does its plan
+    refused = subprocess.run(dry_run, capture_output=True, text=True)
+    assert (
+        refused.returncode == 2 and "stage decont: no benchmarks to decontaminate against" in refused.stderr
     )
+    bench = tmp_path / "run" / "sample" / "bench" / "gsm8k" / "test.jsonl"
+    bench.parent.mkdir(parents=True)
+    bench.write_text('{"question": "How many apples does Tom have if he buys four more apples today?"}\n')
+    ok = subprocess.run([*dry_run, "-o", str(tmp_path / "run")], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
-    assert "web" in ok.stderr and "quickstart-run" in ok.stderr
+    assert "web" in ok.stderr and str(tmp_path / "run") in " ".join(ok.stderr.split("\n"))
     bad = subprocess.run(
         [
             sys.executable,
