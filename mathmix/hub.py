@@ -75,13 +75,18 @@ def fetch_problem(name: str) -> str | None:
 
 
 def from_pretrained(loader: Any, name_or_path: str | Path, **kwargs: Any) -> Any:
-    """`loader.from_pretrained(NAME)`: a local folder as is; a hub name from the cache, else from the hub.
+    """`loader.from_pretrained(NAME)`: a path that exists locally with `local_files_only` (a file, which
+    transformers would look up as a hub name, fails at once); a hub name from the cache, else from the hub.
 
     A name that cannot be fetched (`fetch_problem`) is an OSError at once instead of the loader's retries. Errors
     are OSError / ValueError; callers name the input in their message.
     """
     name = str(name_or_path)
-    if Path(name).exists() or offline():
+    if Path(
+        name
+    ).exists():  # local: never the hub (transformers took a file path for a hub name, ~50 s retries)
+        return loader.from_pretrained(name, **{**kwargs, "local_files_only": True})
+    if offline():
         return loader.from_pretrained(name, **kwargs)
     if name.startswith((".", "/", "~")):  # written as a path: never a hub name
         raise OSError(f"{name}: no such folder")

@@ -34,7 +34,8 @@ class Config(BaseModel):
 
     inputs: list[str] = Field(default_factory=list, description="corpus folders (default: RUN/decont/data)")
     tokenizer: str = Field(
-        "train", description="'train' (BPE on the inputs), or a HF tokenizer folder/hub name"
+        "train",
+        description="'train' (BPE on the inputs), or a tokenizer.json, HF tokenizer folder or hub name",
     )
     vocab_size: int = Field(2048, ge=300, description="vocabulary size when tokenizer is 'train'")
     tokenizer_max_docs: int = Field(20_000, ge=1, description="documents to train the tokenizer on")
@@ -72,6 +73,13 @@ def files_read(
     out, a tokenizer replaced in that folder left the stage "already complete" with shards of the old token ids.
     `train` (the default) builds the tokenizer in the stage's own folder; a hub name is recorded by its name."""
     folder = Path(config.tokenizer)  # as load_tokenizer reads it
+    if config.tokenizer != "train" and folder.is_file():  # a tokenizer.json file, and the EOS beside it
+        read = {f"tokenizer {folder.name}": str(folder.resolve())}
+        if folder.name == "tokenizer.json":
+            for name in ("tokenizer_config.json", "special_tokens_map.json"):
+                if (folder.parent / name).is_file():
+                    read[f"tokenizer {name}"] = str((folder.parent / name).resolve())
+        return read
     if config.tokenizer == "train" or not folder.is_dir():
         return {}
     names = [name for name in TOKENIZER_FILES if (folder / name).is_file()]
@@ -142,8 +150,10 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
         if not (
             tok_dir / "tokenizer.json"
         ).is_file():  # a rerun keeps the tokenizer the shards were made with
+            # lines the shards drop (bad_record) and damaged files (unreadable_files) are skipped here too, and
+            # counted by the builds below
             texts = iter_texts(
-                [p for paths in found.values() for p in paths], limit=config.tokenizer_max_docs
+                [p for paths in found.values() for p in paths], limit=config.tokenizer_max_docs, skipped={}
             )
             train_tokenizer(texts, tok_dir, vocab_size=config.vocab_size)
         tokenizer = str(tok_dir)
@@ -164,12 +174,27 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
     return _finish(config, ctx, tokenizer, per_source, time.time() - start, write_json, write_summary)
 
 
+# What a source's build reports beside its counts, that nothing is lost unseen (`print_summary` warns of each):
+# summed over the sources, or for a list of files, joined.
+NOTES = ("rows_without_text_field", "unreadable_files", "files_all_bad_records")
+
+
+def _notes(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The NOTES of SUMMARIES together: counts summed, file lists joined; a note none of them has is left out."""
+    notes: dict[str, Any] = {}
+    for key in NOTES:
+        values = [s[key] for s in summaries if s.get(key)]
+        if values:
+            notes[key] = [f for v in values for f in v] if isinstance(values[0], list) else sum(values)
+    return notes
+
+
 def _finish(config, ctx, tokenizer, per_source, seconds, write_json, write_summary) -> dict[str, Any]:
     dropped: Counter = Counter()
     for summary in per_source.values():
         dropped.update(summary["dropped"])
     first = next(iter(per_source.values()))
-    info = {k: first[k] for k in ("vocab_size", "eos_id", "dtype")}
+    info = {k: first.get(k) for k in ("tokenizer_sha256", "vocab_size", "eos_id", "dtype")}
     manifest = {
         "tokenizer": tokenizer,
         **info,
@@ -183,12 +208,13 @@ def _finish(config, ctx, tokenizer, per_source, seconds, write_json, write_summa
         "docs_in": sum(s["docs_in"] for s in per_source.values()),
         "docs_out": sum(s["docs_out"] for s in per_source.values()),
         "dropped": dict(sorted(dropped.items())),
+        **_notes(list(per_source.values())),  # the build's notes, which the runner's print_summary warns of
         "seconds": round(seconds, 2),
         "tokens_out": sum(s["tokens"] for s in per_source.values()),
         "tokenizer": tokenizer,
         **info,
         "sources": {
-            name: {k: s[k] for k in ("docs_in", "docs_out", "tokens", "files", "input_files")}
+            name: {k: s[k] for k in ("docs_in", "docs_out", "tokens", "files", "input_files")} | _notes([s])
             for name, s in per_source.items()
         },
     }

@@ -170,22 +170,29 @@ def build_shards(
     executor = executor or ExecutorConfig()
     loaded = load_tokenizer(tokenizer, eos_token)  # once, here: a bad name fails before any task starts
     tokenizer = loaded.name
-    step = MegatronShardWriter(out, tokenizer, eos_token, batch_size, max_shard_bytes, logs)
+    step = MegatronShardWriter(out, tokenizer, loaded.eos_token, batch_size, max_shard_bytes, logs)
     tasks = min(executor.tasks, len(files))
+    # the EOS as resolved: `--eos-token X` where X is the tokenizer's own is the same job as no --eos-token
     settings: dict[str, Any] = {"tokenizer": str(tokenizer), "tokenizer_sha256": loaded.fingerprint}
-    settings |= {"eos_token": eos_token, "max_shard_bytes": max_shard_bytes}
+    settings |= {"eos_token": loaded.eos_token, "max_shard_bytes": max_shard_bytes}
     run_dir = run_dir or out.parent
-    if check_job(out, job_identity(files, settings, run_dir, tasks=tasks), "shards build", run_dir=run_dir):
+    identity = job_identity(files, settings, run_dir, tasks=tasks)
+    if check_job(
+        out, identity, "shards build", earlier=_earlier_forms(out, identity, loaded), run_dir=run_dir
+    ):
         redo = damaged_tasks(out, tasks)  # a rerun: finished tasks are skipped, unless their shards are gone
         for rank, why in redo.items():
             log.warning("%s: task %d finished, but %s: tokenizing its files again", out, rank, why)
             _forget_task(out, rank)
+        if redo:  # a new summary, with this run's timing (an equal one kept the old seconds and finished_at)
+            (out / "summary.json").unlink(missing_ok=True)
     job = executor.build([*_readers(files, logs), step], logs, job_name=f"shards-{out.name}", tasks=tasks)
     executor.run(job)
     parts = [json.loads(p.read_text()) for p in sorted((logs / PARTS).glob("*.json"))]
     if len(parts) < tasks:
         raise RuntimeError(f"{out}: only {len(parts)} of {tasks} tokenization tasks finished (see {logs})")
     info = {k: parts[0].get(k) for k in ("tokenizer", "tokenizer_sha256", "vocab_size", "eos_id", "dtype")}
+    info["tokenizer"] = tokenizer  # where it is now (a byte-identical copy elsewhere: the same fingerprint)
     manifest = write_manifest(out, [f for p in parts for f in p["files"]], name=name or out.name, **info)
     summary = summarize_logs(logs, seconds=time.time() - start)
     summary |= {
@@ -194,8 +201,76 @@ def build_shards(
         "files": len(manifest["files"]),
     }
     summary |= {"input_files": len(files), **info}
+    if summary["dropped"].get("bad_record"):
+        if no_documents := files_of_no_documents(files):  # print_summary names them
+            summary["files_all_bad_records"] = no_documents
     write_summary(out, summary)
     return summary
+
+
+def _earlier_forms(out: Path, identity: dict[str, Any], loaded: Any) -> list[dict[str, Any]]:
+    """Forms of IDENTITY that OUT's job.json may hold for this same job: the tokenizer at another path with the
+    same fingerprint (a byte-identical copy), and `eos_token` null where the EOS is the tokenizer's own (records
+    from before the resolved EOS was recorded)."""
+    try:
+        previous = json.loads((out / "job.json").read_text())
+    except (OSError, ValueError):
+        return []
+    before = previous.get("settings") if isinstance(previous, dict) else None
+    if not isinstance(before, dict):
+        return []
+    settings = dict(identity["settings"])
+    if before.get("tokenizer_sha256") == settings["tokenizer_sha256"] and "tokenizer" in before:
+        settings["tokenizer"] = before["tokenizer"]
+    if before.get("eos_token", "") is None and loaded.eos_token == loaded.default_eos:
+        # null was the tokenizer's own EOS then: the same token only if the finished tasks closed documents with
+        # this id (its tokenizer_config.json is not in the fingerprint)
+        ids = set()
+        for part in (out / "logs" / PARTS).glob("*.json"):
+            try:
+                ids.add(json.loads(part.read_text()).get("eos_id"))
+            except (OSError, ValueError, AttributeError):
+                ids.add(None)
+        if ids <= {loaded.eos_id}:
+            settings["eos_token"] = None
+    return [{**identity, "settings": settings}] if settings != identity["settings"] else []
+
+
+def files_of_no_documents(files: list[Path], lines: int = 20) -> list[str]:
+    """The input files that give no document at all, every row dropped as bad_record: a Parquet file whose text
+    column holds no text (numbers), a file read as JSONL (`.txt`, ...) whose first LINES non-blank lines are none
+    of them a JSON object with a string or missing text. The build only counts drops; this names the files."""
+    import pyarrow.parquet as pq
+
+    from shards.tokenizer import _is_text_type, _open_binary
+
+    found = []
+    for path in files:
+        try:
+            if path.suffix == ".parquet":
+                schema = pq.ParquetFile(path).schema_arrow
+                if "text" in schema.names and not _is_text_type(schema.field("text").type):
+                    found.append(str(path))
+                continue
+            seen, bad = 0, 0
+            with _open_binary(path) as handle:
+                for raw in handle:
+                    if not raw.strip():
+                        continue
+                    try:
+                        row = json.loads(raw.decode("utf-8"))
+                    except ValueError:
+                        row = None
+                    text = row.get("text") if isinstance(row, dict) else None
+                    seen += 1
+                    bad += not isinstance(row, dict) or (text is not None and not isinstance(text, str))
+                    if seen >= lines:
+                        break
+            if seen and bad == seen:
+                found.append(str(path))
+        except Exception:  # noqa: BLE001 - a damaged file is counted as unreadable by the build itself
+            continue
+    return found
 
 
 def refuse_other_kind(out: Path) -> None:

@@ -6,6 +6,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -22,7 +23,9 @@ shards_app = typer.Typer(
 def build_cmd(
     corpus: list[Path] = typer.Argument(..., help="Parquet/JSONL files or folders of them (a `text` field)"),
     output: Path = typer.Option(..., "-o", "--output", help="output shard folder"),
-    tokenizer: str = typer.Option(..., "--tokenizer", help="Hugging Face tokenizer folder or hub name"),
+    tokenizer: str = typer.Option(
+        ..., "--tokenizer", help="tokenizer.json file, Hugging Face tokenizer folder or hub name"
+    ),
     eos_token: str | None = typer.Option(
         None, "--eos-token", help="token after each document (default: EOS)"
     ),
@@ -84,15 +87,24 @@ def train_tokenizer_cmd(
     """
     from shards.tokenizer import iter_texts, load_tokenizer, train_tokenizer
 
-    skipped: dict[str, int] = {}
+    _check_tokenizer_output(output)  # before any input is read
+    skipped: dict[str, Any] = {}
     try:
         texts = iter_texts([str(c) for c in corpus], limit=max_docs, skipped=skipped)
         out = train_tokenizer(texts, output, vocab_size=vocab_size, min_frequency=min_frequency)
     except (FileNotFoundError, ValueError) as err:
         fail(str(err))
-    if skipped.get("bad_record"):
+    if skipped.get("bad_record"):  # what `shards build` drops as bad_record
         console.print(
-            f"[yellow]note:[/] skipped {skipped['bad_record']} JSONL row(s) whose `text` is not a string",
+            f"[yellow]warning:[/] skipped {skipped['bad_record']:,} JSONL row(s) that are not a JSON object with a "
+            f"string `text` (not UTF-8, not JSON, or `text` a number or a list; the first: "
+            f"{escape(skipped['first_bad_record'])})",
+            soft_wrap=True,
+        )
+    if skipped.get("unreadable_files"):
+        console.print(
+            f"[yellow]warning:[/] {skipped['unreadable_files']:,} input file(s) damaged or truncated: read up to "
+            f"the damage, the rest skipped (the first: {escape(skipped['first_unreadable'])})",
             soft_wrap=True,
         )
     size = load_tokenizer(out).vocab_size
@@ -132,6 +144,8 @@ def inspect_cmd(
         console.rule(f"{row['file']} #{row['document']} ({row['tokens']} tokens)")
         console.print(row.get("text", row["ids"]), markup=False, highlight=False)
     print(json.dumps(report, indent=2))
+    if report.get("tokenizer_warning"):
+        console.print(f"[yellow]warning:[/] {escape(report['tokenizer_warning'])}", soft_wrap=True)
     for warning in report["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     if report["warnings"]:
@@ -206,6 +220,11 @@ def mix_cmd(
         fail(f"{mixture}: {format_validation_errors(err)}")
     except (FileNotFoundError, ValueError) as err:
         fail(f"{mixture}: {err}")
+    for name in blend.empty:  # the note training prints: its target is 0
+        console.print(
+            f"[yellow]note:[/] source {escape(name)} has no tokens; its share goes to the others",
+            soft_wrap=True,
+        )
     if blend.unchecked:
         shown = ", ".join(blend.unchecked[:4]) + (", ..." if len(blend.unchecked) > 4 else "")
         console.print(
@@ -228,6 +247,20 @@ def mix_cmd(
             write_json(output, report)  # written through /dev/stdout or a FIFO
         except OSError as err:
             fail(f"{output}: cannot write the report ({err.strerror or err})")
+
+
+def _check_tokenizer_output(output: Path) -> None:
+    """Fail (one line) where `train-tokenizer -o OUTPUT` would write into an existing file or a folder holding
+    files: a tokenizer there may be the one shards were built with (their manifests name its path), and any other
+    folder is another command's (a shard folder got a tokenizer.json added)."""
+    if output.exists() and not output.is_dir():
+        fail(f"{output}: exists and is not a folder; -o names a new tokenizer folder")
+    if output.is_dir() and any(output.iterdir()):
+        what = "holds a tokenizer" if (output / "tokenizer.json").exists() else "is not empty"
+        fail(
+            f"{output}: {what}; train-tokenizer writes a new folder (shards built with a tokenizer there would no "
+            "longer match it): pick a new folder, or remove this one first"
+        )
 
 
 def _is_mix_report(path: Path) -> bool:

@@ -66,7 +66,8 @@ def inspect_shards(
 ) -> dict[str, Any]:
     """Write OUT/inspect.json and OUT/length_hist.png for the shards at `path`; return the report.
 
-    Samples are decoded with `tokenizer` (default: the manifest's tokenizer, when it is a local folder).
+    Samples are decoded with `tokenizer` (default: the manifest's tokenizer, when it is local), only when its
+    fingerprint is the one the manifests record: else `tokenizer_warning` says why they are token ids.
     """
     p = Path(path)
     prefixes = resolve_prefixes(p)
@@ -96,20 +97,57 @@ def inspect_shards(
         "histogram": str(plot_lengths(sizes, out / "length_hist.png", f"{p.name}: {len(sizes):,} documents")),
         "warnings": warnings,
     }
-    report["samples"] = _samples(
-        datasets,
-        tokenizer or manifest.get("tokenizer"),
-        samples,
-        sample_tokens,
-        seed,
-        p if p.is_dir() else None,
-    )
+    decode, problem = _decoder(tokenizer, manifest, built_with(p, manifest))
+    if problem:
+        report["tokenizer_warning"] = problem
+    report["samples"] = _samples(datasets, decode, samples, sample_tokens, seed, p if p.is_dir() else None)
     write_json(out / "inspect.json", report)
     return report
 
 
+def built_with(p: Path, manifest: dict[str, Any]) -> dict[str, str]:
+    """{tokenizer_sha256: the tokenizer recorded with it} of the shards at P: its manifest's, or for a run's shards
+    folder each source's (the run manifest records it too since it was added); empty where none records one."""
+    prints: dict[str, str] = {}
+    manifests = [manifest]
+    if is_run_manifest(manifest):
+        for folder in source_folders(p, manifest).values():
+            try:
+                manifests.append(read_manifest(folder))
+            except (OSError, ValueError):
+                continue
+    for m in manifests:
+        if isinstance(m.get("tokenizer_sha256"), str):
+            prints.setdefault(m["tokenizer_sha256"], str(m.get("tokenizer")))
+    return prints
+
+
+def _decoder(
+    tokenizer: str | None, manifest: dict[str, Any], prints: dict[str, str]
+) -> tuple[Any, str | None]:
+    """(a function decoding token ids, or None: ids only; why the samples are not decoded, where that is a
+    problem). The tokenizer is TOKENIZER, else the manifest's where it is local (or a hub name in the cache); its
+    fingerprint must be what the manifests record (`tokenizer_sha256`), as `train` and `train export` check:
+    a tokenizer replaced at the manifest's path, or another one given, decodes the ids into other text."""
+    from shards.tokenizer import fingerprint_of, open_tokenizer, tokenizer_mismatch
+
+    source = tokenizer or manifest.get("tokenizer")
+    if not source or not (Path(source).exists() or not Path(source).is_absolute()):
+        return None, None  # no tokenizer, or a recorded folder that is gone: token ids only
+    try:
+        backend = open_tokenizer(source)[0]
+    except (OSError, ValueError) as err:
+        if tokenizer:  # asked for: say why the samples are ids
+            return None, f"samples not decoded: {err}"
+        return None, None  # the recorded one is not available (offline hub name): ids only
+    problem = tokenizer_mismatch(source, fingerprint_of(backend), prints, given=tokenizer is not None)
+    if problem:
+        return None, f"{problem}; samples shown as token ids"
+    return lambda ids: backend.decode(ids, skip_special_tokens=False), None
+
+
 def _samples(
-    datasets: list[IndexedDataset], tokenizer: str | None, n: int, limit: int, seed: int, folder: Path | None
+    datasets: list[IndexedDataset], decode: Any, n: int, limit: int, seed: int, folder: Path | None
 ) -> list:
     # Global document j is document j - ends[k-1] of file k (files in order): the indices are drawn from the
     # total count and mapped back, so no per-document list is built (200M documents made gigabytes of tuples).
@@ -122,17 +160,6 @@ def _samples(
     files = np.searchsorted(ends, drawn, side="right")  # the first file whose end lies past j
     starts = np.concatenate([[0], ends[:-1]])
     picks = [(int(k), int(j - starts[k])) for k, j in zip(files, drawn, strict=True)]
-    decode = None
-    if tokenizer and (Path(tokenizer).exists() or not Path(tokenizer).is_absolute()):
-        try:
-            from transformers import AutoTokenizer
-
-            from mathmix.hub import from_pretrained
-
-            hf = from_pretrained(AutoTokenizer, tokenizer)
-            decode = hf.decode
-        except (OSError, ValueError):  # tokenizer not available offline: show ids only
-            decode = None
     out = []
     for k, i in picks:
         ids = datasets[k][i][:limit].tolist()

@@ -24,68 +24,119 @@ class LoadedTokenizer:
     backend: Any  # tokenizers.Tokenizer
     eos_id: int
     vocab_size: int
+    eos_token: str | None = None  # the EOS token closing each document, as resolved
+    default_eos: str | None = None  # the EOS its own files name (None: none)
 
     @property
     def fingerprint(self) -> str:
         """sha256 (16 hex digits) of the serialized tokenizer: equal exactly when two tokenizers map text to the
         same ids, wherever their folders are (a vocabulary size alone does not tell two BPE models apart)."""
-        import hashlib
-
-        return hashlib.sha256(self.backend.to_str().encode()).hexdigest()[:16]
+        return fingerprint_of(self.backend)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Token ids of each text, without special tokens (the EOS is appended by the shard writer)."""
         return [e.ids for e in self.backend.encode_batch_fast(texts, add_special_tokens=False)]
 
 
-def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> LoadedTokenizer:
-    """Load a Hugging Face tokenizer from a local folder or a hub name (honours HF_HUB_OFFLINE).
+def open_tokenizer(name_or_path: str | Path) -> tuple[Any, str | None, int, str]:
+    """(Rust tokenizer, its EOS token where its files name one, vocabulary size, the name to record) of a
+    tokenizer.json file, a Hugging Face tokenizer folder or a hub name; no EOS is required (`inspect` decodes).
 
-    A local folder with tokenizer.json is read with `tokenizers` alone (importing transformers costs seconds in
-    every datatrove worker); anything else goes through `transformers.AutoTokenizer`.
+    A tokenizer.json (the file itself, or in a folder) is read with `tokenizers` alone (importing transformers costs
+    seconds in every datatrove worker), as `train` reads a `model.tokenizer` file; a file's EOS comes from the
+    tokenizer_config.json beside it, where it is named tokenizer.json. A path that exists is never looked up on
+    the hub (transformers took a file path for a hub name and spent ~50 s retrying).
+
+    Raises:
+        ValueError: no such tokenizer, a file that is no tokenizer.json, no fast (Rust) tokenizer.
+    """
+    path = Path(name_or_path)
+    backend: Any
+    if path.is_file() or (path / "tokenizer.json").is_file():
+        from tokenizers import Tokenizer
+
+        file = path if path.is_file() else path / "tokenizer.json"
+        try:
+            backend = Tokenizer.from_file(str(file))
+        except Exception as err:  # tokenizers raises a bare Exception for a file that is not its JSON
+            raise ValueError(f"{file}: not a tokenizer.json file ({first_line(err)})") from None
+        folder = path if path.is_dir() else path.parent
+        eos = _config_eos(folder) if path.is_dir() or path.name == "tokenizer.json" else None
+        size = backend.get_vocab_size(with_added_tokens=True)
+        # A local tokenizer is recorded by its absolute path: manifests are read from other working directories.
+        return backend, eos, int(size), str(path.resolve())
+    from transformers import AutoTokenizer
+
+    from mathmix.hub import from_pretrained
+
+    if path.is_dir() and not (path / "tokenizer_config.json").is_file():
+        raise ValueError(f"{path}: no tokenizer.json or tokenizer_config.json in this folder")
+    try:
+        hf = from_pretrained(AutoTokenizer, name_or_path)
+    except (OSError, ValueError) as err:  # not a folder, and no hub copy (cached, or reachable)
+        raise ValueError(
+            f"tokenizer not found: {name_or_path} is not a tokenizer.json nor a folder with one, and loading it "
+            f"as a Hugging Face name failed ({first_line(err)})"
+        ) from None
+    backend = getattr(hf, "backend_tokenizer", None)
+    if backend is None:
+        raise ValueError(f"{name_or_path}: no fast tokenizer (tokenizer.json) to shard with")
+    size = max(backend.get_vocab_size(with_added_tokens=True), len(hf))
+    return backend, hf.eos_token, int(size), str(path.resolve()) if path.is_dir() else str(name_or_path)
+
+
+def load_tokenizer(name_or_path: str | Path, eos_token: str | None = None) -> LoadedTokenizer:
+    """Load a tokenizer (`open_tokenizer`: a tokenizer.json file, a Hugging Face folder, or a hub name, the hub
+    honouring HF_HUB_OFFLINE) with the EOS token that closes each document.
 
     Args:
-        name_or_path: folder with tokenizer.json / tokenizer_config.json, or a hub name.
+        name_or_path: tokenizer.json, a folder with tokenizer.json / tokenizer_config.json, or a hub name.
         eos_token: the token closing each document (default: the tokenizer's eos_token).
 
     Raises:
         ValueError: no such tokenizer, no fast (Rust) tokenizer, or no EOS token.
     """
-    folder = Path(name_or_path)
-    backend: Any
-    if (folder / "tokenizer.json").is_file():
-        from tokenizers import Tokenizer
-
-        backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        eos = eos_token or _config_eos(folder)
-        size = backend.get_vocab_size(with_added_tokens=True)
-    else:
-        from transformers import AutoTokenizer
-
-        from mathmix.hub import from_pretrained
-
-        if folder.is_dir() and not (folder / "tokenizer_config.json").is_file():
-            raise ValueError(f"{folder}: no tokenizer.json or tokenizer_config.json in this folder")
-        try:
-            hf = from_pretrained(AutoTokenizer, name_or_path)
-        except (OSError, ValueError) as err:  # not a folder, and no hub copy (cached, or reachable)
-            raise ValueError(
-                f"tokenizer not found: {name_or_path} is not a folder with tokenizer.json, and loading it as a "
-                f"Hugging Face name failed ({first_line(err)})"
-            ) from None
-        backend = getattr(hf, "backend_tokenizer", None)
-        if backend is None:
-            raise ValueError(f"{name_or_path}: no fast tokenizer (tokenizer.json) to shard with")
-        eos = eos_token or hf.eos_token
-        size = max(backend.get_vocab_size(with_added_tokens=True), len(hf))
+    backend, default_eos, size, name = open_tokenizer(name_or_path)
+    eos = eos_token or default_eos
     eos_id = backend.token_to_id(eos) if eos else None
     if eos_id is None and eos_token:  # "pass --eos-token" would not help: it was passed
         raise ValueError(f"{name_or_path}: the EOS token given, {eos_token!r}, is not in its vocabulary")
     if eos_id is None:
         raise ValueError(f"{name_or_path}: no EOS token (got {eos!r}); pass --eos-token")
-    # A folder is recorded by its absolute path: manifests are read from other working directories.
-    name = str(folder.resolve()) if folder.is_dir() else str(name_or_path)
-    return LoadedTokenizer(name, backend, int(eos_id), int(size))
+    return LoadedTokenizer(name, backend, int(eos_id), int(size), eos_token=eos, default_eos=default_eos)
+
+
+def fingerprint_of(backend: Any) -> str:
+    """`LoadedTokenizer.fingerprint` of a Rust tokenizer: what manifests record as `tokenizer_sha256`."""
+    import hashlib
+
+    return hashlib.sha256(backend.to_str().encode()).hexdigest()[:16]
+
+
+def tokenizer_mismatch(
+    source: str, fingerprint: str, built: dict[str, str], given: bool = True
+) -> str | None:
+    """Why tokenizer SOURCE (of FINGERPRINT) is not the one shards were built with (BUILT: {tokenizer_sha256: the
+    tokenizer recorded with it}), or None: it is, or nothing records one (shards from before fingerprints were
+    recorded). `given`: SOURCE was named by the user, not read from the manifest (whose path now holds another)."""
+    if not built or fingerprint in built:
+        return None
+    recorded_print, recorded = next(iter(built.items()))
+    if not given or (
+        Path(source).exists()
+        and Path(recorded).exists()
+        and Path(source).resolve() == Path(recorded).resolve()
+    ):
+        return (
+            f"tokenizer {source} has changed since these shards were built (fingerprint {fingerprint}, the "
+            f"manifest records {recorded_print}): its ids would decode as other tokens; rebuild the shards, or put "
+            "that tokenizer back"
+        )
+    return (
+        f"tokenizer {source} (fingerprint {fingerprint}) is not the one these shards were built with "
+        f"({recorded}, tokenizer_sha256 {recorded_print}): its ids would decode as other tokens; pass that "
+        "tokenizer (or one with the same fingerprint)"
+    )
 
 
 def _config_eos(folder: Path) -> str | None:
@@ -153,15 +204,18 @@ def iter_texts(
     paths: Iterable[str | Path],
     limit: int | None = None,
     text_key: str = "text",
-    skipped: dict[str, int] | None = None,
+    skipped: dict[str, Any] | None = None,
 ) -> Iterator[str]:
     """Texts from Parquet/JSONL files or folders of them (for tokenizer training and benchmarks).
 
-    A JSONL row whose text is not a string (`"text": 5`, a list) is skipped and counted in `skipped["bad_record"]`
-    (`shards build` drops such rows as bad_record too); a Parquet `text` column that holds no strings is an error
-    naming the file and its type.
+    A JSONL line that is not a JSON object (not JSON, not UTF-8) or whose text is not a string (`"text": 5`, a
+    list) is skipped and counted in `skipped["bad_record"]`, the first one's `FILE:LINE` in
+    `skipped["first_bad_record"]`: `shards build` drops such rows as bad_record too. A JSONL file damaged part way
+    (a truncated .gz) is read up to the damage and counted in `skipped["unreadable_files"]` (without SKIPPED: a
+    ValueError naming it). A Parquet `text` column that holds no strings is an error naming the file and its type.
     """
     import json
+    import zlib
 
     import pyarrow.parquet as pq
 
@@ -188,23 +242,37 @@ def iter_texts(
                         if limit and n >= limit:
                             return
             continue
-        opener = _open_text(path)
-        with opener as f:
-            for line_no, line in enumerate(f, 1):
-                try:
-                    row = json.loads(line) if line.strip() else None
-                except ValueError:
-                    raise ValueError(f"{path}:{line_no}: not valid JSON") from None
-                text = row.get(text_key) if isinstance(row, dict) else None
-                if text is not None and not isinstance(text, str):  # a number or a list: no text to learn
-                    if skipped is not None:
-                        skipped["bad_record"] = skipped.get("bad_record", 0) + 1
-                    continue
-                if text:
-                    yield text
-                    n += 1
-                    if limit and n >= limit:
-                        return
+        try:
+            with _open_binary(path) as f:
+                for line_no, raw in enumerate(f, 1):
+                    # decoded line by line, as `shards build` reads JSONL: one bad line does not end the file
+                    try:
+                        row = json.loads(raw.decode("utf-8")) if raw.strip() else ""
+                    except ValueError:  # not UTF-8 (UnicodeDecodeError), not JSON
+                        row = None
+                    if row == "":  # a blank line is no row
+                        continue
+                    text = row.get(text_key) if isinstance(row, dict) else None
+                    # not a JSON object, or a text that is a number or a list: `shards build` drops it as bad_record
+                    if not isinstance(row, dict) or (text is not None and not isinstance(text, str)):
+                        if skipped is not None:
+                            skipped["bad_record"] = skipped.get("bad_record", 0) + 1
+                            skipped.setdefault("first_bad_record", f"{path}:{line_no}")
+                        continue
+                    if text:
+                        yield text
+                        n += 1
+                        if limit and n >= limit:
+                            return
+        except (
+            OSError,
+            EOFError,
+            zlib.error,
+        ) as err:  # a truncated .gz: read up to the damage, as `build` does
+            if skipped is None:
+                raise ValueError(f"{path}: unreadable ({first_line(err)})") from None
+            skipped["unreadable_files"] = skipped.get("unreadable_files", 0) + 1
+            skipped.setdefault("first_unreadable", f"{path} ({first_line(err)})")
 
 
 def _is_text_type(kind: Any) -> bool:
@@ -243,9 +311,19 @@ def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
     return unique_files(files)
 
 
-def _open_text(path: Path):
-    if path.name.endswith(".gz"):
+def _open_binary(path: Path) -> Any:
+    """PATH opened for reading bytes, decompressed by its first bytes (gzip, zstd) as `shards build`'s reader
+    tells them, not by its name."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head.startswith(b"\x1f\x8b"):
         import gzip
 
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rb")
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        import io
+
+        import zstandard
+
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
+    return open(path, "rb")

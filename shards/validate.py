@@ -164,6 +164,7 @@ def _validate_manifest_folder(p: Path, manifest: dict[str, Any]) -> dict[str, An
         errors += found
     on_disk = {str(i)[:-4] for i in p.glob("*.idx")}
     errors += [f"{extra}.idx: not listed in {p / MANIFEST}" for extra in sorted(on_disk - set(checked))]
+    errors += _tokenizer_errors(p, manifest)
     report = _report(p, checked, errors, [c for _, c in results])
     for key in ("documents", "tokens"):
         said = manifest.get(key)
@@ -178,6 +179,31 @@ def _validate_manifest_folder(p: Path, manifest: dict[str, Any]) -> dict[str, An
             errors.append(f"{p / MANIFEST}: {key} {said}, {source} {held}")
     report["ok"] = not errors
     return report
+
+
+def _tokenizer_errors(p: Path, manifest: dict[str, Any]) -> list[str]:
+    """The manifest's tokenizer, where it is a local tokenizer, against the fingerprint it records: one replaced
+    at that path since (`inspect` and `train` would decode the shards' ids as other tokens)."""
+    from shards.tokenizer import tokenizer_mismatch
+
+    recorded, built = manifest.get("tokenizer"), manifest.get("tokenizer_sha256")
+    if not (isinstance(recorded, str) and isinstance(built, str) and recorded and Path(recorded).exists()):
+        return []  # a hub name, a tokenizer moved away, or a manifest from before fingerprints: not checked
+    fingerprint = _local_fingerprint(recorded)
+    if fingerprint is None:
+        return [f"{p / MANIFEST}: tokenizer {recorded} cannot be read as a tokenizer any more"]
+    problem = tokenizer_mismatch(recorded, fingerprint, {built: recorded}, given=False)
+    return [f"{p / MANIFEST}: {problem}"] if problem else []
+
+
+def _local_fingerprint(path: str) -> str | None:
+    """The fingerprint of the local tokenizer at PATH (None: not a tokenizer), read once per file version."""
+    from shards.tokenizer import fingerprint_of, open_tokenizer
+
+    try:
+        return fingerprint_of(open_tokenizer(path)[0])
+    except (OSError, ValueError):
+        return None
 
 
 def _validate_run_shards(p: Path, manifest: dict[str, Any]) -> dict[str, Any]:
