@@ -139,15 +139,16 @@ def export_cmd(
     Reads CHECKPOINT (DCP shards, config.json, trainer_state.json). Writes OUT/{config.json,
     model.safetensors, generation_config.json, tokenizer files, export.json}.
     """
-    from midtrain.export import export_checkpoint
+    from midtrain.export import EXPORT_FILE, check_export_dir, export_checkpoint, resolve_checkpoint
 
     if dtype not in ("bfloat16", "float32", "float16"):
         fail(f"--dtype {dtype!r}: use bfloat16, float32 or float16")
     try:
-        info = export_checkpoint(checkpoint, out, tokenizer=tokenizer, dtype=dtype)
+        replace = check_export_dir(out, resolve_checkpoint(checkpoint))
+        info = export_checkpoint(checkpoint, out, tokenizer=tokenizer, dtype=dtype, replace=replace)
     except (OSError, ValueError) as err:
         fail(str(err))
-    write_json(out / "export.json", info)
+    write_json(out / EXPORT_FILE, info)
     print_summary({k: v for k, v in info.items() if k not in ("files", "warning")}, title="export")
     if info.get("warning"):
         console.print(f"[yellow]warning:[/] {escape(info['warning'])}", soft_wrap=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -27,6 +27,10 @@ ALIASES = {
     **dict.fromkeys(("d_ff", "ffn_dim", "n_inner", "ffn_hidden_size"), "intermediate_size"),
     **dict.fromkeys(("n_positions", "max_seq_len", "seq_length", "n_ctx"), "max_position_embeddings"),
 }
+
+
+# An Adam beta: a decay rate of a moving average, in [0, 1) (torch refuses others, once training has started).
+Beta = Annotated[float, Field(ge=0, lt=1)]
 
 
 class TrainRecipeError(ValueError):
@@ -130,19 +134,23 @@ class TrainerConfig(BaseModel):
     global_batch_tokens: int = Field(4 * 1024 * 1024, gt=0)  # per optimizer step, all ranks together
     micro_batch_size: int = Field(1, gt=0)  # sequences per rank per forward pass
     intra_document: bool = True  # attention stays within each document (position ids reset per document)
-    lr: float = Field(3e-5, gt=0)  # peak
+    # Optimizer values out of range trained without a word: a negative grad_clip flipped every gradient
+    # (gradient ascent), grad_clip 0 zeroed them (no update at all), a negative weight_decay grew the weights;
+    # betas outside [0, 1) or eps <= 0 failed inside torch's AdamW after job.json was written. inf/nan neither.
+    lr: float = Field(3e-5, gt=0, allow_inf_nan=False)  # peak
     min_lr_ratio: float = Field(0.1, ge=0, le=1)  # decay floor as a fraction of the peak
-    weight_decay: float = 0.1
-    betas: tuple[float, float] = (0.9, 0.95)
-    eps: float = 1e-8
-    grad_clip: float = 1.0
+    weight_decay: float = Field(0.1, ge=0, allow_inf_nan=False)
+    betas: tuple[Beta, Beta] = (0.9, 0.95)
+    eps: float = Field(1e-8, gt=0, allow_inf_nan=False)
+    grad_clip: float = Field(1.0, ge=0, allow_inf_nan=False)  # max gradient norm; 0: no clipping (Megatron's)
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     checkpoint_every: int = Field(1000, gt=0)  # optimizer steps
     keep_checkpoints: int = Field(2, gt=0)  # newest step checkpoints kept per stage
     log_every: int = Field(1, gt=0)
     tensorboard: bool = False
-    peak_tflops: float | None = None  # per device, for MFU; default: a table of known GPUs, none on CPU
+    # per device, for MFU; default: a table of known GPUs, none on CPU (0 gave no MFU, a negative one negative MFU)
+    peak_tflops: float | None = Field(None, gt=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _check_batch(self) -> TrainerConfig:
@@ -186,7 +194,7 @@ class StageConfig(BaseModel):
     start_from: str | None = None  # a stage name of this recipe, or a checkpoint folder
     warmup_tokens: int = Field(0, ge=0)
     decay_shape: DecayShape = "cosine"
-    lr: float | None = Field(None, gt=0)  # this stage's peak LR (default: trainer.lr)
+    lr: float | None = Field(None, gt=0, allow_inf_nan=False)  # this stage's peak LR (default: trainer.lr)
 
     @model_validator(mode="after")
     def _check_kind(self) -> StageConfig:
@@ -272,6 +280,10 @@ def _local_path(value: str, run_dir: str | None) -> str:
 def load_train_recipe(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainRecipe:
     """Read and validate a train recipe YAML; `{recipe_dir}` in strings means the recipe's folder."""
     path = Path(path)
+    if path.is_dir():
+        raise TrainRecipeError(
+            f"{path}: a folder, not a train recipe (a YAML file, e.g. recipes/tiny-cpu.yaml)"
+        )
     if not path.is_file():
         raise TrainRecipeError(f"{path}: train recipe not found")
     text = path.read_text().replace("{recipe_dir}", str(path.resolve().parent))

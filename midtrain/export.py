@@ -63,13 +63,61 @@ def tokenizer_fingerprint(source: str, loaded=None) -> str | None:
     return LoadedTokenizer(str(source), backend, eos_id=0, vocab_size=0).fingerprint
 
 
+EXPORT_FILE = "export.json"  # what `mathmix train export` records of an export, with the files it wrote
+
+
+def check_export_dir(out_dir: Path, checkpoint: Path) -> list[str]:
+    """Refuse (ValueError) an OUT_DIR that an export of CHECKPOINT may not write into; returns the files of a
+    previous export there to replace (`export_checkpoint`'s `replace`).
+
+    An export wrote into any folder, a corpus or shard folder included (config.json and model.safetensors among
+    its .bin/.idx files). Allowed: a new or empty folder, or a previous export of the same stage (its export.json
+    names a checkpoint of the same checkpoints folder) holding only the files that export wrote. Nor may OUT_DIR
+    lie inside the checkpoint (pruning old checkpoints would delete it)."""
+    from pipelines.job_record import check_output_outside_inputs, foreign_files
+
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"{out_dir}: exists and is not a folder; -o names the output folder")
+    check_output_outside_inputs(out_dir, [checkpoint], what="checkpoint")
+    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+        return []
+    try:
+        record = json.loads((out_dir / EXPORT_FILE).read_text())
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("files"), list):
+        names = sorted(p.name for p in out_dir.iterdir())
+        raise ValueError(
+            f"{out_dir}: holds files not written by train export ({', '.join(names[:5])}"
+            f"{', ...' if len(names) > 5 else ''}); export to a new or empty folder"
+        )
+    previous = Path(str(record.get("checkpoint")))
+    if previous.resolve().parent != checkpoint.resolve().parent:
+        raise ValueError(
+            f"{out_dir}: holds an export of {previous}, another stage than {checkpoint}; export to a new folder"
+        )
+    files = [str(f) for f in record["files"]]
+    others = foreign_files(out_dir, {*files, EXPORT_FILE})
+    if others:
+        raise ValueError(
+            f"{out_dir}: holds files not written by train export ({', '.join(others[:5])}"
+            f"{', ...' if len(others) > 5 else ''}); export to a new or empty folder"
+        )
+    return files
+
+
 def export_checkpoint(
-    checkpoint: Path, out_dir: Path, tokenizer: str | None = None, dtype: str = "bfloat16"
+    checkpoint: Path,
+    out_dir: Path,
+    tokenizer: str | None = None,
+    dtype: str = "bfloat16",
+    replace: list[str] | None = None,
 ) -> dict[str, Any]:
     """Write OUT_DIR as a Hugging Face model folder; return what was written.
 
     The tokenizer and the weights are loaded before anything is written, so a failure (ValueError naming the
-    input) leaves no half-written folder behind."""
+    input) leaves no half-written folder behind. `replace`: files of a previous export in OUT_DIR
+    (`check_export_dir`), removed before writing, so that none of its files (another tokenizer's) is left."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     path = resolve_checkpoint(Path(checkpoint))
@@ -94,6 +142,9 @@ def export_checkpoint(
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"{out_dir}: exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
+    for name in replace or []:
+        if (out_dir / name).is_file() and Path(name).name == name:  # a plain name in OUT_DIR, never a path
+            (out_dir / name).unlink()
     model.save_pretrained(str(out_dir), safe_serialization=True)
     if tok is not None:
         tok.save_pretrained(str(out_dir))
@@ -106,7 +157,7 @@ def export_checkpoint(
         "dtype": dtype,
         "tokenizer": source,
         **({"warning": warning} if warning else {}),
-        "files": sorted(p.name for p in out_dir.iterdir()),
+        "files": sorted(p.name for p in out_dir.iterdir() if p.name != EXPORT_FILE),
     }
 
 

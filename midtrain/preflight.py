@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ def check_run(
             trains = True
         planned.add(stage.name)
     if trains:
+        check_device(recipe.trainer, world_size)
+        check_output_dir(recipe)
         if recipe.trainer.tensorboard:  # it failed as a 51-line traceback after the model was built
             import importlib.util
 
@@ -69,6 +72,58 @@ def check_run(
         if notes:
             note_budgets(recipe, [s for s in stages if not (recipe.stage_dir(s.name) / DONE_FILE).exists()])
     return stages
+
+
+def check_device(trainer: TrainerConfig, world_size: int) -> None:
+    """`device: cuda` has a GPU for every process of this node: it failed as an AttributeError traceback from
+    torch's CUDA setup on a CPU-only machine, after job.json was written."""
+    import torch
+
+    if trainer.device != "cuda":
+        return
+    if not torch.cuda.is_available():
+        raise TrainRecipeError(
+            "trainer.device: cuda, but torch finds no CUDA GPU here (torch.cuda.is_available() is false; torch "
+            f"{torch.__version__}): use device auto or cpu, or install a CUDA build of torch"
+        )
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))  # processes on this node (torchrun sets it)
+    if local > torch.cuda.device_count():
+        raise TrainRecipeError(
+            f"trainer.device: cuda with {local} processes on this node, but torch finds "
+            f"{torch.cuda.device_count()} GPU(s): one process per GPU (lower --nproc)"
+        )
+
+
+def check_output_dir(recipe: TrainRecipe) -> None:
+    """The stage folders do not go inside a folder the run reads: a shard folder of a mixture source (its .idx
+    files are found recursively), the model or tokenizer folder, a start checkpoint (`-o` a shard folder put
+    `stable/` among its .bin/.idx files). A PREFIX source's folder may hold other things: not refused."""
+    from pipelines.job_record import check_output_outside_inputs
+
+    names = [s.name for s in recipe.stages]
+    inputs = [
+        (path, "shard", f"stage {stage.name}, source {source.name}")
+        for stage in recipe.stages
+        for source in stage.build_mixture(recipe.run_dir).sources
+        for path in source.paths
+    ]
+    inputs += [
+        (stage.start_from, "checkpoint", f"stage {stage.name}'s start_from")
+        for stage in recipe.stages
+        if stage.start_from is not None and stage.start_from not in names
+    ]
+    inputs += [
+        (value, "model", f"model.{key}")
+        for key in ("path", "tokenizer")
+        if (value := getattr(recipe.model, key))
+    ]
+    for path, what, setting in inputs:
+        if not Path(path).is_dir():  # a file, a PREFIX, a hub name, or missing (named by the other checks)
+            continue
+        try:
+            check_output_outside_inputs(recipe.output_dir, [path], what=what)
+        except ValueError as err:
+            raise TrainRecipeError(f"output_dir {err} ({setting})") from None
 
 
 def check_model(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]], notes: bool = True) -> None:
@@ -112,6 +167,17 @@ def check_model(recipe: TrainRecipe, manifests: dict[Path, dict[str, Any]], note
             "positions extrapolate (raise max_position_embeddings or set rope scaling if that is not meant)",
             file=sys.stderr,
         )
+    # transformers does not check them: 1.5 failed inside the first forward pass (after job.json was written),
+    # 1.0 dropped every activation and trained on noise
+    where = "model.config." if recipe.model.config is not None else f"{recipe.model.path}/config.json: "
+    for key, value in sorted(hf.to_dict().items()):
+        if (
+            key.endswith(("dropout", "_pdrop"))
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and not 0 <= value < 1
+        ):
+            raise TrainRecipeError(f"{where}{key} {value}: a dropout probability is at least 0 and below 1")
     eos_ids = {eos for m in manifests.values() if (eos := m.get("eos_id")) is not None}
     model_eos = hf.eos_token_id if isinstance(hf.eos_token_id, list) else [hf.eos_token_id]
     if recipe.model.config is not None and eos_ids and not eos_ids & set(model_eos):
@@ -131,6 +197,13 @@ def note_budgets(recipe: TrainRecipe, stages: list[StageConfig]) -> None:
         return
     batch = recipe.trainer.global_batch_tokens
     for stage in stages:
+        total = stage.build_mixture(recipe.run_dir).total_tokens
+        if total is not None and total != stage.tokens:
+            print(
+                f"note: stage {stage.name}: its mixture's total_tokens {total:,} is not used: a stage blends "
+                f"its own tokens ({stage.tokens:,})",
+                file=sys.stderr,
+            )
         steps = max(1, stage.tokens // batch)
         if stage.warmup_tokens > (steps - 1) * batch:  # the last step's LR is still below the peak
             print(
@@ -208,7 +281,10 @@ def check_mixture(recipe: TrainRecipe, stage: StageConfig) -> dict[Path, dict[st
     try:  # the blend the stage builds: token budgets over stage.tokens used to fail once training had started
         check_mixture_plan(mixture, stage.tokens)
     except ValueError as err:  # IndexFormatError (a damaged .idx) included
-        raise TrainRecipeError(f"stage {stage.name}: {err}") from None
+        # the blend's total is the stage's `tokens` (the mixture's own total_tokens is not used): the message
+        # named "total_tokens", which sent readers to the mixture file
+        message = re.sub(r"\btotal_tokens\b", f"stage {stage.name}'s tokens", str(err))
+        raise TrainRecipeError(f"stage {stage.name}: {message}") from None
     return manifests
 
 

@@ -33,6 +33,7 @@ from midtrain.model import (
 from midtrain.preflight import DONE_FILE, check_batch, check_run, recipe_tokenizer_print
 from midtrain.schedule import wsd_lr
 from midtrain.stage_job import check_stage_job
+from pipelines.job_record import JOB_FILE
 
 
 @dataclass
@@ -112,8 +113,8 @@ def train_stage(
     # before job.json is written (check_run checked it too): a batch that does not split over the ranks is no job
     if not done:
         check_batch(t, int(os.environ.get("WORLD_SIZE", "1")))
-    # every rank compares, rank 0 alone writes job.json: nothing is resumed or skipped for another recipe
-    check_stage_job(recipe, stage, record=int(os.environ.get("RANK", "0")) == 0)
+    # every rank compares with the stage folder's job.json: nothing is resumed or skipped for another recipe
+    check_stage_job(recipe, stage, record=False)
     if done:
         return json.loads((stage_dir / DONE_FILE).read_text())
     tokenizer_sha256 = recipe_tokenizer_print(recipe)
@@ -125,6 +126,10 @@ def train_stage(
     loss_fn = loss_function(model, recipe.model.compile)
     hf_config = model.config
     optimizer = build_optimizer(model, recipe)
+    # rank 0 records job.json once the device, model and optimizer are set up: one that failed to set up (a
+    # device without a GPU, AdamW refusing its betas) left a stage folder holding only a job.json
+    if ranks.rank == 0 and not (stage_dir / JOB_FILE).is_file():
+        check_stage_job(recipe, stage, record=True)
     try:  # a shard damaged since the checks (a truncated .bin) is named in one line
         documents = build_documents(recipe, stage) if documents is None else documents
     except ValueError as err:
@@ -288,7 +293,10 @@ def _train_step(model, loss_fn, optimizer, packer, t, rank: int, world_size: int
         loss = loss_fn(model, inputs, targets, positions if t.intra_document else None) / accum
         loss.backward()
         loss_sum += loss.detach()
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
+    # grad_clip 0 is no clipping (Megatron's --clip-grad 0): the norm is still measured, for the log and the
+    # divergence check; torch's clip_grad_norm_ with 0 zeroes every gradient (no update, silently)
+    max_norm = t.grad_clip if t.grad_clip > 0 else math.inf
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm, foreach=True)
     if hasattr(grad_norm, "full_tensor"):  # a DTensor under FSDP2
         grad_norm = grad_norm.full_tensor()
     optimizer.step()

@@ -296,7 +296,7 @@ def test_a_mixture_the_stage_cannot_blend_fails_before_the_first_stage_trains(ti
         "tokens": 999,
     }
     message = _error(_train(mt.write_recipe(tmp_path / "r.yaml", recipe)))
-    assert "stage decay: token budgets (999) exceed total_tokens (256)" in message
+    assert "stage decay: token budgets (999) exceed stage decay's tokens (256)" in message
     assert not (tmp_path / "out").exists()
     # a .bin cut short after the checks: one line naming it, not IndexFormatError's traceback
     from midtrain.config import TrainRecipe, TrainRecipeError
