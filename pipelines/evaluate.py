@@ -57,6 +57,15 @@ def _benchmarks(config: Config) -> list[tuple[str, int]]:
     return parse_benchmarks(config.suite, config.benchmarks if given else None)
 
 
+def preflight(config: Config, run_dir: Path | str) -> None:
+    """What the stage reads that no earlier stage writes, checked by `mathmix run` before its first stage and in
+    --dry-run: the benchmark folder and the suite or benchmark list (the model may be the train stage's)."""
+    data_dir = Path(_resolve(config.data_dir, run_dir))
+    if not data_dir.is_dir():
+        raise FileNotFoundError(f"eval stage: benchmark folder {data_dir} not found (set data_dir)")
+    _benchmarks(config)
+
+
 def files_read(
     config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
 ) -> dict[str, str]:
@@ -116,8 +125,7 @@ def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:
             raise FileNotFoundError(
                 f"eval stage: model folder {model} not found (run the train stage, or set model)"
             )
-    if not data_dir.is_dir():
-        raise FileNotFoundError(f"eval stage: benchmark folder {data_dir} not found (set data_dir)")
+    preflight(config, ctx.run_dir)
     plan = _benchmarks(config)
     prompt_file = Path(_resolve(config.prompt_file, ctx.run_dir)) if config.prompt_file else None
     results = run_bench(

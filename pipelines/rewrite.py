@@ -40,6 +40,18 @@ class Config(RewriteSettings):
     )
 
 
+def preflight(config: Config, run_dir: Path | str) -> None:
+    """What the stage reads that no earlier stage writes, checked by `mathmix run` before its first stage and in
+    --dry-run, as `run_task` checks it: each task's prompt template and the decontamination benchmarks."""
+    from curate.decont import validate_benchmarks
+    from curate.rewrite.tasks import prompt_template
+
+    for task in config.tasks:
+        prompt_template(task, config.prompt_version)
+    if config.decont_benchmarks:
+        validate_benchmarks(_resolve(config.decont_benchmarks, Path(run_dir)), ngram=config.decont_ngram)
+
+
 def files_read(
     config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
 ) -> dict[str, str]:

@@ -119,8 +119,9 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
 
 def preflight(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | None = None) -> None:
     """Run each selected stage's cheap checks of what it reads (its module's optional `preflight(config, run_dir)`:
-    decont's benchmarks) before any stage runs; StageFailed naming the first stage refused. A stage refused only when reached ran after the
-    stages before it in full: hours of web and dedup on a crawl before decont said it had no benchmarks.
+    decont's and rewrite's benchmarks, rewrite's prompt templates, train's recipe and mixtures, eval's benchmark
+    folder) before any stage runs; StageFailed naming the first stage refused. A stage refused only when reached
+    ran after the stages before it in full: hours of web and dedup on a crawl before decont said it had none.
 
     A stage already complete is checked too: the files such a check reads are in its record (`files_read`), so a
     rerun after they were deleted was refused at that stage anyway, naming a digest; now it is refused first, with

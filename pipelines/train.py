@@ -46,6 +46,19 @@ def _recipe_path(name: str) -> Path:
     return path if path.is_absolute() or path.is_file() else REPO / path
 
 
+def preflight(config: Config, run_dir: Path | str) -> None:
+    """What the stage reads that no earlier stage writes, checked by `mathmix run` before its first stage and in
+    --dry-run: the train recipe, validated as the stage loads it, and each mixture file it names. A typo'd recipe
+    key was found only after web, dedup, decont, rewrite and shards had run in full."""
+    from midtrain.config import load_train_recipe
+    from shards.mixture import MixtureConfig
+
+    recipe = load_train_recipe(_recipe_path(config.recipe))
+    for stage in recipe.stages:
+        if isinstance(stage.mixture, str):  # read relative to the working folder, as prepare_recipe reads it
+            MixtureConfig.from_yaml(stage.mixture)
+
+
 def files_read(
     config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
 ) -> dict[str, str]:

@@ -173,3 +173,34 @@ def test_a_recipe_without_stages_is_an_error(tmp_path, stages):
         load_recipe(path)
     result = CliRunner().invoke(app, ["run", str(path)])
     assert result.exit_code == 2 and "no stage to run" in result.output
+
+
+@pytest.mark.parametrize(
+    "stage, block, said",
+    [
+        ("train", {"recipe": "no/such/train.yaml"}, "train recipe not found"),
+        ("rewrite", {"prompt_version": "v9"}, "no prompt version 'v9'"),
+        ("eval", {"data_dir": "no/such/bench"}, "benchmark folder .* not found"),
+    ],
+)
+def test_a_later_stage_reading_a_missing_file_is_refused_before_the_first_stage(
+    corpus, tmp_path, stage, block, said
+):
+    """train's recipe, rewrite's prompt template and eval's benchmark folder are no earlier stage's output: a bad
+    one was found only after the stages before it had run in full."""
+    docs, _ = corpus
+    run_dir = tmp_path / "run"
+    recipe = Recipe.model_validate(
+        {
+            "name": "t",
+            "output_dir": str(run_dir),
+            "executor": {"tasks": 1},
+            "stages": {"dedup": {"inputs": [str(docs)]}, stage: block},
+        }
+    )
+    with pytest.raises(StageFailed, match=said) as err:
+        run_recipe(recipe)
+    assert err.value.stage == stage
+    assert not (run_dir / "dedup").exists()
+    with pytest.raises(StageFailed, match=said):
+        run_recipe(recipe, dry_run=True)
