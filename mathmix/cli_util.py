@@ -79,9 +79,20 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def check_output(output: Path) -> None:
-    """Fail (one line) when OUT cannot be the stage folder."""
+    """Fail (one line) when OUT cannot be the stage folder: a file; a run folder; a recipe's stage folder; a folder
+    inside another stage's folder (`mathmix dedup X -o RUN/web/data`: its files were read as web's output); one in
+    a run folder that another `mathmix run` is using (`-o RUN/dedup` while that run writes RUN)."""
+    from mathmix.paths import run_folder_in_use, stage_folder_above
+
     if output.exists() and not output.is_dir():
         fail(f"{output}: exists and is not a folder; -o names the output folder")
+    if busy := run_folder_in_use(output):
+        fail(f"{output}: {busy}; wait for that run to end (or end it), or write to a folder outside it")
+    if (stage := stage_folder_above(output)) is not None:
+        fail(
+            f"{output}: inside the stage folder {stage} (it holds that stage's records): what is written there "
+            f"is read as that stage's output; write to a folder outside it, e.g. {stage.parent / output.name}"
+        )
     if output.is_dir() and not (output / "data").is_dir():
         from mathmix.paths import stage_folders_in
 

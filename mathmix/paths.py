@@ -4,10 +4,17 @@ A stage folder (one holding `data/`) means its `data/`: reading it whole would b
 (`rejects/`), its work files and its reports. A folder of stage folders (a run folder, RUN/branches) is refused,
 naming them: read whole, it mixes every stage's output with every stage's rejects. Every command that reads
 documents resolves inputs here.
+
+A stage folder that a stage started (its job record or logs/) and has not finished (no `summary.json`: killed, still
+running, or its Slurm jobs not done) is refused, and so is its `data/` given as it is: what it holds is part of the stage's output, which a later stage read
+as if it were all of it. So is anything inside a run folder that another `mathmix run` is using (its
+`.mathmix-run.lock` held, `pipelines.run_lock`): its stages are being written. A run's own stages read its earlier
+stages under its own lock, after they finished: neither refusal applies to them.
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 from collections.abc import Iterable
@@ -25,6 +32,29 @@ def _written_by_a_stage(folder: Path) -> bool:
     return (folder / "data").is_dir() and any((folder / mark).exists() for mark in STAGE_MARKS)
 
 
+# A stage's records: a recipe stage's (pipelines.runner's recipe-stage.json and upstream.json, written before it
+# starts) and a stage command's job record (pipelines.job_record's job.json, written before it starts)
+STAGE_RECORDS = ("recipe-stage.json", "upstream.json", "job.json")
+
+
+def holds_a_stage(folder: Path) -> bool:
+    """FOLDER is a stage folder by its records: a recipe stage's or a stage command's, finished or not (a job
+    record, or a summary.json beside data/). What `pipelines.runner.check_run_folder` asks of each folder above a
+    run folder (its `_holds_a_stage`, which wants a command's summary.json too), and `cli_util.check_output` of
+    each folder above a stage command's -o."""
+    if any((folder / record).is_file() for record in STAGE_RECORDS):
+        return True
+    return (folder / "summary.json").is_file() and (folder / "data").is_dir()
+
+
+def stage_folder_above(path: str | Path) -> Path | None:
+    """The nearest folder above PATH (PATH itself left out) that is a stage folder (`holds_a_stage`); None if
+    none. Output written there lands among that stage's files: inside its data/, every later reader of the stage
+    reads it as the stage's output."""
+    path = Path(path).expanduser().absolute()
+    return next((folder for folder in path.parents if holds_a_stage(folder)), None)
+
+
 def stage_folders_in(folder: Path) -> list[str]:
     """The names of the stage folders directly inside FOLDER, sorted."""
     return sorted(child.name for child in folder.iterdir() if _written_by_a_stage(child))
@@ -34,13 +64,88 @@ class StageFoldersInside(ValueError):
     """A folder of stage folders was given where documents are read."""
 
 
+class StageNotReadable(StageFoldersInside):
+    """A stage folder that cannot be read now: it has not finished, or a run that is using its run folder is
+    writing it. A StageFoldersInside, so that each reader that turns that refusal into its own error (an
+    InputError of the classifier's) says these the same way."""
+
+
+def run_folder_in_use(path: str | Path) -> str | None:
+    """Why PATH cannot be read or written now, where it is (or lies inside) a run folder whose lock
+    (`pipelines.run_lock`, RUN/.mathmix-run.lock) another process holds: a line naming the run folder and the
+    holder as its lock file names it; None where no such lock is held (none there, a file left by a killed run,
+    one this process holds: a run reading its own stages).
+
+    Only looks: a non-blocking shared `flock`, dropped at once, takes nothing from the holder. A file system
+    without `flock` says nothing (the run itself then runs unguarded, with a warning).
+    """
+    from pipelines.run_lock import _HELD, LOCK_FILE
+
+    path = Path(path).expanduser().absolute()
+    for folder in (path, *path.parents):
+        lock = folder / LOCK_FILE
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except OSError:  # none here (or not ours to read: a run of another user, which `flock` cannot ask)
+            continue
+        try:
+            if lock.resolve() in _HELD:  # this process's own run (or quickstart)
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                text = os.pread(fd, 300, 0).decode(errors="replace").strip()
+                holder = text.splitlines()[0][:200] if text else "its pid and host not written yet"
+                return f"run folder {folder} is in use by a mathmix run ({holder})"
+            except OSError:  # no locks on this file system
+                return None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return None
+
+
+# What a stage writes as it starts: its record (a stage command's job.json, a recipe stage's recipe-stage.json and
+# upstream.json, each written before any work) and datatrove's logs/; its summary.json comes last, when it finished
+STARTED_MARKS = ("job.json", "recipe-stage.json", "upstream.json", "logs")
+
+
+def _started_unfinished(stage: Path) -> bool:
+    """STAGE (a folder holding data/) was started by a stage and has not finished: it holds what a stage writes
+    as it starts, and no summary.json. A folder without any of it (a dataset's `NAME/data/`, a hand-made copy of a
+    stage's data/ and rejects/) is read as it is."""
+    return (
+        (stage / "data").is_dir()
+        and not (stage / "summary.json").is_file()
+        and any((stage / mark).exists() for mark in STARTED_MARKS)
+    )
+
+
+def _check_readable(path: Path) -> None:
+    """StageNotReadable where PATH lies in a run folder in use, or is (the data/ of) a stage folder that has not
+    finished."""
+    if busy := run_folder_in_use(path):
+        raise StageNotReadable(
+            f"{path}: {busy}, which is still writing it; wait for that run to end (or end it), then rerun"
+        )
+    stage = path if (path / "data").is_dir() else path.parent if path.name == "data" else None
+    if stage is not None and _started_unfinished(stage):
+        raise StageNotReadable(
+            f"{path}: the stage in {stage} has not finished (no summary.json), so its data/ holds part of its "
+            "output; finish it first: rerun the command that makes it"
+        )
+
+
 def stage_data(path: str | Path) -> Path:
     """PATH/data when PATH is a stage folder (it holds a `data/` folder), else PATH.
 
     Raises:
         StageFoldersInside: PATH is not a stage folder but holds some (e.g. a run folder).
+        StageNotReadable (a StageFoldersInside): PATH is (the data/ of) a stage folder that has not finished (no
+            summary.json), or lies in a run folder that another mathmix run is using (`run_folder_in_use`).
     """
     path = Path(path)
+    _check_readable(path)
     if not path.is_dir():
         return path
     if (path / "data").is_dir():
