@@ -30,7 +30,7 @@ from typing import IO, Any
 import duckdb
 import pyarrow as pa
 
-from curate.audit_guard import AuditRefused, check_read_only
+from curate.audit_guard import AuditRefused, AuditSyntaxError, check_read_only
 from curate.audit_views import (
     UNREADABLE,
     VIEW_FILES,
@@ -40,7 +40,7 @@ from curate.audit_views import (
 )
 from mathmix.cli_util import first_line
 
-__all__ = ["AuditRefused", "AuditSession", "SettingsError", "write_result"]
+__all__ = ["AuditRefused", "AuditSession", "AuditSyntaxError", "SettingsError", "write_result"]
 
 OUTPUT_FORMATS = ("table", "csv", "json", "parquet")
 # Errors a damaged Parquet page can raise (plain duckdb.Error: `Variable-length int over 10 bytes.`)

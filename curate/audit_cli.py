@@ -11,7 +11,8 @@ import typer
 from mathmix.cli_util import console, fail
 
 audit_app = typer.Typer(
-    help="Audit a run with DuckDB: views web, dedup, decont, corpus, branches, rejects, stats, summaries, shards "
+    help="Audit a run with DuckDB: views web, dedup, decont, corpus, branches, rejects, stats, summaries, "
+    "task_stats, task_summaries, shards "
     "and one per stage report; read-only (only SELECT/WITH/FROM-first/DESCRIBE/SUMMARIZE/EXPLAIN/SHOW/PRAGMA show_tables run).",
     no_args_is_help=True,
 )
@@ -26,9 +27,19 @@ MEMORY_LIMIT = typer.Option(
 )
 
 
+def check_run_dir(run_dir: Path) -> None:
+    """Fail (one line) where RUN_DIR holds no stage output: no run folder (a typo, the folder above the run), whose
+    views would all be absent and whose report would be empty."""
+    from curate.audit_views import stage_output_found
+
+    if not stage_output_found(run_dir):
+        fail(f"no stage output found under {run_dir}: give a run folder (the output_dir of a recipe)")
+
+
 def _session(run_dir: Path, memory_limit: str | None = None):
     from curate.audit import AuditSession, SettingsError
 
+    check_run_dir(run_dir)
     try:
         session = AuditSession(run_dir, memory_limit=memory_limit)
     except SettingsError as err:
@@ -115,7 +126,7 @@ def sql_cmd(
 
     import duckdb
 
-    from curate.audit import AuditRefused, check_output_path, output_format, write_result
+    from curate.audit import AuditRefused, AuditSyntaxError, check_output_path, output_format, write_result
 
     path = output_option(output, "file")
     try:
@@ -130,6 +141,8 @@ def sql_cmd(
     session = _session(run_dir, memory_limit)
     try:
         write_result(session.stream(query), fmt, path, max_width=max_width, max_rows=max_rows, out=sys.stdout)
+    except AuditSyntaxError as err:  # a mistake in the query, not a refusal: one line
+        fail(str(err))
     except AuditRefused as err:
         fail(f"refused: {err}")
     except (duckdb.Error, ValueError) as err:
@@ -164,8 +177,6 @@ def schema_cmd(
                    for name, source in session.relations.items()}  # fmt: skip
             typer.echo(json.dumps(out, indent=1))
             return
-        if not session.relations:
-            console.print(f"[yellow]no stage output found under {run_dir}[/]")
         for name, source in session.relations.items():
             typer.echo(f"{name}  ({source})")
             for column in (c for c in columns if c.relation == name):
@@ -201,6 +212,7 @@ def report_cmd(
     from curate.audit_sections import plots_not_drawn_line, write_report
 
     refuse_empty(output, "HTML file (or folder)")
+    check_run_dir(run_dir)  # before RUN_DIR/audit/ is made in it
     html_path, md_path = report_paths(output or str(run_dir / "audit" / "report.html"), markdown)
     if markdown and md_path is None:
         console.print(
@@ -265,11 +277,13 @@ def sample_cmd(
     chars: int = typer.Option(1200, "--chars", min=0, help="print at most this many characters of text"),
 ) -> None:
     """Print a random sample of documents to eyeball. Reads RUN_DIR; writes stdout."""
-    from curate.audit import AuditRefused, sample_documents
+    from curate.audit import AuditRefused, AuditSyntaxError, sample_documents
 
     session = _session(run_dir)
     try:
         docs = sample_documents(session, view, where=where, n=n, seed=seed)
+    except AuditSyntaxError as err:  # a mistake in --where: one line
+        fail(str(err))
     except AuditRefused as err:
         fail(f"refused: {err}")
     except Exception as err:  # a bad --where is a user error: say it, with DuckDB's hints, no traceback

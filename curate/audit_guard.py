@@ -44,12 +44,31 @@ class AuditRefused(ValueError):
     """A statement the audit connection does not run (it writes, changes settings, or reads outside RUN)."""
 
 
+class AuditSyntaxError(AuditRefused):
+    """A query DuckDB's parser cannot read: a mistake in it, not a refusal; its message is one line (DuckDB's
+    first line and the query line it points at). An AuditRefused, so that every caller still stops on it."""
+
+
+_LINE = re.compile(r"^LINE (\d+):", re.MULTILINE)
+
+
+def syntax_error(err: duckdb.Error) -> AuditSyntaxError:
+    """DuckDB's parser error in one line: `Parser Error: syntax error at or near "SELEC" (line 1)`, without the
+    query line and the caret under it, which took three more lines."""
+    text = str(err)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(err).__name__)
+    where = _LINE.search(text)
+    return AuditSyntaxError(
+        f"{first} (line {where.group(1)})" if where and first != where.group(0) else first
+    )
+
+
 def check_read_only(sql: str) -> str:
     """Return the single statement in `sql` if it only reads; raise AuditRefused (with the reason) otherwise."""
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as err:
-        raise AuditRefused(f"cannot parse the query: {err}") from None
+        raise syntax_error(err) from None
     if len(statements) != 1:
         raise AuditRefused(f"exactly one statement per query, got {len(statements)}")
     statement = statements[0]

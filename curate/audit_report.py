@@ -23,8 +23,16 @@ LENGTH_COLUMNS = ("n_chars", "length", "num_chars", "char_count")
 SCORE_COLUMNS = ("math_score", "score")
 THRESHOLD_KEYS = ("math_threshold", "threshold", "math_score_threshold")
 DOCUMENT_VIEWS = ("web", "dedup", "decont")
-# The rewriter's total (branches/summary.json sums branches/<task>/summary.json), left out where the tasks are listed.
-PER_TASK = "stage = 'branches' AND EXISTS (SELECT 1 FROM {table} WHERE stage LIKE 'branches/%')"
+
+
+def with_tasks(b: ReportBuilder, table: str, total: bool = True) -> str:
+    """`summaries` or `stats` with the rewriter's per-task rows (`task_summaries`, `task_stats`) added, as SQL for
+    a FROM; without TOTAL, the rewriter's total (branches/summary.json, which sums its tasks) is left out where its
+    tasks are listed, so that each rewriter document and drop is counted once."""
+    if not b.session.has(f"task_{table}"):
+        return table
+    kept = "" if total else " WHERE stage <> 'branches'"
+    return f"(SELECT * FROM {table}{kept} UNION ALL BY NAME SELECT * EXCLUDE (task) FROM task_{table})"
 
 
 @dataclass
@@ -164,11 +172,11 @@ def funnel_section(b: ReportBuilder) -> Section:
         # that every rewriter document and drop is counted once (it is still checked below).
         b.add(s, "stages", "Documents in/out per stage (summary.json; the rewriter per task)",
               "SELECT stage, docs_in, docs_out, dropped_total, docs_in - docs_out - dropped_total AS unaccounted, "
-              "round(docs_out / nullif(docs_in, 0), 4) AS kept_frac, seconds FROM summaries "
-              f"WHERE NOT ({PER_TASK.format(table='summaries')}) ORDER BY position, stage")  # fmt: skip
+              f"round(docs_out / nullif(docs_in, 0), 4) AS kept_frac, seconds FROM {with_tasks(b, 'summaries', total=False)} "
+              "ORDER BY position, stage")  # fmt: skip
         s.figures.append(ReportFigure("funnel", "Documents out per stage", "stages", "stage", "docs_out"))
         b.add(s, "drops", "Drops by reason (the rewriter per task)",
-              f"SELECT stage, reason, dropped FROM stats WHERE reason IS NOT NULL AND NOT ({PER_TASK.format(table='stats')}) "
+              f"SELECT stage, reason, dropped FROM {with_tasks(b, 'stats', total=False)} WHERE reason IS NOT NULL "
               "ORDER BY position, stage, dropped DESC, reason")  # fmt: skip
         try:
             s.notes += [f"warning: {line}" for line in summary_checks(b)]
@@ -205,8 +213,9 @@ def summary_checks(b: ReportBuilder) -> list[str]:
     summary reports `unaccounted` documents), and a stage whose view holds another number of documents than
     its summary's docs_out (counts from Parquet footers: cheap)."""
     lines = []
+    summaries = with_tasks(b, "summaries")  # every summary.json: the rewriter's total and its tasks'
     for row in b.session.rows(
-        "SELECT stage, docs_in, docs_out, dropped_total, extra ->> 'unaccounted' AS unaccounted FROM summaries "
+        f"SELECT stage, docs_in, docs_out, dropped_total, extra ->> 'unaccounted' AS unaccounted FROM {summaries} "
         "WHERE docs_in IS DISTINCT FROM docs_out + dropped_total OR (extra -> 'unaccounted') IS NOT NULL "
         "ORDER BY position, stage"
     ):
@@ -237,7 +246,7 @@ def summary_checks(b: ReportBuilder) -> list[str]:
         checked.append("s.stage LIKE 'branches/%'")
     if counts:
         for row in b.session.rows(
-            "SELECT s.stage, s.docs_out, coalesce(c.docs, 0) AS docs FROM summaries s LEFT JOIN "
+            f"SELECT s.stage, s.docs_out, coalesce(c.docs, 0) AS docs FROM {summaries} s LEFT JOIN "
             f"({' UNION ALL '.join(counts)}) c USING (stage) WHERE ({' OR '.join(checked)}) "
             "AND s.docs_out IS DISTINCT FROM coalesce(c.docs, 0) AND s.docs_out IS NOT NULL "
             "ORDER BY s.position, s.stage"
@@ -247,6 +256,31 @@ def summary_checks(b: ReportBuilder) -> list[str]:
                 f"{row['stage']}: its data/ holds {row['docs']} documents (view {view}) but its summary.json "
                 f"says docs_out {row['docs_out']}"
             )
+    return lines + continuity_checks(b)
+
+
+def continuity_checks(b: ReportBuilder) -> list[str]:
+    """A document stage whose docs_in is not the docs_out of the document stage before it, the nearest earlier one
+    present in the run (with dedup/ gone, decont is compared with web): documents lost or added between them."""
+    present = {
+        row["stage"]: row
+        for row in b.session.rows(
+            "SELECT stage, docs_in, docs_out FROM summaries WHERE stage IN "
+            f"({', '.join(repr(v) for v in DOCUMENT_VIEWS)})"
+        )
+    }
+    stages = [v for v in DOCUMENT_VIEWS if v in present]
+    lines = []
+    for before, stage in zip(stages, stages[1:], strict=False):
+        docs_out, docs_in = present[before]["docs_out"], present[stage]["docs_in"]
+        if docs_out is None or docs_in is None or docs_out == docs_in:
+            continue
+        between = DOCUMENT_VIEWS[DOCUMENT_VIEWS.index(before) + 1 : DOCUMENT_VIEWS.index(stage)]
+        absent = f" ({', '.join(between)} not in this run)" if between else ""
+        lines.append(
+            f"{stage}: docs_in {docs_in} != docs_out {docs_out} of {before}, the stage before it{absent}: "
+            f"{stage} did not read what {before} wrote"
+        )
     return lines
 
 

@@ -160,16 +160,13 @@ def _flagged(b: ReportBuilder, s: Section) -> None:
 def rewriter_section(b: ReportBuilder) -> Section:
     """Rewriter acceptance by task (docs out / docs in) and rejections by reason."""
     s = Section("rewriter", "Rewriter acceptance by task")
-    has_tasks = b.session.has("summaries") and b.session.scalar(
-        "SELECT count(*) FROM summaries WHERE stage LIKE 'branches/%'"
-    )
-    if has_tasks:
+    if b.session.has("task_summaries"):
         b.add(s, "acceptance", "Acceptance per task (summary.json)",
-              "SELECT substr(stage, 10) AS task, docs_in, docs_out, round(docs_out / nullif(docs_in, 0), 4) "
-              "AS acceptance FROM summaries WHERE stage LIKE 'branches/%' ORDER BY task")  # fmt: skip
+              "SELECT task, docs_in, docs_out, round(docs_out / nullif(docs_in, 0), 4) "
+              "AS acceptance FROM task_summaries ORDER BY task")  # fmt: skip
         b.add(s, "reasons", "Rejections per task and reason",
-              "SELECT substr(stage, 10) AS task, reason, dropped FROM stats WHERE stage LIKE 'branches/%' "
-              "AND reason IS NOT NULL ORDER BY task, dropped DESC, reason")  # fmt: skip
+              "SELECT task, reason, dropped FROM task_stats "
+              "WHERE reason IS NOT NULL ORDER BY task, dropped DESC, reason")  # fmt: skip
         s.figures.append(
             ReportFigure("acceptance", "Acceptance per task", "acceptance", "task", "acceptance")
         )

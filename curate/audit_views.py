@@ -212,14 +212,27 @@ def _stage_dirs(run_dir: Path) -> list[Path]:
     return top + nested
 
 
+def stage_output_found(run_dir: Path) -> bool:
+    """Whether RUN_DIR holds any stage folder with a file in it: else it is no run folder (a typo, the folder
+    above the run), and every view, table and report section would be absent, as if the run were empty."""
+    if not run_dir.is_dir():
+        return False
+    return any(any(p.is_file() for p in folder.rglob("*")) for folder in _stage_dirs(run_dir))
+
+
 def _stage_name(run_dir: Path, folder: Path) -> str:
     return folder.relative_to(run_dir).as_posix()
 
 
-def stats_rows(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows of `stats` (one per stage and drop reason) and `summaries` (one per stage) from every summary.json."""
+def stats_rows(run_dir: Path, tasks: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows of `stats` (one per stage and drop reason) and `summaries` (one per stage) from every summary.json of
+    a stage (RUN/<stage>/); with TASKS, those of `task_stats` and `task_summaries` instead, from the rewriter's
+    per-task summaries (RUN/branches/<task>/, rows with a `task` column). Apart, because branches/summary.json
+    sums its tasks' summaries: in one table, each rewriter document and drop was counted twice by a sum."""
     stats, summaries = [], []
     for folder in _stage_dirs(run_dir):
+        if (folder.parent != run_dir) != tasks:
+            continue
         path = folder / "summary.json"
         if not path.is_file():
             continue
@@ -234,6 +247,7 @@ def stats_rows(run_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
         dropped: dict[str, Any] = raw_dropped if isinstance(raw_dropped, dict) else {}
         base: dict[str, Any] = {
             "stage": stage,
+            **({"task": folder.name} if tasks else {}),
             "position": _position(stage),
             "docs_in": _int(summary.get("docs_in")),
             "docs_out": _int(summary.get("docs_out")),
@@ -275,9 +289,8 @@ def unfinished_stages(run_dir: Path, relations: dict[str, str]) -> list[str]:
         if "rejects" in relations and any((folder / "rejects").rglob("*.parquet")):
             views.append("rejects")
         reads = f"; the views {', '.join(views)} read its partial output" if views else ""
-        lines.append(
-            f"{stage}: an unfinished stage ({why}): not in summaries/stats or the report's funnel{reads}"
-        )
+        where = "task_summaries/task_stats" if folder.parent != run_dir else "summaries/stats"
+        lines.append(f"{stage}: an unfinished stage ({why}): not in {where} or the report's funnel{reads}")
     return lines
 
 
@@ -335,8 +348,14 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
     if stats:
         _create_table(con, "stats", stats)
         _create_table(con, "summaries", summaries)
-        made["stats"] = "every summary.json: one row per stage and drop reason"
-        made["summaries"] = "every summary.json: one row per stage"
+        made["stats"] = "every stage's summary.json: one row per stage and drop reason"
+        made["summaries"] = "every stage's summary.json: one row per stage"
+    stats, summaries = stats_rows(run_dir, tasks=True)
+    if stats:  # the rewriter's tasks, which branches/summary.json (a row of stats) sums
+        _create_table(con, "task_stats", stats)
+        _create_table(con, "task_summaries", summaries)
+        made["task_stats"] = "every branches/<task>/summary.json: one row per task and drop reason"
+        made["task_summaries"] = "every branches/<task>/summary.json: one row per task"
     manifests = sorted((run_dir / "shards").rglob("manifest.json")) if (run_dir / "shards").is_dir() else []
     rows = [
         {"manifest": m.relative_to(run_dir).as_posix()} | row for m in manifests for row in _json_file_rows(m)
