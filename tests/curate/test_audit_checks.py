@@ -4,35 +4,13 @@ section could not be computed (a reviewer's edited, half-removed and memory-star
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import pytest
-import typer
 from typer.testing import CliRunner
 
 from curate.audit import AuditSession
-from curate.audit_cli import register
 from curate.audit_sections import write_report
-from curate.audit_synth import build_synthetic_run
-
-
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory) -> Path:
-    return build_synthetic_run(tmp_path_factory.mktemp("audit_checks") / "run", 600)
-
-
-@pytest.fixture
-def run(base_run, tmp_path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(base_run, copy)
-    return copy
-
-
-def _cli() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-    return app
+from tests.curate.audit_runs import audit_cli
 
 
 def _edit(run: Path, stage: str, **changes) -> None:
@@ -52,7 +30,7 @@ def test_unbalanced_summaries_and_view_counts_are_flagged_in_report_and_console(
     _edit(run, "web", docs_in=web["docs_in"] + 10)  # 10 documents vanish
     _edit(run, "dedup", docs_out=99_999)  # more out than in, and not what dedup/data holds
     _edit(run, "decont", unaccounted=3)
-    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    out = CliRunner().invoke(audit_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     md = (tmp_path / "r.md").read_text()
     expected = [
@@ -90,11 +68,13 @@ def test_an_unfinished_stage_is_named_where_the_corpus_reads_it(run, tmp_path):
             "the views decont, corpus read its partial output"
         ]
     runner = CliRunner()
-    out = runner.invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    out = runner.invoke(audit_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     assert "warning: decont: an unfinished stage (no summary.json)" in out.stderr
     assert "> warning: decont: an unfinished stage" in (tmp_path / "r.md").read_text()
-    out = runner.invoke(_cli(), ["audit", "sql", str(run), "SELECT count(*) AS n FROM corpus", "-f", "json"])
+    out = runner.invoke(
+        audit_cli(), ["audit", "sql", str(run), "SELECT count(*) AS n FROM corpus", "-f", "json"]
+    )
     assert out.exit_code == 0 and "decont: an unfinished stage" in out.stderr, out.output
     assert json.loads(out.stdout) == [{"n": len(list(_rows(run / "decont" / "data")))}]
     (run / "decont" / "summary.json").write_text('{"docs_in": 1')  # half-written
@@ -112,7 +92,7 @@ def _rows(folder: Path):
 
 def test_sections_not_computed_are_warned_on_the_console(run, tmp_path):
     out = CliRunner().invoke(
-        _cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html"), "--memory-limit", "1MB"]
+        audit_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html"), "--memory-limit", "1MB"]
     )
     assert out.exit_code == 0, out.output
     failed = (tmp_path / "r.md").read_text().count("> could not be computed: ")
@@ -191,7 +171,7 @@ def test_plots_not_drawn_are_counted_on_the_console_and_said_in_the_report(run, 
     """A plot that could not be drawn (values a plot cannot take) was a note that reached neither
     the console nor the report's pages (it was added after they were written): only audit/summary.json had it."""
     _plots_fail(monkeypatch, by_docs=ValueError("could not convert string to float: 'n/a'"), langs=LIST_ERROR)
-    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    out = CliRunner().invoke(audit_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     lines = [line for line in out.stderr.splitlines() if "not drawn" in line]
     assert lines == [
@@ -225,7 +205,7 @@ def test_audit_report_and_the_recipe_stage_say_one_plot_not_drawn_alike(run, tmp
     """The console line on plots not drawn was written twice, in two wordings: `audit report` said '1 plot not
     drawn (their tables are in the report)', the recipe stage '(its table is ...)'; one function says it now."""
     _plots_fail(monkeypatch, langs=LIST_ERROR)
-    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    out = CliRunner().invoke(audit_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     undrawn = "Language: 'Documents per language (kept)' (unhashable type: 'list')"
     assert [line for line in out.stderr.splitlines() if "not drawn" in line] == [

@@ -9,31 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from curate.audit import AuditSession
-from curate.audit_cli import register
 from curate.audit_sections import write_report
-from curate.audit_synth import build_synthetic_run
-
-
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory) -> Path:
-    return build_synthetic_run(tmp_path_factory.mktemp("audit_review") / "run", 400)
-
-
-@pytest.fixture
-def run(base_run, tmp_path) -> Path:
-    copy = tmp_path / "run"
-    shutil.copytree(base_run, copy)
-    return copy
-
-
-def _cli() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
-    return app
+from tests.curate.audit_runs import audit_cli
 
 
 def _summary(folder: Path) -> dict:
@@ -85,7 +65,7 @@ def test_a_folder_that_is_no_run_is_one_line_exit_2(tmp_path, args):
     (folder / "sub").mkdir(parents=True)
     (folder / "notes.txt").write_text("x")
     args = [a.replace("OUT", str(tmp_path / "out")) for a in args]
-    out = CliRunner().invoke(_cli(), ["audit", args[0], str(folder), *args[1:]])
+    out = CliRunner().invoke(audit_cli(), ["audit", args[0], str(folder), *args[1:]])
     assert out.exit_code == 2, out.output
     lines = [line for line in out.output.splitlines() if line.strip()]
     assert lines == [
@@ -96,14 +76,16 @@ def test_a_folder_that_is_no_run_is_one_line_exit_2(tmp_path, args):
 
 def test_a_syntax_error_is_one_line_and_no_refusal(base_run):
     for query, where in (("SELEC 1", '"SELEC" (line 1)'), ("SELECT 1 +\nFROM (", '"FROM" (line 2)')):
-        out = CliRunner().invoke(_cli(), ["audit", "sql", str(base_run), query])
+        out = CliRunner().invoke(audit_cli(), ["audit", "sql", str(base_run), query])
         assert out.exit_code == 2, out.output
         lines = [line for line in out.output.splitlines() if line.strip()]
         assert lines == [f"error: Parser Error: syntax error at or near {where}"], out.output
-    out = CliRunner().invoke(_cli(), ["audit", "sample", str(base_run), "--where", "math_score <"])
+    out = CliRunner().invoke(audit_cli(), ["audit", "sample", str(base_run), "--where", "math_score <"])
     assert out.exit_code == 2 and "refused" not in out.output
     assert [line for line in out.output.splitlines() if line.strip()][-1].startswith("error: Parser Error: ")
-    out = CliRunner().invoke(_cli(), ["audit", "sql", str(base_run), "DROP TABLE stats"])  # still a refusal
+    out = CliRunner().invoke(
+        audit_cli(), ["audit", "sql", str(base_run), "DROP TABLE stats"]
+    )  # still a refusal
     assert out.exit_code == 2 and "error: refused: DROP statements are refused" in out.output
 
 
@@ -111,7 +93,7 @@ def test_a_stage_is_compared_with_the_nearest_earlier_stage_present(run, tmp_pat
     web, decont = _summary(run / "web"), _summary(run / "decont")
     assert web["docs_out"] != decont["docs_in"]  # dedup dropped some between them
     shutil.rmtree(run / "dedup")
-    out = CliRunner().invoke(_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
+    out = CliRunner().invoke(audit_cli(), ["audit", "report", str(run), "-o", str(tmp_path / "r.html")])
     assert out.exit_code == 0, out.output
     line = (
         f"decont: docs_in {decont['docs_in']} != docs_out {web['docs_out']} of web, the stage before it (dedup not "
