@@ -143,7 +143,7 @@ class TrainerConfig(BaseModel):
     betas: tuple[Beta, Beta] = (0.9, 0.95)
     eps: float = Field(1e-8, gt=0, allow_inf_nan=False)
     grad_clip: float = Field(1.0, ge=0, allow_inf_nan=False)  # max gradient norm; 0: no clipping (Megatron's)
-    seed: int = 0
+    seed: int = Field(0, ge=0)  # numpy (Megatron's --seed) refuses a negative seed
     device: Literal["auto", "cpu", "cuda"] = "auto"
     checkpoint_every: int = Field(1000, gt=0)  # optimizer steps
     keep_checkpoints: int = Field(2, gt=0)  # newest step checkpoints kept per stage

@@ -37,6 +37,8 @@ def _error(result) -> str:
         ("lr", float("inf"), "trainer.lr: Input should be a finite number"),
         ("grad_clip", float("nan"), "trainer.grad_clip: Input should be a finite number"),
         ("peak_tflops", 0, "trainer.peak_tflops: Input should be greater than 0"),
+        # trained here, but the printed Megatron command failed on it (numpy seeds are >= 0)
+        ("seed", -1, "trainer.seed: Input should be greater than or equal to 0"),
     ],
 )
 def test_optimizer_settings_out_of_range_are_one_line_and_write_nothing(
