@@ -45,7 +45,7 @@ def read_records(path: str | Path, one_object: bool = False) -> Iterator[tuple[i
 def is_json_array(path: str | Path) -> bool:
     """A `.json` file, or any file whose text starts with `[`: one JSON array, read whole (not as JSONL)."""
     path = Path(path)
-    if path.suffix == ".json":
+    if path.suffix.lower() == ".json":  # `1.JSON` too: the classifier and web take names in any case
         return True
     with path.open("rb") as f:
         return f.read(64).lstrip().startswith(b"[")

@@ -57,6 +57,14 @@ def test_one_object_per_json_file_where_asked(tmp_path):
         list(read_records(tmp_path / "1.json"))
 
 
+def test_a_json_suffix_in_capitals_is_read_as_json(tmp_path):
+    """`2.JSON` holding one object over several lines was read as JSONL: its first line `{` was not JSON."""
+    (tmp_path / "2.JSON").write_text('{\n  "problem": "p",\n  "solution": "s"\n}\n')
+    assert list(read_records(tmp_path / "2.JSON", one_object=True)) == [
+        (0, {"problem": "p", "solution": "s"})
+    ]
+
+
 def test_every_user_yaml_refuses_a_key_given_twice_in_one_line(tmp_path):
     from midtrain.config import TrainRecipeError, load_train_recipe
     from shards.mixture import MixtureConfig
