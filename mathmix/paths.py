@@ -14,7 +14,6 @@ stages under its own lock, after they finished: neither refusal applies to them.
 
 from __future__ import annotations
 
-import fcntl
 import glob
 import os
 from collections.abc import Iterable
@@ -79,30 +78,10 @@ def run_folder_in_use(path: str | Path) -> str | None:
     Only looks: a non-blocking shared `flock`, dropped at once, takes nothing from the holder. A file system
     without `flock` says nothing (the run itself then runs unguarded, with a warning).
     """
-    from pipelines.run_lock import _HELD, LOCK_FILE
+    from pipelines.run_lock import other_holder
 
-    path = Path(path).expanduser().absolute()
-    for folder in (path, *path.parents):
-        lock = folder / LOCK_FILE
-        try:
-            fd = os.open(lock, os.O_RDONLY)
-        except OSError:  # none here (or not ours to read: a run of another user, which `flock` cannot ask)
-            continue
-        try:
-            if lock.resolve() in _HELD:  # this process's own run (or quickstart)
-                return None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                text = os.pread(fd, 300, 0).decode(errors="replace").strip()
-                holder = text.splitlines()[0][:200] if text else "its pid and host not written yet"
-                return f"run folder {folder} is in use by a mathmix run ({holder})"
-            except OSError:  # no locks on this file system
-                return None
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-    return None
+    held = other_holder(Path(path).expanduser().absolute())
+    return f"run folder {held[0]} is in use by a mathmix run ({held[1]})" if held else None
 
 
 # What a stage writes as it starts: its record (a stage command's job.json, a recipe stage's recipe-stage.json and

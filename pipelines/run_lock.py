@@ -120,6 +120,33 @@ def _holder(fd: int) -> str:
     return "its pid and host not written yet"
 
 
+def other_holder(path: Path) -> tuple[Path, str] | None:
+    """(run folder, holder as its lock file names it) where PATH is, or lies inside, a run folder whose lock another
+    process holds; None where the nearest lock file above PATH is free (a killed run's), this process's own (a
+    run reading its own stages), or on a file system without `flock`; and where there is none.
+
+    Only looks: a non-blocking shared `flock`, dropped at once, takes nothing from the holder."""
+    for folder in (path, *path.parents):
+        lock = folder / LOCK_FILE
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except OSError:  # none here (or not ours to read: a run of another user, which `flock` cannot ask)
+            continue
+        try:
+            if lock.resolve() in _HELD:
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return folder, _holder(fd)
+            except OSError:  # no locks on this file system
+                return None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return None
+
+
 def _is_at(fd: int, path: Path) -> bool:
     """Whether FD is the file now at PATH (not one removed since it was opened)."""
     try:

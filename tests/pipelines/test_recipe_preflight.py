@@ -13,19 +13,7 @@ from typer.testing import CliRunner
 from mathmix.cli import app
 from pipelines.recipe import Recipe, RecipeError, load_recipe
 from pipelines.runner import RECIPE_STAGE_FILE, StageFailed, run_recipe
-
-QUESTION = "Tom has {n} {x} and buys 4 more {x} at the market today. How many {x} does he have now?"
-THINGS = ["apples", "pears", "plums", "books"]
-
-
-def _jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def _question(i: int) -> str:
-    return QUESTION.format(n=3 + i, x=THINGS[i])
+from tests.pipelines.test_decont_stage import _jsonl, _question
 
 
 @pytest.fixture()
