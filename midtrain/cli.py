@@ -14,6 +14,8 @@ from rich.markup import escape
 
 from mathmix.cli_util import DefaultCommandGroup, console, fail, print_summary, write_json
 
+STOP_GRACE_S = 120  # torchrun's default, 30 s, is short for saving a large model's checkpoint
+
 train_app = typer.Typer(
     cls=DefaultCommandGroup,
     help="Mid-train a causal LM on shards: warmup -> stable -> decay branches (WSD); export to Hugging Face.",
@@ -71,14 +73,23 @@ def run_cmd(
             check_run(config, stage or None, world_size=nproc, notes=False)  # rank 0 prints the notes
         except TrainRecipeError as err:
             fail(str(err))
-        args = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
+        args = [sys.executable, "-m", "midtrain.torchrun", "--standalone", f"--nproc_per_node={nproc}"]
+        # the grace torchrun gives its workers after forwarding SIGTERM, before SIGKILL: time to checkpoint
+        args += [f"--shutdown-timeout={os.environ.get('TORCH_ELASTIC_SHUTDOWN_TIMEOUT', STOP_GRACE_S)}"]
         args += ["-m", "midtrain", "train", str(recipe)] + sum((["--stage", s] for s in stage or []), [])
         args += ["-o", str(output_dir)] if output_dir else []
         args += ["--no-progress"] if no_progress else []
         raise typer.Exit(_launch(args))
 
+    from midtrain.stop import TrainingStopped
+
     try:
         summaries = train_recipe(config, stage or None, progress=not no_progress)
+    except TrainingStopped as stopped:  # SIGTERM/SIGUSR1 (preemption): checkpointed; exit as the signal would
+        if int(os.environ.get("RANK", "0")) == 0:
+            console.print(f"[bold yellow]stopped:[/] {escape(str(stopped))}", soft_wrap=True)
+        _shutdown()
+        raise typer.Exit(128 + stopped.signum) from None
     except TrainRecipeError as err:
         fail(str(err))
     if int(os.environ.get("RANK", "0")) == 0:
@@ -92,6 +103,8 @@ def _launch(args: list[str]) -> int:
 
     Killed with SIGKILL, this process cannot stop its child: on Linux the kernel sends torchrun SIGTERM when its
     parent dies (PR_SET_PDEATHSIG), and torchrun forwards it to its workers, so no run outlives its launcher.
+    SIGTERM or SIGUSR1 here (a preemption) is passed on as SIGTERM, which torchrun forwards and the workers answer
+    by checkpointing their step (midtrain.stop); this process waits for them and exits 128 + the signal.
     """
     preexec = None
     if sys.platform.startswith("linux"):
@@ -107,12 +120,25 @@ def _launch(args: list[str]) -> int:
 
         preexec = die_with_parent
     proc = subprocess.Popen(args, preexec_fn=preexec)
+    received: list[int] = []
+
+    def pass_on(signum: int, frame) -> None:
+        if not received:  # torchrun stops its workers on the first; a repeat would cut their grace short
+            proc.send_signal(signal.SIGTERM)
+        received.append(signum)
+
+    previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGTERM, signal.SIGUSR1)}
     try:
         code = proc.wait()
     except KeyboardInterrupt:  # a terminal's Ctrl-C reached torchrun too; kill -INT reached only this process
         proc.send_signal(signal.SIGINT)
         proc.wait()  # torchrun stops its workers; a second Ctrl-C leaves, and PDEATHSIG ends it
         return 128 + signal.SIGINT
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        return 128 + received[0]
     return code if code >= 0 else 128 - code
 
 

@@ -33,6 +33,7 @@ from midtrain.model import (
 from midtrain.preflight import DONE_FILE, check_batch, check_run, recipe_tokenizer_print
 from midtrain.schedule import wsd_lr
 from midtrain.stage_job import check_stage_job
+from midtrain.stop import StopOnSignal, TrainingStopped, signal_name
 from pipelines.job_record import JOB_FILE
 
 
@@ -104,9 +105,15 @@ def build_optimizer(model, recipe: TrainRecipe) -> torch.optim.Optimizer:
 
 
 def train_stage(
-    recipe: TrainRecipe, stage_name: str, progress: bool = True, documents=None
+    recipe: TrainRecipe,
+    stage_name: str,
+    progress: bool = True,
+    documents=None,
+    stop: StopOnSignal | None = None,
 ) -> dict[str, Any]:
-    """Train one stage to its token budget (resuming from its latest checkpoint); return its summary."""
+    """Train one stage to its token budget (resuming from its latest checkpoint); return its summary.
+
+    With `stop` open, a SIGTERM/SIGUSR1 ends the stage after the step in flight, checkpointed (TrainingStopped)."""
     t, stage = recipe.trainer, recipe.stage(stage_name)
     stage_dir = recipe.stage_dir(stage.name)
     done = (stage_dir / DONE_FILE).exists()
@@ -168,9 +175,10 @@ def train_stage(
             step=step, tokens=state["tokens"] + t.global_batch_tokens, data=packer.state_dict(), loss=loss_val
         )
         state["run_tokens"] = run_tokens_at_start + state["tokens"]
+        stop_signal = stop.agreed() if stop else 0  # the same on every rank: a collective checkpoint
         # 3) log: tokens/s over all ranks; MFU from model FLOPs against the devices' peak
         tps = t.global_batch_tokens / dt
-        if step % t.log_every == 0 or step == total_steps:
+        if step % t.log_every == 0 or step == total_steps or stop_signal:
             logger.log({
                 "stage": stage.name, "step": step, "tokens": state["tokens"], "run_tokens": state["run_tokens"],
                 "loss": loss_val, "lr": lr, "grad_norm": norm_val, "tokens_per_s": round(tps, 1),
@@ -181,7 +189,7 @@ def train_stage(
         bar.set_postfix(loss=f"{loss_val:.4f}", lr=f"{lr:.2e}")
         # a diverged run stops here: training on would write NaN checkpoints over the last good ones
         # (keep_checkpoints prunes them) and hand decay branches and exports NaN weights, all with exit 0
-        checkpoint_due = step % t.checkpoint_every == 0 or step == total_steps
+        checkpoint_due = step % t.checkpoint_every == 0 or step == total_steps or bool(stop_signal)
         if (
             not math.isfinite(loss_val)
             or not math.isfinite(norm_val)
@@ -195,6 +203,14 @@ def train_stage(
             state["tokenizer"] = recipe.model.tokenizer_source
             state["tokenizer_sha256"] = tokenizer_sha256  # what `train export` checks its tokenizer against
             ckpt.save_checkpoint(ckpt_dir, model, optimizer, state, config_json, t.keep_checkpoints)
+        if stop_signal and step < total_steps:
+            bar.close()
+            logger.close()
+            raise TrainingStopped(
+                f"stage {stage.name}: stopped by {signal_name(stop_signal)} at step {step} of {total_steps}, "
+                f"checkpointed as {ckpt.list_checkpoints(ckpt_dir)[-1]}; rerun the same command to resume",
+                stop_signal,
+            )
     bar.close()
     logger.close()
 
@@ -312,8 +328,15 @@ def train_recipe(recipe: TrainRecipe, stages: list[str] | None = None, progress:
     Everything the stages need is checked first (`midtrain.preflight`, TrainRecipeError), so a bad decay stage
     fails before the stable stage trains."""
     summaries = {}
-    for stage in check_run(recipe, stages):
-        summaries[stage.name] = train_stage(recipe, stage.name, progress=progress)
+    with StopOnSignal() as stop:
+        for i, stage in enumerate(check_run(recipe, stages)):
+            if i and (signum := stop.agreed()):  # noted as the last stage ended: the next one does not start
+                raise TrainingStopped(
+                    f"stopped by {signal_name(signum)} before stage {stage.name} started (stages before it "
+                    f"are done); rerun the same command to go on",
+                    signum,
+                )
+            summaries[stage.name] = train_stage(recipe, stage.name, progress=progress, stop=stop)
     return summaries
 
 

@@ -53,7 +53,7 @@ def test_a_killed_launcher_takes_torchrun_and_its_workers_with_it(tiny_shards, t
             time.sleep(0.1)
         assert _rows(metrics) >= 3, (tmp_path / "stderr.txt").read_text()[-2000:]
         tree = _descendants(launcher.pid)  # torchrun and its 2 workers
-        assert len(tree) >= 3 and any(b"torch.distributed.run" in Path(f"/proc/{p}/cmdline").read_bytes()
+        assert len(tree) >= 3 and any(b"midtrain.torchrun" in Path(f"/proc/{p}/cmdline").read_bytes()
                                       for p in tree)  # fmt: skip
         launcher.kill()  # SIGKILL: no handler of the launcher runs
         launcher.wait()

@@ -1,0 +1,71 @@
+"""Stop a training run cleanly on SIGTERM or SIGUSR1: finish the step, checkpoint it, and exit 128 + signal.
+
+Slurm sends SIGTERM before it kills a preempted or timed-out job (or the signal `--signal=USR1@120` names), and
+torchrun forwards SIGTERM to its workers; without a handler every step since the last periodic checkpoint was lost.
+The handler only notes the signal: the step in flight finishes, and all ranks agree on the step to stop at (a MAX
+all-reduce each step), since a checkpoint is a collective. Repeats are ignored: Slurm signals every process of a
+job and torchrun forwards the same signal again, so a second one must not kill the worker mid-checkpoint (Ctrl-C,
+SIGINT, still stops at once).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import torch
+import torch.distributed as dist
+
+from midtrain.config import TrainRecipeError
+
+SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+
+class TrainingStopped(TrainRecipeError):
+    """A stage stopped on a signal after checkpointing its last step; rerunning the command resumes it."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+
+
+class StopOnSignal:
+    """Context manager: while it is open, SIGTERM/SIGUSR1 are noted instead of killing the process.
+
+    Outside the main thread (where Python cannot install handlers) it does nothing and `requested` stays 0.
+    """
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> StopOnSignal:
+        if threading.current_thread() is threading.main_thread():
+            for sig in SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._note)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        self._previous.clear()
+
+    def _note(self, signum: int, frame) -> None:
+        self.signum = self.signum or signum
+
+    def agreed(self) -> int:
+        """The signal to stop on, the same on every rank (0: go on). A collective: every rank calls it each step."""
+        if not dist.is_initialized():
+            return self.signum
+        on_gpu = dist.get_backend() == "nccl"  # NCCL reduces GPU tensors only
+        device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+        flag = torch.tensor(self.signum, dtype=torch.int32, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return int(flag.item())
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
