@@ -139,6 +139,26 @@ def stage_data(path: str | Path) -> Path:
     return path
 
 
+def run_path(text: str, run_dir: str | Path) -> str:
+    """TEXT (a path in a recipe) with `{run_dir}` replaced by RUN_DIR, and each `..` that follows a folder that does
+    not exist yet taken lexically (`os.path.normpath`'s way).
+
+    The kernel cannot follow `RUN/..` before RUN is made: `{run_dir}/../bench` (a folder beside the run folder) was
+    "not found" in the checks made before a first run's first stage, though the stage, run once the run folder
+    exists, reads it. A folder that does not exist is no symlink, so once made, its `..` is the folder above it:
+    the same path the stage reads. A `..` after a folder that exists is left to the kernel (after a symlink it is
+    not the folder above it)."""
+    text = text.replace("{run_dir}", str(run_dir))
+    path = Path(text)
+    if ".." not in path.parts:
+        return text
+    out = Path(path.parts[0])
+    for part in path.parts[1:]:
+        missing = not out.exists() and not out.is_symlink()
+        out = out.parent if part == ".." and missing and out.name not in ("", "..") else out / part
+    return str(out)
+
+
 def expand_inputs(patterns: Iterable[str | Path], run_dir: str | Path | None = None) -> list[str]:
     """`~` and `{run_dir}` substituted and globs expanded (sorted); a glob that matches nothing is an error naming it.
 

@@ -149,7 +149,7 @@ def files_read(
     is not needed here); none while they are missing (the stage itself then says so)."""
     from curate.decont_sources import benchmark_paths
 
-    return benchmark_paths([b.replace("{run_dir}", str(run_dir)) for b in config.benchmarks])
+    return benchmark_paths(stage_benchmarks(config, run_dir, check=False))
 
 
 def decont_job_identity(
@@ -247,11 +247,14 @@ def check_prompts(
     }
 
 
-def stage_benchmarks(config: Config, run_dir: Path | str) -> list[str]:
-    """The benchmark paths of a recipe's decont block, `{run_dir}` expanded; ValueError where the block names none
-    and the default (the quickstart's sample) is not there."""
-    benchmarks = [b.replace("{run_dir}", str(run_dir)) for b in config.benchmarks]
-    if config.benchmarks == [DEFAULT_BENCHMARKS] and not Path(benchmarks[0]).exists():
+def stage_benchmarks(config: Config, run_dir: Path | str, check: bool = True) -> list[str]:
+    """The benchmark paths of a recipe's decont block, `{run_dir}` expanded (`mathmix.paths.run_path`: a folder
+    beside a run folder not made yet is found); with CHECK, ValueError where the block names none and the default
+    (the quickstart's sample) is not there."""
+    from mathmix.paths import run_path
+
+    benchmarks = [run_path(b, run_dir) for b in config.benchmarks]
+    if check and config.benchmarks == [DEFAULT_BENCHMARKS] and not Path(benchmarks[0]).exists():
         raise ValueError(
             f"no benchmarks to decontaminate against: set stages.decont.benchmarks (the default, {benchmarks[0]}, "
             "is the sample that only the quickstart writes)"

@@ -45,7 +45,10 @@ class Config(BaseModel):
 
 
 def _resolve(path: str, run_dir: Path | str) -> str:
-    return path.replace("{run_dir}", str(run_dir))
+    """PATH with `{run_dir}` expanded as the preflight and the stage both read it (`mathmix.paths.run_path`)."""
+    from mathmix.paths import run_path
+
+    return run_path(path, run_dir)
 
 
 def _benchmarks(config: Config) -> list[tuple[str, int]]:

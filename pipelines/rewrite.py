@@ -78,7 +78,10 @@ def files_read(
 
 
 def _resolve(paths: list[str], run_dir: Path) -> list[str]:
-    return [p.replace("{run_dir}", str(run_dir)) for p in paths]
+    """PATHS with `{run_dir}` expanded as the preflight and the stage both read them (`mathmix.paths.run_path`)."""
+    from mathmix.paths import run_path
+
+    return [run_path(p, run_dir) for p in paths]
 
 
 def run_stage(config: Config, ctx: StageContext) -> dict[str, Any]:

@@ -192,3 +192,40 @@ def test_a_later_stage_reading_a_missing_file_is_refused_before_the_first_stage(
     assert not (run_dir / "dedup").exists()
     with pytest.raises(StageFailed, match=said):
         run_recipe(recipe, dry_run=True)
+
+
+def test_a_benchmark_folder_beside_a_run_folder_not_made_yet_passes_the_checks(corpus, tmp_path, capsys):
+    """`{run_dir}/../bench` on a first run: the kernel cannot follow `run/..` before run/ is made, and the checks
+    made before the first stage said "not found" of a folder the stage reads."""
+    docs, _bench = corpus
+    run_dir = tmp_path / "run"
+    beside = {"benchmarks": ["{run_dir}/../bench"]}
+    assert run_recipe(_recipe(run_dir, docs, beside), dry_run=True) == {}
+    assert not run_dir.exists()
+    assert run_recipe(_recipe(run_dir, docs, beside))["decont"]["docs_out"] == 1
+    capsys.readouterr()
+    run_recipe(_recipe(run_dir, docs, beside))  # the same files as the stage recorded them
+    assert "decont: already complete" in _said(capsys)
+    with pytest.raises(StageFailed, match="not found: .*nope"):  # one that is not there is still refused
+        run_recipe(_recipe(tmp_path / "other", docs, {"benchmarks": ["{run_dir}/../nope"]}), dry_run=True)
+
+
+@pytest.mark.parametrize(
+    "stage, block",
+    [
+        ("rewrite", {"decont_benchmarks": ["{run_dir}/../bench"]}),
+        ("eval", {"data_dir": "{run_dir}/../bench"}),
+    ],
+)
+def test_a_later_stage_reading_beside_a_run_folder_not_made_yet_passes_the_checks(
+    corpus, tmp_path, stage, block
+):
+    docs, _ = corpus
+    run_dir = tmp_path / "run"
+    stages = {"dedup": {"inputs": [str(docs)]}, stage: block}
+    recipe = Recipe.model_validate({"name": "t", "output_dir": str(run_dir), "stages": stages})
+    assert run_recipe(recipe, dry_run=True) == {}
+    bad = {k: ["{run_dir}/../nope"] if isinstance(v, list) else "{run_dir}/../nope" for k, v in block.items()}
+    recipe = Recipe.model_validate({"name": "t", "output_dir": str(run_dir), "stages": {stage: bad}})
+    with pytest.raises(StageFailed, match="nope.* not found|not found: .*nope"):
+        run_recipe(recipe, dry_run=True)
