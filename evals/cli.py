@@ -184,8 +184,12 @@ def rl_probe_cmd(
         if checkpoints
         else "interrupted: with --no-checkpoints a rerun of the same command starts the probe over"
     )
+    from mathmix.signals import StoppedBySignal, exit_stopped
+
     try:
         summary = run_probe(model, prompts, out, config, bench_dir)
+    except StoppedBySignal as stopped:  # SIGTERM/SIGUSR1 (a preemption): checkpointed
+        exit_stopped(stopped)
     except ValueError as err:
         fail(str(err))
     console.print_json(json.dumps(summary["last_validation"]))

@@ -9,11 +9,13 @@ Before training, prompts overlapping an eval set (13-gram, `curate.decont.find_o
 A probe runs for hours on a GPU, so it resumes: the trainer state is checkpointed at each validation (only the
 last is kept, under OUT/trainer/, and removed when the probe finishes) and OUT/job.json records the model, the
 prompts and the settings. Rerunning the same job resumes from the last checkpoint, keeping the validation rows up
-to it; another job into the same folder is refused.
+to it; another job into the same folder is refused. A SIGTERM/SIGUSR1 (a preemption) checkpoints at the end of the
+rollout step in flight and stops (mathmix.signals): a rollout step is the unit a resume replays exactly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import random
@@ -32,6 +34,7 @@ from evals.grading import boxed_reward
 from evals.probe_prompts import check_overlap, eval_set_files, load_prompts
 from mathmix.cli_util import console, write_json
 from mathmix.hub import check_model_source
+from mathmix.signals import StopOnSignal, StoppedBySignal, signal_name
 
 __all__ = ["ProbeConfig", "check_overlap", "grpo_args", "load_prompts", "run_probe"]
 
@@ -192,19 +195,40 @@ def _validation_callback(config: ProbeConfig, heldout, math500, log: ValidationL
 
         def on_log(self, args, state, control, logs=None, model=None, **kwargs):
             # Validation runs here, not in on_step_end, so the row carries this step's train metrics.
-            if not logs or "reward" not in logs:
+            if not logs:
                 return
-            self.last_train = {
-                "train_reward": logs["reward"],
-                "train_response_length": logs.get("completions/mean_length", 0.0),
-            }
-            if state.global_step % per_step:
+            if "reward" in logs:  # TRL logs the rollouts' metrics with the first optimizer update after them
+                self.last_train = {
+                    "train_reward": logs["reward"],
+                    "train_response_length": logs.get("completions/mean_length", 0.0),
+                }
+            # a training log ("loss"; not the end-of-training summary) at the rollout step's last update. Taking
+            # only logs with "reward" here never validated past step 0 when a rollout step is 2+ updates
+            # (OctoThinker's 128 prompts in mini-batches of 64): their last update's log has no "reward".
+            if "loss" not in logs or state.global_step % per_step:
                 return
             step = state.global_step // per_step
             if step % config.eval_every == 0 or step == config.steps:
                 self._run(step, model)
 
     return ValidationCallback()
+
+
+def _stop_callback(config: ProbeConfig, stop):
+    """Ends training at the first rollout step that finishes after a SIGTERM/SIGUSR1, saving a checkpoint of it."""
+    from transformers import TrainerCallback
+
+    per_step = updates_per_step(config)
+
+    class StopCallback(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            # at rollout-step ends only (every rank gets there together): mid-step, TRL's buffered rollouts are
+            # not in the checkpoint
+            if state.global_step % per_step == 0 and stop.agreed():
+                control.should_save = control.should_training_stop = True
+            return control
+
+    return StopCallback()
 
 
 def updates_per_step(config: ProbeConfig) -> int:
@@ -392,6 +416,7 @@ def run_probe(
     if resume is not None:
         console.print(f"resuming from {resume} (rollout step {done_steps})", soft_wrap=True)
     args = grpo_args(config, out_dir, on_gpu, use_vllm)
+    stop = StopOnSignal()
     try:  # a corrupt weights file ("header too large") was a traceback
         policy = load_policy(model, args)
     except model_load_errors() as err:
@@ -403,7 +428,10 @@ def run_probe(
             args=args,
             train_dataset=dataset,
             processing_class=tokenizer,
-            callbacks=[_validation_callback(config, heldout, math500 or [], log, tokenizer)],
+            callbacks=[
+                _validation_callback(config, heldout, math500 or [], log, tokenizer),
+                *([_stop_callback(config, stop)] if config.checkpoints else []),
+            ],
         )
     except OSError as err:
         what = f"{type(err).__name__}: {error_text(err)}"
@@ -411,7 +439,15 @@ def run_probe(
     if (
         done_steps is None or done_steps < config.steps
     ):  # killed after its last checkpoint: nothing left to train
-        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        with stop if config.checkpoints else contextlib.nullcontext():  # --no-checkpoints: nothing to save
+            trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        if stop.signum and (step := trainer.state.global_step // updates_per_step(config)) < config.steps:
+            saved = last_checkpoint(out_dir)
+            raise StoppedBySignal(
+                f"rl-probe stopped by {signal_name(stop.signum)} at rollout step {step} of {config.steps}, "
+                f"checkpointed as {saved}; rerun the same command to resume",
+                stop.signum,
+            )
     summary = {
         "model": str(model),
         "prompts": str(prompts_path),

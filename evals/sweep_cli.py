@@ -148,6 +148,7 @@ def add_sweep_commands(app: typer.Typer) -> None:
         """
         from evals.forecast_report import fit_sweep
         from evals.rl_probe import run_probe
+        from mathmix.signals import StoppedBySignal, exit_stopped
 
         sizes = dict(
             steps=steps,
@@ -179,6 +180,10 @@ def add_sweep_commands(app: typer.Typer) -> None:
             run_dir = out / f"lr{lr:g}_mb{mb}"
             try:  # a finished probe of this job returns at once, an interrupted one resumes, another is refused
                 run_probe(model, prompts, run_dir, config, bench_dir)
+            except (
+                StoppedBySignal
+            ) as stopped:  # a preemption: the probe checkpointed; the rerun goes on from it
+                exit_stopped(stopped)
             except ValueError as err:
                 fail(f"{run_dir}: {err}")
             runs.append(run_dir)

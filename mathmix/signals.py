@@ -1,4 +1,5 @@
-"""Stop a training run cleanly on SIGTERM or SIGUSR1: finish the step, checkpoint it, and exit 128 + signal.
+"""Stop a training run cleanly on SIGTERM or SIGUSR1: finish the step, checkpoint it, and exit 128 + signal
+(`mathmix train`, midtrain.trainer; `mathmix eval rl-probe`, evals.rl_probe).
 
 Slurm sends SIGTERM before it kills a preempted or timed-out job (or the signal `--signal=USR1@120` names), and
 torchrun forwards SIGTERM to its workers; without a handler every step since the last periodic checkpoint was lost.
@@ -13,16 +14,11 @@ from __future__ import annotations
 import signal
 import threading
 
-import torch
-import torch.distributed as dist
-
-from midtrain.config import TrainRecipeError
-
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 
-class TrainingStopped(TrainRecipeError):
-    """A stage stopped on a signal after checkpointing its last step; rerunning the command resumes it."""
+class StoppedBySignal(ValueError):
+    """A run stopped on a signal after checkpointing its last step; rerunning the command resumes it."""
 
     def __init__(self, message: str, signum: int) -> None:
         super().__init__(message)
@@ -55,6 +51,9 @@ class StopOnSignal:
 
     def agreed(self) -> int:
         """The signal to stop on, the same on every rank (0: go on). A collective: every rank calls it each step."""
+        import torch
+        import torch.distributed as dist
+
         if not dist.is_initialized():
             return self.signum
         on_gpu = dist.get_backend() == "nccl"  # NCCL reduces GPU tensors only
@@ -62,6 +61,18 @@ class StopOnSignal:
         flag = torch.tensor(self.signum, dtype=torch.int32, device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         return int(flag.item())
+
+
+def exit_stopped(err: StoppedBySignal, show: bool = True):
+    """End a command stopped by a signal: its one line (`stopped: ...`), exit 128 + the signal, as a kill would."""
+    import typer
+    from rich.markup import escape
+
+    from mathmix.cli_util import console
+
+    if show:
+        console.print(f"[bold yellow]stopped:[/] {escape(str(err))}", soft_wrap=True)
+    raise typer.Exit(128 + err.signum) from None
 
 
 def signal_name(signum: int) -> str:

@@ -81,15 +81,14 @@ def run_cmd(
         args += ["--no-progress"] if no_progress else []
         raise typer.Exit(_launch(args))
 
+    from mathmix.signals import exit_stopped
     from midtrain.stop import TrainingStopped
 
     try:
         summaries = train_recipe(config, stage or None, progress=not no_progress)
     except TrainingStopped as stopped:  # SIGTERM/SIGUSR1 (preemption): checkpointed; exit as the signal would
-        if int(os.environ.get("RANK", "0")) == 0:
-            console.print(f"[bold yellow]stopped:[/] {escape(str(stopped))}", soft_wrap=True)
         _shutdown()
-        raise typer.Exit(128 + stopped.signum) from None
+        exit_stopped(stopped, show=int(os.environ.get("RANK", "0")) == 0)
     except TrainRecipeError as err:
         fail(str(err))
     if int(os.environ.get("RANK", "0")) == 0:

@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 
 from mathmix.cli_util import first_line, write_json
+from mathmix.signals import StopOnSignal, signal_name
 from midtrain import checkpoint as ckpt
 from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 from midtrain.data import PackedSequences
@@ -33,7 +34,7 @@ from midtrain.model import (
 from midtrain.preflight import DONE_FILE, check_batch, check_run, recipe_tokenizer_print
 from midtrain.schedule import wsd_lr
 from midtrain.stage_job import check_stage_job
-from midtrain.stop import StopOnSignal, TrainingStopped, signal_name
+from midtrain.stop import TrainingStopped
 from pipelines.job_record import JOB_FILE
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 
+import pytest
 from probe_data import LEAKED, probe_inputs, write_jsonl
 
 from evals.curves import load_curves
@@ -288,3 +289,95 @@ def test_a_prompt_identical_to_an_eval_problem_names_it_in_the_examples(tmp_path
         "problem": "Simplify $\\sqrt{242}$.",
         "identical": True,
     }
+
+
+def _signal_during_rollout_step_1(monkeypatch, sig: int):
+    """Send `sig` to this process from the first reward of the probe (inside rollout step 1's first update).
+    Returns the handler to put back: meanwhile a signal the probe does not handle fails the test."""
+    import os
+    import signal
+
+    import evals.rl_probe as probe
+
+    real, sent = probe.boxed_reward, []
+
+    def reward_then_signal(*args):
+        if not sent:
+            sent.append(1)
+            os.kill(os.getpid(), sig)
+        return real(*args)
+
+    monkeypatch.setattr(probe, "boxed_reward", reward_then_signal)
+
+    def reached_the_test(
+        signum, frame
+    ):  # without the probe's handler: a failure, not the test process killed
+        raise AssertionError(f"{signal.Signals(signum).name} was not handled by the probe")
+
+    return signal.signal(sig, reached_the_test)
+
+
+def test_sigterm_checkpoints_the_rollout_step_in_flight_and_the_rerun_resumes(tiny_model_dir, tmp_path,
+                                                                                monkeypatch):  # fmt: skip
+    import signal
+
+    from mathmix.signals import StoppedBySignal
+
+    prompts, bench = probe_inputs(tmp_path)
+    # 2 optimizer updates per rollout step, a checkpoint every 2 rollout steps: before, a SIGTERM in step 1 lost it
+    config = _tiny_probe(4).model_copy(update={"mini_batch": 1, "micro_batch": 2, "eval_every": 2})
+    out = tmp_path / "probe"
+    previous = _signal_during_rollout_step_1(monkeypatch, signal.SIGTERM)
+    try:
+        with pytest.raises(StoppedBySignal, match="stopped by SIGTERM at rollout step 1 of 4") as stopped:
+            run_probe(tiny_model_dir, prompts, out, config, bench)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stopped.value.signum == signal.SIGTERM and "rerun the same command to resume" in str(stopped.value)
+    assert [p.name for p in (out / "trainer").glob("checkpoint-*")] == [
+        "checkpoint-2"
+    ]  # the rollout step's end
+    assert not (out / "summary.json").exists()
+    assert [r.split(",")[0] for r in (out / "validation.csv").read_text().splitlines()[1:]] == ["0"]
+
+    monkeypatch.undo()
+    summary = run_probe(tiny_model_dir, prompts, out, config, bench)
+    assert summary["resumed_from_step"] == 1
+    straight = run_probe(tiny_model_dir, prompts, tmp_path / "straight", config, bench)
+    assert summary["validation_rows"] == straight["validation_rows"] == 3  # steps 0, 2, 4
+    assert (out / "validation.csv").read_text() == (tmp_path / "straight" / "validation.csv").read_text()
+
+
+def test_rollout_steps_of_two_optimizer_updates_are_validated(tiny_model_dir, tmp_path):
+    # OctoThinker's 128 prompts in mini-batches of 64: the last update's log has no "reward", and the probe
+    # validated step 0 only (a one-row curve for the forecast)
+    prompts, bench = probe_inputs(tmp_path)
+    config = _tiny_probe(2).model_copy(update={"mini_batch": 1, "micro_batch": 2})
+    summary = run_probe(tiny_model_dir, prompts, tmp_path / "probe", config, bench)
+    with (tmp_path / "probe" / "validation.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["Step"]) for r in rows] == [0, 1, 2] and summary["validation_rows"] == 3
+    assert all(-1.0 <= float(r["train_reward"]) <= 1.0 for r in rows[1:])  # each step's own rollouts
+    assert float(rows[1]["rollouts"]) == 2 * 2
+
+
+def test_a_stopped_probe_is_one_line_and_exits_as_the_signal(tiny_model_dir, tmp_path, monkeypatch):
+    import signal
+
+    from typer.testing import CliRunner
+
+    from mathmix.cli import app
+
+    prompts, bench = probe_inputs(tmp_path)
+    sizes = ["--steps", "4", "--eval-every", "2", "--prompts-per-step", "2", "--rollouts", "2", "--mini-batch",
+             "1", "--micro-batch", "2", "--max-response", "8", "--heldout", "2", "--heldout-samples", "2",
+             "--math500-limit", "2"]  # fmt: skip
+    args = ["eval", "rl-probe", str(tiny_model_dir), "--prompts", str(prompts), "--data-dir", str(bench)]
+    previous = _signal_during_rollout_step_1(monkeypatch, signal.SIGUSR1)
+    try:
+        result = CliRunner().invoke(app, [*args, *sizes, "-o", str(tmp_path / "p")])
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert result.exit_code == 128 + signal.SIGUSR1, result.output
+    assert "stopped: rl-probe stopped by SIGUSR1 at rollout step 1 of 4" in " ".join(result.output.split())
+    assert "Traceback" not in result.output and (tmp_path / "p" / "trainer" / "checkpoint-2").is_dir()
