@@ -11,12 +11,15 @@ object is dropped as `bad_record` by the reader (`curate.doc_readers`).
 The readers cut the input files into one contiguous block per task (`curate.doc_readers`), so the documents,
 taken task by task in rank order, are in input order: Parquet files, then JSONL files, each in the order given
 (a folder's files sorted by path), then row by row. That is what the keep rule `first` means, for any --workers.
+The job record says so (`file_split`): a task of a folder whose files were dealt round-robin is not run again in
+blocks (`file_split_field`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -71,7 +74,6 @@ def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[
     """datatrove readers for the Parquet and JSONL files (file lists written to WORK/inputs_*.txt)."""
     from curate.doc_readers import CountingJsonlReader, CountingParquetReader
 
-    _check_file_order(work_dir)
     readers = []
     kinds = (("parquet", files[0], CountingParquetReader), ("jsonl", files[1], CountingJsonlReader))
     for kind, paths, cls in kinds:
@@ -90,27 +92,49 @@ def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[
     return readers
 
 
-FILE_ORDER_MARK = "inputs_in_blocks"  # in WORK/: the tasks read contiguous blocks of the files
+# Recorded in the job record (job.json) of a dedup or decont job: the tasks read contiguous blocks of the files.
+FILE_SPLIT = {"file_split": "blocks"}
+# In WORK/ of a folder written after the split changed and before the record said so: read in blocks too.
+FILE_ORDER_MARK = "inputs_in_blocks"
 
 
-def _check_file_order(work_dir: Path) -> None:
-    """ValueError when WORK holds the file lists of an earlier mathmix that dealt the files to the tasks round-robin:
-    resuming its unfinished tasks with blocks would read some files twice and others never (and mismatch dedup's
-    document indices between jobs); one that finished (its summary.json written) reruns as complete, as before.
-    Marks WORK as read in blocks otherwise."""
-    mark = work_dir / FILE_ORDER_MARK
-    if mark.is_file():
-        return
-    if any((work_dir / f"inputs_{kind}.txt").is_file() for kind in ("parquet", "jsonl")):
-        # it finished: no task reads again, and its output stands
-        if (work_dir.parent / "summary.json").is_file():
-            return
+def file_split_field(out_dir: Path, reading: Sequence[str], tasks: int) -> dict[str, str]:
+    """The `file_split` field of the job record of a dedup or decont job writing OUT_DIR (`FILE_SPLIT`); {} for a
+    folder that an earlier mathmix, which dealt the files to the tasks round-robin, finished: its record (no
+    `file_split`) is kept as it is, so that it is told apart on every rerun.
+
+    READING: the logs folders (relative to OUT_DIR) of the job's stages that read the input files; TASKS: their
+    task count (the record's own, where it has one).
+
+    Raises:
+        ValueError: OUT_DIR was written by that earlier mathmix and a task of such a stage must run again (killed,
+            or its completion deleted by hand): read in blocks, it would read other documents than that task did
+            (some read twice, others never, and dedup's document indices mismatched between its jobs). A folder
+            whose tasks all finished reruns as complete: no task reads again.
+    """
+    try:
+        record = json.loads((out_dir / "job.json").read_text())
+    except (OSError, ValueError):
+        record = None
+    record = record if isinstance(record, dict) else {}
+    work = out_dir / "work"
+    if "file_split" in record or (work / FILE_ORDER_MARK).is_file():
+        return dict(FILE_SPLIT)  # a record that says another split is another job (check_job names it)
+    recorded = record.get("tasks")
+    count = recorded if isinstance(recorded, int) else tasks
+    markers = [out_dir / logs / "completions" / f"{rank:05d}" for logs in reading for rank in range(count)]
+    todo = [m.relative_to(out_dir).as_posix() for m in markers if not m.is_file()]
+    # what a task of that mathmix wrote as it started, or finished: where there is none, nothing was read
+    listed = any((work / f"inputs_{kind}.txt").is_file() for kind in ("parquet", "jsonl"))
+    if not listed and len(todo) == len(markers):
+        return dict(FILE_SPLIT)
+    if todo:
         raise ValueError(
-            f"{work_dir.parent}: written by an earlier mathmix that shared the input files among the tasks "
-            "differently; its work cannot be resumed: write to a new -o folder, or delete this one"
+            f"{out_dir}: written by an earlier mathmix that split the input files among the tasks otherwise (its "
+            f"job.json records no file_split), and a task of it must run again (no {todo[0]}), which would read "
+            "other documents than that task did; rerun into a new folder (or delete this one)"
         )
-    work_dir.mkdir(parents=True, exist_ok=True)
-    mark.write_text("input files are read in contiguous blocks, one per task (curate.doc_readers)\n")
+    return {}
 
 
 def _common_root(paths: list[Path]) -> str:

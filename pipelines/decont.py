@@ -67,6 +67,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
         build_writer,
         document_files,
         drop_empty_text,
+        file_split_field,
         minimal_schema,
         output_schema,
     )
@@ -83,7 +84,10 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     validate_benchmarks(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
     work = out_dir / "work"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
-    identity, earlier = decont_job_identity(config, [*files[0], *files[1]], out_dir.parent, benchmarks, tasks)
+    split = file_split_field(out_dir, ["logs"], tasks)  # an earlier mathmix's split is not resumed
+    identity, earlier = decont_job_identity(
+        config, [*files[0], *files[1]], out_dir.parent, benchmarks, tasks, split
+    )
     check_job(out_dir, identity, "decont run", outputs=OUTPUTS, earlier=earlier)
     console.print(f"[dim]decont: indexing {len(identity['benchmarks'])} benchmark file(s)[/]")
     index = BenchmarkIndex(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
@@ -153,7 +157,12 @@ def files_read(
 
 
 def decont_job_identity(
-    config: Config, files: Sequence[str | Path], run_dir: Path, benchmarks: list[str], tasks: int
+    config: Config,
+    files: Sequence[str | Path],
+    run_dir: Path,
+    benchmarks: list[str],
+    tasks: int,
+    split: Mapping[str, str] | None = None,
 ) -> tuple[dict, list[dict]]:
     """The decont job's identity, and its form from before benchmarks were recorded as files (a record in that
     form is this job too).
@@ -161,7 +170,8 @@ def decont_job_identity(
     Benchmarks are recorded as the files read, resolved and sorted (a folder and the files in it, or the same
     files in another order, are the same benchmarks: the output names and orders them alike), with their contents
     (`file_digests`, by benchmark name): a benchmark file replaced at the same path is another job. A record with
-    the files in the order given (before they were sorted) is this job too.
+    the files in the order given (before they were sorted) is this job too. SPLIT: the `file_split` field
+    (`curate.dedup_io.file_split_field`), none for a folder an earlier mathmix finished.
     """
     from curate.decont_sources import benchmark_files
     from pipelines.job_record import file_digest, job_identity
@@ -171,7 +181,7 @@ def decont_job_identity(
     settings = config.model_dump(mode="json", exclude={"benchmarks"}, exclude_defaults=True)
     digests = {f"benchmark {name}": [path, file_digest(path)] for name, path in named}
     identity = job_identity(files, settings, run_dir, command="decont", benchmarks=sorted(p for _, p in named),
-                            tasks=tasks, file_digests=digests)  # fmt: skip
+                            tasks=tasks, file_digests=digests, **(split or {}))  # fmt: skip
     given = job_identity([], {}, run_dir, benchmarks=[p for _, p in named])["benchmarks"]
     typed = job_identity([], {}, run_dir, benchmarks=[str(Path(b).resolve()) for b in benchmarks])
     legacy = {k: v for k, v in identity.items() if k not in ("command", "file_digests")}

@@ -82,7 +82,13 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
 
     from curate.dedup_exact import ExactDedupFilter, ExactDedupHasher, ExactDedupIndex
     from curate.dedup_ids import IdRecorder, duplicate_ids
-    from curate.dedup_io import build_readers, document_files, minimal_schema, output_schema
+    from curate.dedup_io import (
+        build_readers,
+        document_files,
+        file_split_field,
+        minimal_schema,
+        output_schema,
+    )
     from curate.minhash import FastMinhashSignature
     from curate.minhash_cluster import MinhashClusterByRule
     from curate.summary import ensure_data_file, summarize_logs, write_summary
@@ -95,7 +101,12 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     files = document_files(inputs)
     work, logs = out_dir / "work", out_dir / "logs"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
-    identity = job_identity([*files[0], *files[1]], config, out_dir.parent, command="dedup", tasks=tasks)
+    # the stages that read the input files: one of an earlier mathmix that dealt them otherwise is not resumed
+    reading = ["logs/1_exact_hashes", *(["logs/3_signatures"] * config.minhash), "logs/6_filter"]
+    split = file_split_field(out_dir, reading, tasks)
+    identity = job_identity(
+        [*files[0], *files[1]], config, out_dir.parent, command="dedup", tasks=tasks, **split
+    )
     check_job(
         out_dir,
         identity,

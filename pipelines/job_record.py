@@ -179,7 +179,8 @@ def model_job_identity(
 
 
 # Fields added to job.json after it first shipped: a record written before one existed still matches.
-LATER_FIELDS = ("input_sizes", "file_digests")
+# `file_split`: how dedup and decont cut the input files among their tasks (`curate.dedup_io.file_split_field`).
+LATER_FIELDS = ("input_sizes", "file_digests", "file_split")
 # `file_digests` entries that a run may not see (a hub-name model's cached snapshot: `model_snapshot`): a record
 # without one (written before it existed, or where the name was not cached) is of the same job when all else
 # matches, and one recorded but not seen now (the cache cleared, or another HF_HOME or node) is kept as recorded,

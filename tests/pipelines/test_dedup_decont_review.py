@@ -237,24 +237,89 @@ def test_reader_blocks_follow_input_order(tmp_path: Path) -> None:
         assert order == ["ap", "bp", "cj", "dj", "ej"], (world, order)
 
 
-def test_work_of_a_round_robin_run_is_not_resumed_in_blocks(tmp_path: Path) -> None:
-    """A folder left by a run that dealt files round-robin: resumed task by task with blocks, some files would be
-    read twice and others never; it is refused in one line."""
+def _two_task_folder(tmp_path: Path, command: str, bench: Path) -> tuple[Path, list[str]]:
+    """A finished `mathmix dedup` or `decont` folder of two tasks (one input file each); the command's arguments."""
     folder = tmp_path / "in"
     folder.mkdir()
     for name in ("a", "b"):
-        (folder / f"{name}.jsonl").write_bytes(_lines([{"id": name, "text": _text(ord(name))}]))
+        rows = [{"id": f"{name}{i}", "text": _text(ord(name) * 10 + i)} for i in range(3)]
+        (folder / f"{name}.jsonl").write_bytes(_lines(rows))
     out = tmp_path / "out"
-    args = ["dedup", str(folder), "-o", str(out), "--no-minhash", "--workers", "2"]
-    assert CliRunner().invoke(app, args).exit_code == 0
-    assert CliRunner().invoke(app, args).exit_code == 0  # a rerun of this version's own folder
-    (out / "work" / "inputs_in_blocks").unlink()  # as an earlier version left it
-    data = sorted((out / "data").glob("*.parquet"))
-    before = {p.name: p.read_bytes() for p in data}
-    # finished by that version: a rerun is complete, and its output stands
-    finished = CliRunner().invoke(app, args)
-    assert finished.exit_code == 0, finished.output
-    assert {p.name: p.read_bytes() for p in sorted((out / "data").glob("*.parquet"))} == before
-    (out / "summary.json").unlink()  # ... and unfinished: its tasks would read other files
+    args = [command, str(folder), "-o", str(out), "--workers", "2"]
+    args += ["--no-minhash"] if command == "dedup" else ["--benchmarks", str(bench)]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and "writtenbyanearliermathmix" in _flat(result), result.output
+    assert result.exit_code == 0, result.output
+    return out, args
+
+
+def _as_an_earlier_mathmix_left_it(out: Path) -> None:
+    """The folder as a mathmix that dealt the files to the tasks round-robin left it: its record names no split."""
+    record = json.loads((out / "job.json").read_text())
+    record.pop("file_split", None)
+    (out / "job.json").write_text(json.dumps(record))
+    (out / "work" / "inputs_in_blocks").unlink(missing_ok=True)  # written by the mathmix after it
+
+
+def _delete_task(out: Path, rank: int) -> None:
+    """One task's output deleted by hand, with its completion markers: that task runs again."""
+    (written,) = (out / "data").glob(f"*{rank:05d}.parquet")
+    written.unlink()
+    for marker in out.glob(f"logs/**/completions/{rank:05d}"):
+        marker.unlink()
+
+
+def _documents(out: Path) -> list[dict]:
+    return [r for f in sorted((out / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+
+
+@pytest.mark.parametrize("command", ["dedup", "decont"])
+def test_a_finished_folder_of_an_earlier_file_split_reruns_as_complete(tmp_path, bench, command):
+    out, args = _two_task_folder(tmp_path, command, bench)
+    _as_an_earlier_mathmix_left_it(out)
+    before = _documents(out)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert _documents(out) == before
+    # kept as it was: the folder is still told apart on the next rerun
+    assert "file_split" not in json.loads((out / "job.json").read_text())
+    (out / "summary.json").unlink()  # killed after its tasks finished: no task reads again
+    assert CliRunner().invoke(app, args).exit_code == 0 and _documents(out) == before
+
+
+@pytest.mark.parametrize("command", ["dedup", "decont"])
+def test_a_task_of_an_earlier_file_split_is_not_run_again_in_blocks(tmp_path, bench, command):
+    """Task 1 of a folder whose files were dealt round-robin, run again with blocks, would read other documents
+    than it did (some twice, others never): refused in one line, naming the folder."""
+    out, args = _two_task_folder(tmp_path, command, bench)
+    _as_an_earlier_mathmix_left_it(out)
+    _delete_task(out, 1)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    flat = _flat(result)
+    assert "writtenbyanearliermathmixthatsplittheinputfilesamongthetasksotherwise" in flat, result.output
+    assert f"{out}:" in flat and "rerunintoanewfolder" in flat, result.output
+    assert not (out / "data" / "00001.parquet").exists()  # nothing was run
+
+
+@pytest.mark.parametrize("command", ["dedup", "decont"])
+def test_a_task_deleted_from_a_folder_read_in_blocks_is_run_again(tmp_path, bench, command):
+    out, args = _two_task_folder(tmp_path, command, bench)
+    assert json.loads((out / "job.json").read_text())["file_split"] == "blocks"
+    before = _documents(out)
+    _delete_task(out, 1)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert _documents(out) == before
+
+
+def test_a_folder_read_in_blocks_before_its_record_said_so_is_adopted(tmp_path, bench):
+    """A folder of the mathmix that read in blocks and marked it in work/ only: the same job, record rewritten."""
+    out, args = _two_task_folder(tmp_path, "dedup", bench)
+    _as_an_earlier_mathmix_left_it(out)
+    (out / "work" / "inputs_in_blocks").write_text("input files are read in contiguous blocks\n")
+    before = _documents(out)
+    _delete_task(out, 1)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert _documents(out) == before
+    assert json.loads((out / "job.json").read_text())["file_split"] == "blocks"
