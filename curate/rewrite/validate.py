@@ -16,8 +16,12 @@ _SPACES = re.compile(r"\s+")
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # "Final score: 4", "**Final score:** 4/5", "Final Score = 3"; the last one in the text wins.
 _SCORE = re.compile(r"final\s+score\s*\**\s*[:=]?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*5|out of 5)?", re.I)
+# A label as models write it: `Question:`, `**Question**:`, `**Question:**`, `## Question:`. Stars after the colon
+# are the label's only when it opened with stars: `Question: **Bob** has...` keeps Bob's.
 _QA = re.compile(
-    r"^\s*\**question\**\s*[:.]\s*(?P<q>.+?)\n\s*\**(?:solution|answer)\**\s*[:.]\s*(?P<s>.+)$", re.I | re.S
+    r"^\s*(?:#{1,6}\s*)?(?P<o1>\*\*)?\s*question(?:\s*\*\*)?\s*[:.](?(o1)(?:\*\*)?)\s*(?P<q>.+?)\n"
+    r"\s*(?:#{1,6}\s*)?(?P<o2>\*\*)?\s*(?:solution|answer)(?:\s*\*\*)?\s*[:.](?(o2)(?:\*\*)?)\s*(?P<s>.+)$",
+    re.I | re.S,
 )
 _GSM8K_ANSWER = re.compile(r"####\s*(.+?)\s*$")
 

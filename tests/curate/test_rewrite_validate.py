@@ -81,6 +81,32 @@ def test_kept_fields_per_task():
     assert score.fields["score_justification"].startswith("The extract is a forum post")
 
 
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("**Question:**", "**Solution:**"),  # the common Markdown form: its closing ** ended up in the text
+        ("**Question**:", "**Answer**:"),
+        ("## Question:", "## Solution:"),
+        ("question.", "solution."),
+    ],
+)
+def test_qa_labels_in_markdown_leave_no_stars_in_the_row(first, second):
+    text = QA.replace("Question:", first).replace("Solution:", second)
+    qa = check("qa", text)
+    assert qa.ok, qa
+    assert qa.fields["question"] == "Solve the equation $2x + 3 = 11$ for $x$."
+    assert qa.fields["text"].startswith("Question: Solve the equation") and "**" not in qa.fields["text"]
+    assert "\nSolution: Subtract 3 from both sides" in qa.fields["text"]
+
+
+def test_qa_keeps_bold_text_that_is_not_a_label():
+    text = "Question: **Bob** has $2x + 3 = 11$ apples.\nSolution: **Bob** subtracts 3. The answer is \\boxed{4}."
+    qa = check("qa", text)
+    assert qa.ok, qa
+    assert qa.fields["question"] == "**Bob** has $2x + 3 = 11$ apples."
+    assert qa.fields["text"].endswith("Solution: **Bob** subtracts 3. The answer is \\boxed{4}.")
+
+
 def test_longcot_keeps_a_separate_reasoning_trace():
     verdict = check(
         "longcot", "So the answer is \\boxed{4}.", QUESTION, QUESTION["question"], reasoning=LONGCOT
