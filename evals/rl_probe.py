@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import os
 import random
 import shutil
 import time
@@ -341,6 +342,12 @@ def run_probe(
     The model is checked first: a missing one is a ValueError before OUT_DIR is made or written to.
     Raises ValueError for OUT_DIR holding another job's probe.
     """
+    if (world := int(os.environ.get("WORLD_SIZE", "1"))) > 1:
+        raise ValueError(
+            f"rl-probe runs in one process (one GPU, vLLM colocated), not under torchrun/accelerate (WORLD_SIZE="
+            f"{world}): each process would validate and write {out_dir}, and every update would be {world} "
+            "mini-batches; run it as a plain command"
+        )
     check_model_source(model)
     import torch
     from datasets import Dataset

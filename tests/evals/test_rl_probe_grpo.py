@@ -381,3 +381,12 @@ def test_a_stopped_probe_is_one_line_and_exits_as_the_signal(tiny_model_dir, tmp
     assert result.exit_code == 128 + signal.SIGUSR1, result.output
     assert "stopped: rl-probe stopped by SIGUSR1 at rollout step 1 of 4" in " ".join(result.output.split())
     assert "Traceback" not in result.output and (tmp_path / "p" / "trainer" / "checkpoint-2").is_dir()
+
+
+def test_the_probe_refuses_to_run_as_several_processes(tiny_model_dir, tmp_path, monkeypatch):
+    # under torchrun every rank validated and wrote OUT, and each update was WORLD_SIZE mini-batches
+    prompts, bench = probe_inputs(tmp_path)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="one process .*WORLD_SIZE=2"):
+        run_probe(tiny_model_dir, prompts, tmp_path / "probe", _tiny_probe(1), bench)
+    assert not (tmp_path / "probe").exists()
