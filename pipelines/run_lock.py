@@ -25,6 +25,10 @@ from rich.markup import escape
 from mathmix.cli_util import console
 
 LOCK_FILE = ".mathmix-run.lock"
+# How long a refused lock is tried again before the run is refused: `other_holder` (a stage command asking whether
+# the folder is in use) holds a shared lock for a moment, and a run starting in that moment was told the folder
+# was in use by nobody. A run's own hold lasts the whole run: a real holder is still refused within this.
+RETRY_SECONDS = 0.5
 _HELD: set[Path] = set()  # lock files this process holds: a nested hold of one is a no-op
 
 
@@ -38,7 +42,8 @@ def run_folder_lock(run_dir: Path) -> Iterator[None]:
     block of this process that holds it already, it does nothing (`flock` would refuse the process its own lock).
 
     Raises:
-        RunFolderBusy: another process holds it (refused at once, never waited for).
+        RunFolderBusy: another process holds it (refused within `RETRY_SECONDS`, never waited for: a probe of
+            `other_holder`, which holds it shared for a moment, is no holder).
         ValueError: the run folder or its lock file cannot be made (a read-only or missing parent, say).
     A file system without `flock` (Lustre mounted without `-o flock`) runs unguarded, with a warning: refusing
     every run there would be worse than the race the lock guards against.
@@ -68,7 +73,7 @@ def _acquire(path: Path) -> int | None:
                 f"{path.parent}: cannot make the run folder's lock file {path.name} ({err})"
             ) from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock_soon(fd)
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
@@ -99,6 +104,20 @@ def _acquire(path: Path) -> int | None:
     except OSError:  # another user's file, left by a killed run: locked all the same, its text is stale
         pass
     return fd
+
+
+def _lock_soon(fd: int) -> None:
+    """An exclusive `flock` of FD, tried again for up to RETRY_SECONDS while it is refused (see there); then
+    BlockingIOError. Any other OSError at once (no locks on this file system)."""
+    deadline = time.monotonic() + RETRY_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _open(path: Path) -> int:

@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from pipelines import executors
 from pipelines.executors import SUBMITTED_FILE, JobsSubmitted
 from pipelines.recipe import load_recipe
+from pipelines.run_lock import RETRY_SECONDS, RunFolderBusy, run_folder_lock
 from pipelines.runner import StageFailed, run_recipe
 from pipelines.sample import write_sample
 
@@ -298,3 +300,48 @@ def test_run_recipe_inside_a_hold_of_the_same_process_runs(tmp_path):
         assert (run / LOCK).exists()
     assert summaries["web"]["docs_in"] == 1
     assert not (run / LOCK).exists()
+
+
+def _probe(run: Path, seconds: float) -> threading.Thread:
+    """A shared lock on RUN's lock file held for SECONDS, as `other_holder` takes one for a moment (a stage command
+    asking whether the folder is in use) of the file a killed run left; held when this returns."""
+    (run / LOCK).write_text("pid 1 on host gone, since 2026-01-01 00:00:00\n")
+    fd = os.open(run / LOCK, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+
+    def release() -> None:
+        time.sleep(seconds)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    return thread
+
+
+def test_a_run_starting_while_the_folder_is_probed_is_not_refused(tmp_path):
+    """A run starting in the moment a stage command probed the folder was told it was in use, by nobody."""
+    run = tmp_path / "run"
+    run.mkdir()
+    probe = _probe(run, 0.1)
+    try:
+        with run_folder_lock(run):
+            assert f"pid {os.getpid()}" in (run / LOCK).read_text()
+    finally:
+        probe.join()
+    assert not (run / LOCK).exists()
+
+
+def test_a_real_holder_is_still_refused_within_the_retry_window(tmp_path):
+    run = tmp_path / "run"
+    holder = _holder(run)
+    try:
+        start = time.monotonic()
+        with pytest.raises(RunFolderBusy, match=f"pid {holder.pid}"):
+            with run_folder_lock(run):
+                pass
+        assert RETRY_SECONDS <= time.monotonic() - start < RETRY_SECONDS + 1.0  # tried again, briefly
+    finally:
+        if holder.stdin:
+            holder.stdin.close()
+        holder.wait(timeout=60)
