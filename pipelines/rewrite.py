@@ -25,6 +25,9 @@ FOLDER = "branches"
 # Left out of the recipe stage's record, as `mathmix rewrite` leaves them out of job.json: where and how fast it
 # generates (retries, max_attempts, timeouts ...), not what.
 OPERATIONAL_KEYS = OPERATIONAL_SETTINGS
+# Recorded as the files they resolve to (`files_read`, with their digests), not as typed, as decont's benchmarks: a
+# folder and its one file, or the same files in another order, are the same stage (pipelines.runner.stage_identity)
+SETTINGS_AS_FILES = ("decont_benchmarks",)
 Task = Literal["refine", "qa", "longcot", "score"]
 
 

@@ -310,9 +310,9 @@ def stage_identity(
     classifier's pages), and those are recorded instead. Left out: the settings that say how a stage runs, not
     what it writes (its module's `OPERATIONAL_KEYS`: rewrite's retries, max_attempts, timeouts): a stuck stage is
     unstuck by changing them, which a new job would refuse. Left out too: the settings that name files the stage
-    reads (its module's `SETTINGS_AS_FILES`: decont's benchmarks), recorded by the files they resolve to, with
-    their digests (`files_read`): a folder and the one file in it, or the same files in another order, are the same
-    stage, as `mathmix decont` takes them. Paths in the run folder are recorded as
+    reads (its module's `SETTINGS_AS_FILES`: decont's benchmarks, rewrite's decont_benchmarks), recorded by the
+    files they resolve to, with their digests (`files_read`): a folder and the one file in it, or the same files in
+    another order, are the same stage, as `mathmix decont` takes them. Paths in the run folder are recorded as
     {run_dir}/... (a copied run folder still resumes); a record from before digests were kept is this job
     (job_record.LATER_FIELDS), and so is one from before its stage said what it reads (`earlier_stage_identities`).
     """

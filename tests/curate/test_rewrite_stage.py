@@ -369,3 +369,53 @@ def test_the_recipe_rewrite_stage_takes_new_retry_settings_but_not_new_output_se
     )
     with pytest.raises(ValueError, match="prompt_version"):
         _check_stage_job(out, identity, "rewrite", ignore)
+
+
+def test_the_recipe_rewrite_stage_records_its_decont_benchmarks_as_the_files_read(tmp_path, capsys):
+    """As the decont stage's benchmarks: a folder and its one file, or the same files in another order, are the
+    same rewrite stage (skipped on a rerun, not refused as another job); a record of them as typed is adopted."""
+    from pipelines.runner import RECIPE_STAGE_FILE, StageFailed, run_recipe
+
+    bench = tmp_path / "bench"
+    for name, problem in (
+        ("gsm8k", "Tom has 3 apples and buys 4 more"),
+        ("math500", "Find x if 2x + 6 equals 20"),
+    ):
+        (bench / name).mkdir(parents=True)
+        (bench / name / "test.jsonl").write_text(
+            json.dumps({"problem": problem + " in all?", "answer": "7"}) + "\n"
+        )
+    corpus = tmp_path / "corpus.parquet"
+    pq.write_table(
+        pa.Table.from_pylist([{"id": "a", "text": "Worked example: $x + 1 = 2$ gives $x = 1$."}]), corpus
+    )
+    gsm, math = str(bench / "gsm8k"), str(bench / "math500")
+    block = {k: v for k, v in QUICKSTART_BLOCK.items() if k != "decont_benchmarks"} | {
+        "inputs": [str(corpus)]
+    }
+
+    def run(benchmarks: list[str]) -> str:
+        stages = {"rewrite": {**block, "decont_benchmarks": benchmarks}}
+        run_dir = str(tmp_path / "run")
+        run_recipe(
+            Recipe.model_validate(
+                {"name": "t", "output_dir": run_dir, "executor": {"tasks": 1}, "stages": stages}
+            )
+        )
+        captured = capsys.readouterr()
+        return "".join((captured.out + captured.err).split())
+
+    run([gsm, math])
+    for same in ([math, gsm], [f"{gsm}/test.jsonl", f"{math}/test.jsonl"], [str(bench)]):
+        assert "rewrite:alreadycomplete" in run(same), same
+    record_path = tmp_path / "run" / "branches" / RECIPE_STAGE_FILE
+    record = json.loads(record_path.read_text())
+    assert "decont_benchmarks" not in record["settings"]
+    record["settings"]["decont_benchmarks"] = [math, gsm]  # as the previous code recorded them
+    record_path.write_text(json.dumps(record))
+    assert "rewrite:alreadycomplete" in run([math, gsm])
+    assert (
+        "decont_benchmarks" not in json.loads(record_path.read_text())["settings"]
+    )  # rewritten in today's form
+    with pytest.raises(StageFailed, match="benchmark math500/test: read by one job only"):
+        run([gsm])  # other benchmark files are another stage still
