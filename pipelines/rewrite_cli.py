@@ -58,7 +58,12 @@ def run_rewrite(
     endpoint: str | None = typer.Option(
         None, "--endpoint", help="OpenAI-compatible base URL (--server endpoint)"
     ),
-    max_tokens: int = typer.Option(1024, "--max-tokens", help="completion tokens per request"),
+    max_tokens: int | None = typer.Option(
+        None,
+        "--max-tokens",
+        help="completion tokens per request (default: the task's, score 512, qa 2048, refine 4096, longcot 16384, "
+        "lowered to fit the model's context)",
+    ),
     temperature: float = typer.Option(0.7, "--temperature"),
     samples: int = typer.Option(1, "--samples", help="samples per document; >1 = self-consistency"),
     max_docs: int = typer.Option(

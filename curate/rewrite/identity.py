@@ -16,6 +16,9 @@ from pipelines.job_record import JOB_FILE
 # What a rewrite job writes in OUT: anything else there is not its own (`check_out_dir`).
 OUTPUTS = ("data", "rejects", "raw", "checkpoints", "decont", "logs", "_model", "throughput.json", "summary.json",
            JOB_FILE, Path(JOB_FILE).with_suffix(".tmp").name)  # fmt: skip
+# The one cap of every task before each got its own (`curate.rewrite.budget`), left out of records as the default:
+# a record without max_tokens is a job of this cap.
+OLD_MAX_TOKENS = 1024
 # How a rerun may differ from the run it resumes: where and how fast it generates, not what.
 OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "request_timeout_s",
                         "server_ready_timeout_s", "retries", "retry_backoff_s", "max_attempts", "tp", "dp",
@@ -110,6 +113,9 @@ def rewrite_identity(
     what = settings.model_dump(
         mode="json", exclude=OPERATIONAL_SETTINGS | {"decont_benchmarks"}, exclude_defaults=True
     )
+    # the cap this task's requests get, whether set (one number, one per task) or the task's default fitted to
+    # the model's context: unset, it was left out of the record, and a new default would resume an old job
+    what["max_tokens"] = settings.sampling(task)["max_tokens"]
     benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
     digests = {
         **benchmark_digests(settings.decont_benchmarks),
@@ -124,10 +130,18 @@ def rewrite_identity(
     recorded = _recorded(Path(out_dir) / JOB_FILE)
     if recorded is None or "model_digest" not in recorded:
         base = {k: v for k, v in identity.items() if k != "model_digest"}
-        return identity, [base] if recorded is not None and digest is not None else []
-    if digest is None:  # kept: no weights to see here, and a later local run is checked against them
-        identity["model_digest"] = recorded["model_digest"]
-    return identity, []
+        earlier = [base] if recorded is not None and digest is not None else []
+    else:
+        if digest is None:  # kept: no weights to see here, and a later local run is checked against them
+            identity["model_digest"] = recorded["model_digest"]
+        earlier = []
+    if what["max_tokens"] == OLD_MAX_TOKENS:  # a record from before per-task caps, made with the default then
+        earlier += [_without_max_tokens(form) for form in (identity, *earlier)]
+    return identity, earlier
+
+
+def _without_max_tokens(identity: dict) -> dict:
+    return {**identity, "settings": {k: v for k, v in identity["settings"].items() if k != "max_tokens"}}
 
 
 def _recorded(path: Path) -> dict | None:
@@ -152,5 +166,13 @@ def check_out_dir(out_dir: Path, identity: dict, earlier: list[dict], run_dir: P
     from pipelines.job_record import check_foreign_files, check_job, foreign_files, has_progress
 
     check_foreign_files(out_dir, OUTPUTS, "rewrite")
-    check_job(out_dir, identity, "rewrite", earlier=earlier, run_dir=run_dir,
-              progress=lambda out: has_progress(out) or bool(foreign_files(out, OUTPUTS)))  # fmt: skip
+    try:
+        check_job(out_dir, identity, "rewrite", earlier=earlier, run_dir=run_dir,
+                  progress=lambda out: has_progress(out) or bool(foreign_files(out, OUTPUTS)))  # fmt: skip
+    except ValueError as err:
+        if "settings.max_tokens: (default) ->" not in str(err):
+            raise
+        raise ValueError(
+            f"{err}; it was made when every task's default max_tokens was {OLD_MAX_TOKENS}: --max-tokens "
+            f"{OLD_MAX_TOKENS} (max_tokens: {OLD_MAX_TOKENS}) resumes it as it was"
+        ) from None

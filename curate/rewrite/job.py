@@ -45,7 +45,11 @@ class RewriteSettings(BaseModel):
     endpoint: str | None = Field(None, description="OpenAI-compatible base URL (server: endpoint)")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the endpoint's key")
     prompt_version: str = "v1"
-    max_tokens: int = Field(1024, ge=1)
+    max_tokens: int | dict[str, int] | None = Field(
+        None,
+        description="completion tokens per request: one number, or one per task ({qa: 2048, longcot: 16384}); "
+        "unset: the task's default (score 512, qa 2048, refine 4096, longcot 16384), lowered to fit the context",
+    )
     temperature: float = Field(0.7, ge=0)
     top_p: float = Field(0.95, gt=0, le=1)
     samples: int = Field(1, ge=1, description="samples per document; >1 turns on self-consistency")
@@ -57,7 +61,11 @@ class RewriteSettings(BaseModel):
         -1,
         description="read at most this many documents per input, kind of file and datatrove task (-1: all)",
     )
-    model_max_context: int = Field(8192, ge=64)
+    model_max_context: int | None = Field(
+        None,
+        ge=64,
+        description="the server's context (default: the model's own up to 32768; 8192 if unknown)",
+    )
     max_concurrent: int = Field(64, ge=1, description="requests in flight at once")
     request_timeout_s: float = Field(600.0, gt=0)
     server_ready_timeout_s: float = Field(
@@ -88,6 +96,18 @@ class RewriteSettings(BaseModel):
     def _a_local_endpoint_is_its_server_root(cls, value: str | None) -> str | None:
         return local_server_root(value)
 
+    @field_validator("max_tokens")
+    @classmethod
+    def _max_tokens_are_counts(cls, value: int | dict[str, int] | None) -> int | dict[str, int] | None:
+        from curate.rewrite.tasks import TASKS
+
+        counts = value.values() if isinstance(value, dict) else [] if value is None else [value]
+        if any(n < 1 for n in counts):
+            raise ValueError("must be a positive number of tokens")
+        if isinstance(value, dict) and (unknown := sorted(set(value) - set(TASKS))):
+            raise ValueError(f"no task {', '.join(map(repr, unknown))} (tasks: {', '.join(TASKS)})")
+        return value
+
     @field_validator("max_docs")
     @classmethod
     def _max_docs_is_a_count(cls, value: int) -> int:
@@ -106,8 +126,16 @@ class RewriteSettings(BaseModel):
             )
         return self
 
-    def sampling(self) -> dict[str, Any]:
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p}
+    def sampling(self, task: str) -> dict[str, Any]:
+        """The sampling settings of `task`'s requests; max_tokens is the task's cap (`curate.rewrite.budget`), which
+        a request whose prompt leaves less room in the model's context gets lowered."""
+        from curate.rewrite.budget import task_max_tokens
+
+        return {
+            "max_tokens": task_max_tokens(task, self),
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+        }
 
     def validation(self) -> ValidationSettings:
         return ValidationSettings(
@@ -140,9 +168,14 @@ def inference_config(settings: RewriteSettings, model: str, log_dir: Path):
 
     from datatrove.pipeline.inference.run_inference import InferenceConfig
 
+    from curate.rewrite.budget import FALLBACK_CONTEXT, model_context
+
+    context = (
+        model_context(settings) or FALLBACK_CONTEXT
+    )  # an endpoint's is its own: datatrove only records it
     common: dict[str, Any] = dict(
         model_name_or_path=model,
-        model_max_context=settings.model_max_context,
+        model_max_context=context,
         use_chat=True,
         rollouts_per_document=settings.samples,
         max_concurrent_generations=settings.max_concurrent,
@@ -158,7 +191,7 @@ def inference_config(settings: RewriteSettings, model: str, log_dir: Path):
     common.update(server_ready_delay_sec=delay,
                   server_ready_max_attempts=max(1, math.ceil(settings.server_ready_timeout_s / delay)))  # fmt: skip
     if settings.server == "transformers":
-        kwargs = {"server_script": CPU_SERVER, "model": model, "max-context": settings.model_max_context}
+        kwargs = {"server_script": CPU_SERVER, "model": model, "max-context": context}
         if settings.cpu_threads:
             kwargs["threads"] = settings.cpu_threads
         return InferenceConfig(server_type="custom", model_kwargs=kwargs, **common)
@@ -285,11 +318,13 @@ def generation_pipeline(inputs: list[str], out_dir: Path, task: str, settings: R
 
     from datatrove.pipeline.writers import JsonlWriter
 
+    from curate.rewrite.budget import model_context
     from curate.rewrite.rollout import ATTEMPTS_DIR, FAILURES_DIR, TimedInferenceRunner, rewrite_rollout
     from curate.rewrite.steps import MarkDuplicateIds
 
     rollout = partial(
-        rewrite_rollout, task=task, prompt_version=settings.prompt_version, sampling=settings.sampling(),
+        rewrite_rollout, task=task, prompt_version=settings.prompt_version, sampling=settings.sampling(task),
+        context=model_context(settings),
         max_input_chars=settings.max_input_chars,
         retries=settings.retries,
         backoff_s=settings.retry_backoff_s,
@@ -329,7 +364,7 @@ def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, mod
                                 schema=rejects_schema(), use_content_defined_chunking=False)  # fmt: skip
     steps: list[Any] = [
         JsonlReader(str(out_dir / "raw"), glob_pattern="*.jsonl.gz"),
-        RewriteValidator(task, settings.prompt_version, model, sampling_json(settings.sampling()),
+        RewriteValidator(task, settings.prompt_version, model, sampling_json(settings.sampling(task)),
                          settings.validation(), rejects_writer=rejects, max_input_chars=settings.max_input_chars),
     ]  # fmt: skip
     decont = "off (no decont_benchmarks)"

@@ -26,6 +26,7 @@ from datatrove.pipeline.inference.run_inference import InferenceRunner
 from datatrove.pipeline.inference.types import InferenceError, ServerError
 from loguru import logger
 
+from curate.rewrite.budget import request_max_tokens
 from curate.rewrite.steps import DUPLICATE_OF
 from curate.rewrite.tasks import build_messages, source_text
 
@@ -365,12 +366,16 @@ async def rewrite_rollout(
     max_input_chars: int = 12_000,
     retries: int = 2,
     backoff_s: float = 2.0,
+    context: int | None = None,
 ) -> dict[str, Any]:
-    """Generate one sample for `document`; return {"text", "reasoning", "finish_reason", "usage"} or {"error"}."""
+    """Generate one sample for `document`; return {"text", "reasoning", "finish_reason", "usage"} or {"error"}.
+    With the model's `context`, max_tokens is lowered to what this prompt leaves (`budget.request_max_tokens`)."""
     if document.metadata.get(DUPLICATE_OF) is not None:  # its id was read before: not sent to the model
         return {"error": "duplicate_id", "message": f"id {document.metadata[DUPLICATE_OF]} was read before"}
     source = source_text(task, document.text, document.metadata)
     messages = build_messages(task, source, prompt_version, max_input_chars)
+    if "max_tokens" in sampling:
+        sampling = {**sampling, "max_tokens": request_max_tokens(sampling["max_tokens"], context, messages)}
     message = ""
     for attempt in range(retries + 1):
         if attempt:
