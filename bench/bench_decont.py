@@ -4,10 +4,11 @@ Planted: problems from every eval set under ../shared/data/bench (GSM8K, MATH500
 Minerva, SAT, SVAMP, ASDiv, Gaokao, college math), each altered (random case, doubled spaces and line breaks, LaTeX
 spacing: `\\,` inserted, spaces around operators dropped or added, `\\frac` <-> `\\dfrac`, `\\left( \\right)`) and
 pasted at a paragraph break of a random real page (../shared/data/html, extracted). Clean: the real pages as they
-are. Everything goes through the real job (`pipelines.decont.run_decont`, 13-grams, index over all of
-../shared/data/bench). Targets: >= 99% of planted problems found (among those with at least one 13-gram of prose:
-problems the index cannot find even unaltered are counted apart), 0 hits on clean pages. Problems shorter than a
-13-gram that the index matches whole are counted on their own rows (`whole:`), outside the 13-gram target.
+are. Everything goes through the real job (`pipelines.decont.run_decont`, 13-grams, index over
+../shared/data/bench: its eval sets, the training splits left out). Targets: >= 99% of planted problems found
+(among those with at least one 13-gram of prose: problems the index cannot find even unaltered are counted apart),
+0 hits on clean pages. Problems shorter than a 13-gram that the index matches whole are counted on their own rows
+(`whole:`), outside the 13-gram target.
 
     .venv/bin/python bench/bench_decont.py [--planted 1000]
 """

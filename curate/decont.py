@@ -33,6 +33,7 @@ from curate.decont_sources import (
     benchmark_files,
     problem_texts,
     record_texts,
+    say_left_out_training_splits,
 )
 from curate.dedup_text import TOKEN_RE, ngram_hashes, normalize_math_text, token_hashes
 from mathmix.records import read_records
@@ -164,12 +165,14 @@ def validate_benchmarks(
     """Check benchmark paths before any work: every path exists and, together, they hold a record to check.
 
     Reads each file only up to its first checkable record. Returns the files with none (to warn about);
-    raises FileNotFoundError naming a missing path, ValueError naming a bad line or, when no file holds a
-    checkable record, the files. A run that checks nothing must not report "no contamination found".
+    raises FileNotFoundError naming a missing path, ValueError naming a bad line, a folder of training splits
+    only or, when no file holds a checkable record, the files. A run that checks nothing must not report "no
+    contamination found". Says (once) which training splits the folders leave out.
     """
     if ngram < 1 or short_min_tokens < 0:
         raise ValueError(f"need ngram >= 1 and short_min_tokens >= 0, got {ngram} and {short_min_tokens}")
     files = [path for _name, path in benchmark_files(paths)]
+    say_left_out_training_splits(paths)
     unused = [
         path
         for path in files

@@ -61,6 +61,7 @@ class Config(BaseModel):
 def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, benchmarks: list[str]) -> dict:
     """Run decontamination over `inputs` into `out_dir`; returns (and writes) the summary."""
     from curate.decont import BenchmarkIndex, validate_benchmarks
+    from curate.decont_sources import left_out_training_splits
     from curate.dedup_io import (
         build_readers,
         build_rejects_writer,
@@ -88,7 +89,12 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     identity, earlier = decont_job_identity(
         config, [*files[0], *files[1]], out_dir.parent, benchmarks, tasks, split
     )
-    check_job(out_dir, identity, "decont run", outputs=OUTPUTS, earlier=earlier)
+    try:
+        check_job(out_dir, identity, "decont run", outputs=OUTPUTS, earlier=earlier)
+    except ValueError as err:
+        if refusal := _training_splits_read_before(out_dir, identity, benchmarks):
+            raise refusal from err
+        raise
     console.print(f"[dim]decont: indexing {len(identity['benchmarks'])} benchmark file(s)[/]")
     index = BenchmarkIndex(benchmarks, config.ngram, config.min_words, config.short_min_tokens)
     save_index(index, work / INDEX_FILE)
@@ -134,6 +140,10 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
             "benchmark_records_unmatchable": dict(sorted(index.too_short.items())),
             # files that held no checkable record (an error when no file holds one)
             "benchmark_files_unused": [str(p) for p in index.unused_files],
+            # training splits under the benchmark folders given, not read (a file named is always read)
+            "benchmark_files_left_out": [
+                str(p) for files in left_out_training_splits(benchmarks).values() for p in files
+            ],
             "report": "contamination.jsonl",  # in the stage folder (as audit's report.html): spelled the same always
         }
     )
@@ -189,6 +199,35 @@ def decont_job_identity(
     return identity, [*earlier, {**legacy, "benchmarks": typed["benchmarks"]}]
 
 
+def _training_splits_read_before(out_dir: Path, identity: dict, benchmarks: list[str]) -> ValueError | None:
+    """The refusal of a folder finished by a mathmix that also read the training splits now left out of the
+    benchmark folders (and nothing else differs): one line naming them, not both lists of files. None otherwise."""
+    from curate.decont_sources import left_out_training_splits
+    from pipelines.job_record import JOB_FILE, OUTPUTS_KEY, job_identity
+
+    left_out = [p for files in left_out_training_splits(benchmarks).values() for p in files]
+    try:
+        old = json.loads((out_dir / JOB_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not left_out or not isinstance(old, dict) or not isinstance(old.get("benchmarks"), list):
+        return None
+    read_too = job_identity([], {}, out_dir.parent, benchmarks=[str(p.resolve()) for p in left_out])
+    same_rest = {k: v for k, v in old.items() if k not in ("benchmarks", "file_digests", OUTPUTS_KEY)} == {
+        k: v for k, v in identity.items() if k not in ("benchmarks", "file_digests")
+    }
+    if not same_rest or sorted(old["benchmarks"]) != sorted(identity["benchmarks"] + read_too["benchmarks"]):
+        return None
+    names = ", ".join(str(p) for p in left_out[:3]) + (
+        f" and {len(left_out) - 3} more" if len(left_out) > 3 else ""
+    )
+    return ValueError(
+        f"{out_dir} holds the output of a decont run that also checked against the training splits now left out "
+        f"of the benchmark folders ({names}): this run's output would differ. Write to a new folder, delete this "
+        "one to start over, or name those files with --benchmarks to check against them as before"
+    )
+
+
 def _merge_report(report_dir: Path, out_path: Path) -> tuple[Counter, int]:
     """Concatenate the per-task reports; count contaminated documents per benchmark, and in all."""
     hits: Counter = Counter()
@@ -216,14 +255,18 @@ def check_prompts(
 
     A row's prompt is read from `prompt` / `problem` / `question` / `text` / `messages` ... (see
     `curate.decont_sources.prompt_texts`); a row with none is counted in `unreadable` (first lines listed), not
-    passed as clean. Returns {"prompts": N checked, "contaminated": K, "unreadable": U, "unreadable_rows": [...],
-    "hits_per_benchmark": {...}, "rows": [{file, line, overlaps}]}. No readable prompt at all is a ValueError.
+    passed as clean. An eval folder's training splits are left out (`curate.decont_sources.is_training_split`), a
+    prompt folder's are not. Returns {"prompts": N checked, "contaminated": K, "unreadable": U, "unreadable_rows":
+    [...], "hits_per_benchmark": {...}, "benchmark_files_left_out": [...], "rows": [{file, line, overlaps}]}.
+    No readable prompt at all is a ValueError.
     """
     from curate.decont import BenchmarkIndex
-    from curate.decont_sources import benchmark_files, prompt_texts
+    from curate.decont_sources import benchmark_files, prompt_texts, say_left_out_training_splits
     from mathmix.records import read_records
 
-    files = benchmark_files(prompt_files, what="prompt")  # a missing prompt file fails before the index
+    # a missing prompt file fails before the index; prompt sets are training data: a folder keeps every file
+    files = benchmark_files(prompt_files, what="prompt")
+    left_out = say_left_out_training_splits(evals)  # eval folders: their training splits are not checked
     index = BenchmarkIndex(evals, ngram, min_words, short_min_tokens)
     rows: list[dict] = []
     unreadable: list[dict] = []
@@ -253,6 +296,7 @@ def check_prompts(
         "unreadable": len(unreadable),
         "unreadable_rows": unreadable[:100],
         "hits_per_benchmark": dict(sorted(hits.items())),
+        "benchmark_files_left_out": [str(p) for p in left_out],
         "rows": rows,
     }
 

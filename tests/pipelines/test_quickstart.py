@@ -40,6 +40,11 @@ def test_quickstart_runs_the_whole_chain(tmp_path, capsys):
         >= 1
     )
     assert summaries["decont"]["dropped"].get("contaminated", 0) == 1
+    # the planted page quotes a math500 test problem; the sample's training splits are no benchmark (their
+    # problems share 13-grams with it: math/train was counted as a hit before they were left out)
+    assert summaries["decont"]["hits_per_benchmark"] == {"math500/test": 1}
+    left_out = summaries["decont"]["benchmark_files_left_out"]
+    assert [str(run / "sample" / "bench" / f) for f in ("gsm8k/train.jsonl", "math/train.jsonl")] == left_out
     corpus = pq.read_table(run / "decont" / "data").to_pylist()
     assert corpus and all(row["math_score"] is not None for row in corpus)
     assert (run / "classifier" / "model.bin").is_file()
