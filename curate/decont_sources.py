@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,20 @@ def say_left_out_training_splits(paths: Sequence[str | Path]) -> list[Path]:
     return [p for files in left_out.values() for p in files]
 
 
+_READ_TRAINING_SPLITS = [False]  # set by `as_when_training_splits_were_read`
+
+
+@contextmanager
+def as_when_training_splits_were_read() -> Iterator[None]:
+    """Within it, benchmark folders are read whole, as before training splits were left out: what an earlier
+    mathmix recorded of a stage it finished (`pipelines.decont.SUPERSEDED`)."""
+    _READ_TRAINING_SPLITS[0] = True
+    try:
+        yield
+    finally:
+        _READ_TRAINING_SPLITS[0] = False
+
+
 def _files_and_left_out(
     paths: Sequence[str | Path], what: str
 ) -> tuple[dict[Path, tuple[Path, int]], dict[Path, list[Path]]]:
@@ -140,7 +155,7 @@ def _files_and_left_out(
             inside = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(BENCH_SUFFIXES))
             if not inside:
                 raise FileNotFoundError(f"{what} folder {path} holds no .jsonl file")
-            if what == "benchmark":
+            if what == "benchmark" and not _READ_TRAINING_SPLITS[0]:
                 training = [p for p in inside if is_training_split(p.relative_to(path))]
                 if len(training) == len(inside):
                     raise ValueError(

@@ -156,6 +156,16 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
 OUTPUTS = ("data", "logs", "rejects", "work", "contamination.jsonl", "contamination.tmp")
 
 
+# An earlier mathmix read benchmark folders whole, training splits too: a stage it finished (its record made with
+# them) is kept as finished, with this said on every run, rather than refused: a run folder's later stages (a
+# rewrite's GPU hours) hang on it. `pipelines.runner` reads it; the context recomputes that record.
+SUPERSEDED = (
+    "curate.decont_sources:as_when_training_splits_were_read",
+    "finished by an earlier mathmix against the training splits under its benchmark folders too: its corpus also "
+    "lacks the pages quoting them (kept as finished; delete {out_dir} and the stages after it to redo it without)",
+)
+
+
 def files_read(
     config: Config, run_dir: Path | str, previous: Mapping[str, Path] | None = None
 ) -> dict[str, str]:

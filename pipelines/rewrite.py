@@ -28,6 +28,13 @@ OPERATIONAL_KEYS = OPERATIONAL_SETTINGS
 # Recorded as the files they resolve to (`files_read`, with their digests), not as typed, as decont's benchmarks: a
 # folder and its one file, or the same files in another order, are the same stage (pipelines.runner.stage_identity)
 SETTINGS_AS_FILES = ("decont_benchmarks",)
+# An earlier mathmix read decont_benchmarks folders whole, training splits too (see pipelines.decont.SUPERSEDED).
+SUPERSEDED = (
+    "curate.decont_sources:as_when_training_splits_were_read",
+    "finished by an earlier mathmix that decontaminated against the training splits under its decont_benchmarks "
+    "folders too: its branches also lack outputs quoting them (kept as finished; delete {out_dir} and the stages "
+    "after it to redo it without)",
+)
 Task = Literal["refine", "qa", "longcot", "score"]
 
 

@@ -28,6 +28,7 @@ from mathmix.paths import expand_inputs
 from pipelines.executors import JobsSubmitted, live_submissions
 from pipelines.job_record import (
     MODEL_SNAPSHOT,
+    OUTPUTS_KEY,
     SOURCE_ROOT,
     check_job,
     describe_difference,
@@ -35,6 +36,7 @@ from pipelines.job_record import (
     has_progress,
     job_identity,
     weights_digest,
+    without_settings,
     yaml_digest,
 )
 from pipelines.recipe import Recipe
@@ -179,10 +181,14 @@ def _run_steps(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | No
             identity, operational = stage_identity(
                 name, step["config"], inputs, recipe.output_dir, previous=previous
             )
-            earlier = earlier_stage_identities(name, inputs, recipe.output_dir, identity, step["config"])
-            _check_stage_job(
-                out_dir, identity, name, ignore=operational, earlier=earlier, run_dir=recipe.output_dir
-            )
+            kept = summary_path.exists() and _superseded(name, step, inputs, recipe, previous, operational)
+            if kept:  # finished under a record an earlier mathmix wrote: kept as it is, the record too
+                console.print(f"[yellow]{escape(name)}: {escape(kept)}[/]", soft_wrap=True)
+            else:
+                earlier = earlier_stage_identities(name, inputs, recipe.output_dir, identity, step["config"])
+                _check_stage_job(
+                    out_dir, identity, name, ignore=operational, earlier=earlier, run_dir=recipe.output_dir
+                )
             _record_upstream(out_dir, upstream)
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
@@ -326,6 +332,36 @@ def stage_identity(
     inputs_read = getattr(module, "inputs_read", None)
     read = inputs if inputs_read is None else inputs_read(config, run_dir, inputs, previous or {})
     return job_identity(read, settings, run_dir=run_dir, **extra), operational
+
+
+def _superseded(
+    name: str,
+    step: dict[str, Any],
+    inputs: list[str],
+    recipe: Recipe,
+    previous: Mapping[str, Path],
+    operational: Collection[str],
+) -> str | None:
+    """What to say of a finished stage whose record is the one its module's `SUPERSEDED` describes (a context in
+    which the stage identity comes out as an earlier mathmix recorded it, and a note), else None."""
+    import importlib
+
+    superseded = getattr(stage_module(name), "SUPERSEDED", None)
+    record_path = Path(step["output"]) / RECIPE_STAGE_FILE
+    if superseded is None or not record_path.is_file():
+        return None
+    where, note = superseded
+    module, function = where.split(":")
+    try:
+        with getattr(importlib.import_module(module), function)():
+            then, _ = stage_identity(name, step["config"], inputs, recipe.output_dir, previous=previous)
+            forms = [then, *earlier_stage_identities(name, inputs, recipe.output_dir, then, step["config"])]
+        record = without_settings(json.loads(record_path.read_text()), operational)
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict):
+        record.pop(OUTPUTS_KEY, None)
+    return note.format(out_dir=step["output"]) if record in forms else None
 
 
 def earlier_stage_identities(

@@ -189,3 +189,39 @@ def test_a_folder_finished_against_training_splits_too_is_refused_in_one_line(
     assert str(bench / "math" / "train.jsonl") in str(err.value) and "test.jsonl" not in str(err.value)
     again = run_decont(Config(), [str(docs)], out, one, [str(bench), *train])  # named: the same job, resumed
     assert again["dropped"] == before["dropped"]
+
+
+def test_a_recipe_stage_an_earlier_mathmix_finished_against_training_splits_is_kept_and_said(
+    bench: Path, docs: Path, tmp_path: Path, capsys
+) -> None:
+    """`make quickstart` over an existing quickstart-run, or a run whose later stages (a rewrite's GPU hours) hang
+    on its decont: refused as another job, the run could not go on without deleting them. A finished stage is
+    kept, its record as it was, and said on every run; one not finished is still another job."""
+    from curate.decont_sources import as_when_training_splits_were_read
+    from pipelines.recipe import Recipe
+    from pipelines.runner import StageFailed, run_recipe
+
+    run = tmp_path / "run"
+    (run / "sample").mkdir(parents=True)
+    bench.rename(run / "sample" / "bench")
+    recipe = Recipe.model_validate(
+        {
+            "name": "t",
+            "output_dir": str(run),
+            "executor": {"tasks": 1},
+            "stages": {"decont": {"inputs": [str(docs)]}},
+        }  # fmt: skip
+    )
+    with as_when_training_splits_were_read():  # as an earlier mathmix ran it
+        before = run_recipe(recipe)["decont"]
+    record = (run / "decont" / "recipe-stage.json").read_text()
+    assert before["dropped"] == {"contaminated": 11}
+    capsys.readouterr()
+    for _ in range(2):
+        assert run_recipe(recipe)["decont"] == before  # kept as finished
+        said = " ".join("".join(capsys.readouterr()).split())
+        assert "decont: finished by an earlier mathmix against the training splits" in said
+        assert (run / "decont" / "recipe-stage.json").read_text() == record  # kept: said again next time
+    (run / "decont" / "summary.json").unlink()  # not finished: resuming would mix two benchmark sets
+    with pytest.raises(StageFailed, match="another job"):
+        run_recipe(recipe)
