@@ -181,7 +181,9 @@ def _run_steps(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | No
             identity, operational = stage_identity(
                 name, step["config"], inputs, recipe.output_dir, previous=previous
             )
-            kept = summary_path.exists() and _superseded(name, step, inputs, recipe, previous, operational)
+            kept = summary_path.exists() and _superseded(
+                name, step, inputs, recipe, previous, operational, identity
+            )
             if kept:  # finished under a record an earlier mathmix wrote: kept as it is, the record too
                 console.print(f"[yellow]{escape(name)}: {escape(kept)}[/]", soft_wrap=True)
             else:
@@ -341,9 +343,11 @@ def _superseded(
     recipe: Recipe,
     previous: Mapping[str, Path],
     operational: Collection[str],
+    identity: dict[str, Any],
 ) -> str | None:
     """What to say of a finished stage whose record is the one its module's `SUPERSEDED` describes (a context in
-    which the stage identity comes out as an earlier mathmix recorded it, and a note), else None."""
+    which the stage identity comes out as an earlier mathmix recorded it, and a note), else None: also where that
+    context changes nothing (no training split under the folders), and the stage's own checks then apply."""
     import importlib
 
     superseded = getattr(stage_module(name), "SUPERSEDED", None)
@@ -355,6 +359,8 @@ def _superseded(
     try:
         with getattr(importlib.import_module(module), function)():
             then, _ = stage_identity(name, step["config"], inputs, recipe.output_dir, previous=previous)
+            if then == identity:
+                return None
             forms = [then, *earlier_stage_identities(name, inputs, recipe.output_dir, then, step["config"])]
         record = without_settings(json.loads(record_path.read_text()), operational)
     except (OSError, ValueError):
