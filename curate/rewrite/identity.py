@@ -116,7 +116,12 @@ def rewrite_identity(
     # the cap this task's requests get, whether set (one number, one per task) or the task's default fitted to
     # the model's context: unset, it was left out of the record, and a new default would resume an old job
     what["max_tokens"] = settings.sampling(task)["max_tokens"]
-    benchmarks = [str(Path(b).resolve()) for b in settings.decont_benchmarks]  # as files, not as typed
+    from curate.decont_sources import benchmark_paths
+
+    # the files read, sorted: a folder and its one file, or the same files in another order, are one job (the
+    # recipe stage's record holds them so too); the typed list, resolved, is how records held them before
+    typed = [str(Path(b).resolve()) for b in settings.decont_benchmarks]
+    benchmarks = sorted(set(benchmark_paths(settings.decont_benchmarks).values())) or typed
     digests = {
         **benchmark_digests(settings.decont_benchmarks),
         **prompt_digest(task, settings.prompt_version),
@@ -135,9 +140,17 @@ def rewrite_identity(
         if digest is None:  # kept: no weights to see here, and a later local run is checked against them
             identity["model_digest"] = recorded["model_digest"]
         earlier = []
+    if typed != benchmarks:
+        earlier += [{**form, **_as_typed(typed, run_dir)} for form in (identity, *earlier)]
     if what["max_tokens"] == OLD_MAX_TOKENS:  # a record from before per-task caps, made with the default then
         earlier += [_without_max_tokens(form) for form in (identity, *earlier)]
     return identity, earlier
+
+
+def _as_typed(typed: list[str], run_dir: Path) -> dict:
+    from pipelines.job_record import job_identity
+
+    return {"decont_benchmarks": job_identity([], {}, run_dir, decont_benchmarks=typed)["decont_benchmarks"]}
 
 
 def _without_max_tokens(identity: dict) -> dict:

@@ -484,6 +484,11 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         tokens_in_per_s=report["tokens_in_per_s"], tokens_out_per_s=report["tokens_out_per_s"],
         gpu_hours_estimate=report.get("gpu_hours_estimate"), **weights,
     )  # fmt: skip
+    if settings.decont_benchmarks:  # training splits under the benchmark folders, not read (as decont says)
+        from curate.decont_sources import left_out_training_splits
+
+        left_out = left_out_training_splits(settings.decont_benchmarks).values()
+        summary["benchmark_files_left_out"] = [str(p) for files in left_out for p in files]
     write_summary(out_dir, summary)
     return summary
 

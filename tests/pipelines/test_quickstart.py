@@ -45,6 +45,10 @@ def test_quickstart_runs_the_whole_chain(tmp_path, capsys):
     assert summaries["decont"]["hits_per_benchmark"] == {"math500/test": 1}
     left_out = summaries["decont"]["benchmark_files_left_out"]
     assert [str(run / "sample" / "bench" / f) for f in ("gsm8k/train.jsonl", "math/train.jsonl")] == left_out
+    assert (
+        json.loads((run / "branches" / "qa" / "summary.json").read_text())["benchmark_files_left_out"]
+        == left_out
+    )
     corpus = pq.read_table(run / "decont" / "data").to_pylist()
     assert corpus and all(row["math_score"] is not None for row in corpus)
     assert (run / "classifier" / "model.bin").is_file()
