@@ -28,7 +28,7 @@ class StoppedBySignal(ValueError):
 class StopOnSignal:
     """Context manager: while it is open, SIGTERM/SIGUSR1 are noted instead of killing the process.
 
-    Outside the main thread (where Python cannot install handlers) it does nothing and `requested` stays 0.
+    Outside the main thread (where Python cannot install handlers) it does nothing and `signum` stays 0.
     """
 
     def __init__(self) -> None:
