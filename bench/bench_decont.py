@@ -19,8 +19,8 @@ import argparse
 import json
 import random
 import re
-import shutil
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -73,9 +73,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--planted", type=int, default=1000)
-    ap.add_argument("--out", type=Path, default=Path("/tmp/mathmix-bench-decont"))
+    ap.add_argument(
+        "--out", type=Path, default=None, help="a new or empty folder (default: a fresh temp folder)"
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    # never a fixed path (two runs clobbered each other) and never a folder with files (it was deleted whole)
+    if args.out is None:
+        args.out = Path(tempfile.mkdtemp(prefix="mathmix-bench-decont-"))
+    elif args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        sys.exit(f"--out {args.out}: must be a new or empty folder")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -98,7 +105,6 @@ def main() -> None:
         hits = index.find(problem)
         rule = "ngram" if any(o.n_matched > o.whole for o in hits) else "whole" if hits else "none"
         detectable[f"planted{i}"] = (name, rule)
-    shutil.rmtree(args.out, ignore_errors=True)
     (args.out / "in").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), args.out / "in" / "docs.parquet")
     start = time.time()
