@@ -76,6 +76,9 @@ def run_cmd(
         args = [sys.executable, "-m", "midtrain.torchrun", "--standalone", f"--nproc_per_node={nproc}"]
         # the grace torchrun gives its workers after forwarding SIGTERM, before SIGKILL: time to checkpoint
         args += [f"--shutdown-timeout={os.environ.get('TORCH_ELASTIC_SHUTDOWN_TIMEOUT', STOP_GRACE_S)}"]
+        # SIGUSR1 too (Slurm's --signal=USR1@N, or a kill of the launcher's process group): by default it killed
+        # torchrun, and its workers trained on, orphaned, to the end of the recipe
+        args += ["--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"]
         args += ["-m", "midtrain", "train", str(recipe)] + sum((["--stage", s] for s in stage or []), [])
         args += ["-o", str(output_dir)] if output_dir else []
         args += ["--no-progress"] if no_progress else []

@@ -29,16 +29,21 @@ def _wait_for_step(proc: subprocess.Popen, metrics: Path, step: int, timeout: fl
     return False
 
 
-def _stop_with(sig: int, args: list[str], stage_dir: Path, mt) -> tuple[subprocess.CompletedProcess, int]:
-    """Start `mathmix train ARGS`, send `sig` once step 5 is logged; the finished process and its last step."""
+def _stop_with(
+    sig: int, args: list[str], stage_dir: Path, mt, group: bool = False
+) -> tuple[subprocess.CompletedProcess, int]:
+    """Start `mathmix train ARGS`, send `sig` once step 5 is logged (to the launcher, or with GROUP to its process
+    group: the launcher and torchrun, not the workers, which torchrun starts in sessions of their own); the
+    finished process and its last step."""
     proc = subprocess.Popen(mt.cmd("train", *args, "--no-progress"), cwd=mt.repo, env=mt.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=group)  # fmt: skip
     try:
         reached = _wait_for_step(proc, stage_dir / "metrics.jsonl", 5)
         if not reached:
             proc.kill()
         assert reached, f"the run ended before the signal: {proc.communicate()[1][-2000:]}"
-        proc.send_signal(sig)
+        os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
         out, err = proc.communicate(timeout=180)
     finally:
         if proc.poll() is None:
@@ -77,12 +82,15 @@ def test_sigterm_checkpoints_the_step_in_flight_and_the_rerun_matches(tiny_shard
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="torchrun's local workers")
-def test_sigusr1_to_the_launcher_stops_every_rank_at_one_checkpoint(tiny_shards, tmp_path, mt):
-    # Slurm's `--signal=USR1@120`: the launcher passes it to torchrun as SIGTERM, torchrun to both ranks
+@pytest.mark.parametrize("group", [False, True], ids=["launcher", "process-group"])
+def test_sigusr1_to_the_launcher_stops_every_rank_at_one_checkpoint(tiny_shards, tmp_path, mt, group):
+    # Slurm's `--signal=USR1@120`: the launcher passes it to torchrun as SIGTERM, torchrun to both ranks. Sent to
+    # the launcher's process group, torchrun got it too and died of it (SIGUSR1's default), and the workers,
+    # orphaned, trained the whole recipe while the launcher said 138
     settings = dict(shards=tiny_shards, stable_tokens=STEPS * 256, checkpoint_every=1000)
     recipe = mt.write_recipe(tmp_path / "r.yaml", mt.recipe(**settings, out=tmp_path / "run"))
     stage_dir = tmp_path / "run" / "stable"
-    result, stopped_at = _stop_with(signal.SIGUSR1, [str(recipe), "--nproc", "2"], stage_dir, mt)
+    result, stopped_at = _stop_with(signal.SIGUSR1, [str(recipe), "--nproc", "2"], stage_dir, mt, group)
 
     assert result.returncode == 128 + signal.SIGUSR1, result.stderr[-3000:]
     assert "Traceback" not in result.stderr  # torchrun's own, for the signal that stopped it, is not shown
