@@ -16,7 +16,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from curate.rewrite.identity import OPERATIONAL_SETTINGS
+# former_default_forms: a stage record from before max_tokens defaults per task left out max_tokens 1024 and
+# model_max_context 8192, the defaults then; a recipe that sets them so is that stage (runner.earlier_stage_identities)
+from curate.rewrite.identity import OPERATIONAL_SETTINGS, former_default_forms  # noqa: F401
 from curate.rewrite.job import RewriteSettings, run_task
 from curate.summary import write_summary
 from pipelines.stages import StageContext

@@ -390,6 +390,11 @@ def earlier_stage_identities(
     if typed:  # as job_identity wrote them: paths in the run folder as {run_dir}/...
         typed = job_identity([], typed, run_dir=run_dir)["settings"]
         forms += [{**form, "settings": {**form.get("settings", {}), **typed}} for form in forms]
+    former = getattr(module, "former_default_forms", None)
+    if (
+        former is not None
+    ):  # settings whose default changed, set to the default until then (rewrite's max_tokens)
+        forms += former(identity.get("settings", {}), forms)
     unique: list[dict[str, Any]] = []
     for form in forms[1:]:
         if form != identity and form not in unique:

@@ -19,6 +19,9 @@ OUTPUTS = ("data", "rejects", "raw", "checkpoints", "decont", "logs", "_model", 
 # The one cap of every task before each got its own (`curate.rewrite.budget`), left out of records as the default:
 # a record without max_tokens is a job of this cap.
 OLD_MAX_TOKENS = 1024
+# Settings whose default changed, by their default until then: a record left them out, so a job that sets them to
+# that value is the job such a record describes (max_tokens by the cap the task gets: `what` holds it).
+FORMER_DEFAULTS = {"max_tokens": OLD_MAX_TOKENS, "model_max_context": 8192}
 # How a rerun may differ from the run it resumes: where and how fast it generates, not what.
 OPERATIONAL_SETTINGS = {"server", "endpoint", "api_key_env", "max_concurrent", "request_timeout_s",
                         "server_ready_timeout_s", "retries", "retry_backoff_s", "max_attempts", "tp", "dp",
@@ -142,19 +145,26 @@ def rewrite_identity(
         earlier = []
     if typed != benchmarks:
         earlier += [{**form, **_as_typed(typed, run_dir)} for form in (identity, *earlier)]
-    if what["max_tokens"] == OLD_MAX_TOKENS:  # a record from before per-task caps, made with the default then
-        earlier += [_without_max_tokens(form) for form in (identity, *earlier)]
+    earlier += former_default_forms(identity["settings"], [identity, *earlier])
     return identity, earlier
+
+
+def former_default_forms(settings: dict, forms: list[dict]) -> list[dict]:
+    """FORMS as a record from before would hold them: without the `FORMER_DEFAULTS` settings SETTINGS gives their
+    former default (each alone, and all of them)."""
+    keys = [k for k, v in FORMER_DEFAULTS.items() if settings.get(k) == v]
+    drops = [{k} for k in keys] + ([set(keys)] if len(keys) > 1 else [])
+    return [
+        {**form, "settings": {k: v for k, v in form.get("settings", {}).items() if k not in drop}}
+        for drop in drops
+        for form in forms
+    ]
 
 
 def _as_typed(typed: list[str], run_dir: Path) -> dict:
     from pipelines.job_record import job_identity
 
     return {"decont_benchmarks": job_identity([], {}, run_dir, decont_benchmarks=typed)["decont_benchmarks"]}
-
-
-def _without_max_tokens(identity: dict) -> dict:
-    return {**identity, "settings": {k: v for k, v in identity["settings"].items() if k != "max_tokens"}}
 
 
 def _recorded(path: Path) -> dict | None:

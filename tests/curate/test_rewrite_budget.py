@@ -97,3 +97,33 @@ def test_a_job_recorded_with_the_old_single_default_is_another_job(tmp_path):
     as_it_was = RewriteSettings(max_tokens=1024)
     check_out_dir(out, *rewrite_identity(inputs, as_it_was, "refine", tmp_path, out), tmp_path)  # resumes
     assert json.loads((out / "job.json").read_text())["settings"]["max_tokens"] == 1024  # rewritten in full
+
+
+def test_a_record_from_before_resumes_when_its_former_defaults_are_set(tmp_path):
+    """max_tokens 1024 and model_max_context 8192 were the defaults, left out of records: set to them, a job or a
+    recipe stage is the one such a record describes. Set in the recipe, the stage record now held them, and an
+    unfinished stage of an earlier mathmix could resume neither way."""
+    from curate.rewrite.identity import check_out_dir, rewrite_identity
+    from pipelines.rewrite import Config
+    from pipelines.runner import earlier_stage_identities, stage_identity
+
+    (tmp_path / "in.jsonl").write_text(json.dumps({"id": "a", "text": "Worked example: $x + 1 = 2$."}) + "\n")
+    inputs, out = [str(tmp_path / "in.jsonl")], tmp_path / "qa"
+    then = RewriteSettings(max_tokens=1024, model_max_context=8192)
+    identity, earlier = rewrite_identity(inputs, then, "qa", tmp_path, out)
+    old = {**identity, "settings": {k: v for k, v in identity["settings"].items()
+                                    if k not in ("max_tokens", "model_max_context")}}  # fmt: skip
+    out.mkdir()
+    (out / "job.json").write_text(json.dumps(old))
+    (out / "raw").mkdir()
+    (out / "raw" / "00000_chunk_0.jsonl.gz").write_bytes(b"")
+    check_out_dir(out, identity, earlier, tmp_path)  # refused before: "model_max_context: (default) -> 8192"
+
+    config = Config.model_validate({"inputs": inputs, "max_tokens": 1024, "model_max_context": 8192})
+    stage, _ = stage_identity("rewrite", config, inputs, tmp_path)
+    assert stage["settings"]["max_tokens"] == 1024
+    forms = earlier_stage_identities("rewrite", inputs, tmp_path, stage, config)
+    recorded_then = {
+        k: v for k, v in stage["settings"].items() if k not in ("max_tokens", "model_max_context")
+    }
+    assert {**stage, "settings": recorded_then} in forms
