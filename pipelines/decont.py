@@ -18,6 +18,8 @@ from typing import Literal
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
+from curate.decont_sources import as_when_training_splits_were_read
+
 FOLDER = "decont"
 EXTRA_COLUMNS = [("contaminated", pa.bool_()), ("decont_benchmarks", pa.string())]
 
@@ -158,9 +160,10 @@ OUTPUTS = ("data", "logs", "rejects", "work", "contamination.jsonl", "contaminat
 
 # An earlier mathmix read benchmark folders whole, training splits too: a stage it finished (its record made with
 # them) is kept as finished, with this said on every run, rather than refused: a run folder's later stages (a
-# rewrite's GPU hours) hang on it. `pipelines.runner` reads it; the context recomputes that record.
+# rewrite's GPU hours) hang on it. `pipelines.runner` reads it; within the context the stage's identity comes out
+# as that record.
 SUPERSEDED = (
-    "curate.decont_sources:as_when_training_splits_were_read",
+    as_when_training_splits_were_read,
     "finished by an earlier mathmix against the training splits under its benchmark folders too: its corpus also "
     "lacks the pages quoting them (kept as finished; delete {out_dir} and the stages after it to redo it without)",
 )

@@ -18,6 +18,7 @@ from pydantic import Field
 
 # former_default_forms: a stage record from before max_tokens defaults per task left out max_tokens 1024 and
 # model_max_context 8192, the defaults then; a recipe that sets them so is that stage (runner.earlier_stage_identities)
+from curate.decont_sources import as_when_training_splits_were_read
 from curate.rewrite.identity import OPERATIONAL_SETTINGS, former_default_forms  # noqa: F401
 from curate.rewrite.job import RewriteSettings, run_task
 from curate.summary import write_summary
@@ -32,7 +33,7 @@ OPERATIONAL_KEYS = OPERATIONAL_SETTINGS
 SETTINGS_AS_FILES = ("decont_benchmarks",)
 # An earlier mathmix read decont_benchmarks folders whole, training splits too (see pipelines.decont.SUPERSEDED).
 SUPERSEDED = (
-    "curate.decont_sources:as_when_training_splits_were_read",
+    as_when_training_splits_were_read,
     "finished by an earlier mathmix that decontaminated against the training splits under its decont_benchmarks "
     "folders too: its branches also lack outputs quoting them (kept as finished; delete {out_dir} and the stages "
     "after it to redo it without)",

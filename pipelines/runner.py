@@ -348,16 +348,13 @@ def _superseded(
     """What to say of a finished stage whose record is the one its module's `SUPERSEDED` describes (a context in
     which the stage identity comes out as an earlier mathmix recorded it, and a note), else None: also where that
     context changes nothing (no training split under the folders), and the stage's own checks then apply."""
-    import importlib
-
     superseded = getattr(stage_module(name), "SUPERSEDED", None)
     record_path = Path(step["output"]) / RECIPE_STAGE_FILE
     if superseded is None or not record_path.is_file():
         return None
-    where, note = superseded
-    module, function = where.split(":")
+    as_then, note = superseded
     try:
-        with getattr(importlib.import_module(module), function)():
+        with as_then():
             then, _ = stage_identity(name, step["config"], inputs, recipe.output_dir, previous=previous)
             if then == identity:
                 return None
