@@ -8,6 +8,7 @@ scored with its formulas taken out (`strip_math`).
 from __future__ import annotations
 
 import re
+import unicodedata
 from importlib import resources
 from pathlib import Path
 
@@ -27,14 +28,36 @@ _SPACES = re.compile(r"\s+")
 _LID_MAX_CHARS = 20_000  # scoring the first 20k chars of prose is as good as the whole page and bounded
 
 
+# Scripts written without spaces between words: each of their characters counts as a word. Han (with its marks and
+# radicals), Hiragana, Katakana (and half-width Katakana), Thai, Lao, Tibetan, Myanmar and Khmer. Hangul is not
+# here: Korean is written with spaces.
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\u2e80-\u2fdf\u3005-\u3007"
+    "\u3021-\u3029\u3038-\u303b\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua9e0-\ua9ff"
+    "\uaa60-\uaa7f\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
+)
+
+
+def word_count(line: str) -> int:
+    """Words in `line`: its space-separated tokens, where each character of a script written without spaces
+    (Chinese, Japanese, Thai...) is a word of its own (a line of 40 Han characters is 40 words, not one)."""
+    unspaced = len(_UNSPACED.findall(line))
+    if not unspaced:
+        return len(line.split())
+    return unspaced + len(_UNSPACED.sub(" ", line).split())
+
+
 def prose_lines(text: str) -> str:
-    """Keep the lines that read as prose (4+ words, mostly letters): tables, code and formula rows are not."""
+    """Keep the lines that read as prose (4+ words, mostly letters): tables, code and formula rows are not.
+
+    Letters include their combining marks (the vowel signs of Thai, Devanagari, Myanmar...), and in scripts written
+    without spaces each character is a word (`word_count`): a line of Chinese is prose, as a line of English is.
+    """
     kept = []
     for line in strip_math(text).splitlines():
-        words = line.split()
-        if len(words) < 4:
+        if word_count(line) < 4:
             continue
-        letters = sum(ch.isalpha() for ch in line)
+        letters = sum(unicodedata.category(ch)[0] in "LM" for ch in line)
         if letters >= 0.5 * sum(not ch.isspace() for ch in line):
             kept.append(line)
     return " ".join(kept)
