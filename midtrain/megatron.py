@@ -1,16 +1,30 @@
 """`--emit megatron`: the Megatron-LM `pretrain_gpt.py` command equivalent to each stage of a train recipe.
 
 Megatron counts in samples: a stage trains the trainer's steps (max(1, tokens // global batch)) x the batch. A
-decay branch loads the stable checkpoint and runs Megatron's WSD schedule whose decay window is the branch.
+decay branch continues the stable checkpoint and runs Megatron's WSD schedule whose decay window is the branch.
 Only Llama-family models are emitted; intra-document attention uses Megatron's local attention, the one path
 that applies the dense mask `--reset-attention-mask` builds (MASK_NOTE).
+
+Checkpoints, as Megatron-LM's megatron/training/checkpointing.py reads them (load_checkpoint, main branch): every
+stage loads from and saves to its own folder (`--load` == `--save`), so a rerun after a preemption resumes there
+(iteration, optimizer, consumed samples) as mathmix's trainer does. A folder without `latest_checkpointed_iteration.txt`
+makes Megatron warn once and train from random init; `--exit-on-missing-checkpoint` makes it exit instead, wherever a
+checkpoint must be loaded. The stable stage starts from the converted base with `--pretrained-checkpoint`: Megatron
+reads it (and sets finetune: iteration 0, no optimizer state) only when `--load` holds no tracker, and raises
+FileNotFoundError when neither does, so the exit flag never stops its first run. A decay branch's folder is first
+seeded (`seed_branch`) with the stable stage's final iteration and a tracker naming it. Every path is absolute: the
+commands run from any folder.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+from dataclasses import dataclass
 
 from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
+
+TRACKER = "latest_checkpointed_iteration.txt"  # Megatron's get_checkpoint_tracker_filename
 
 WSD_STYLE = {"cosine": "cosine", "linear": "linear", "1-sqrt": "minus_sqrt"}
 # Megatron's llama3 RoPE scaling hard-codes these (RotaryEmbedding._apply_scaling); only the factor is a flag
@@ -24,8 +38,20 @@ MASK_NOTE = (
 )
 
 
-def data_path_args(recipe: TrainRecipe, stage: StageConfig) -> list[str]:
-    """Weighted `--data-path w1 prefix1 w2 prefix2 ...`: each source's share split over its shard files by tokens."""
+@dataclass
+class SourceShards:
+    """One mixture source of a stage as Megatron reads it: its share of the stage, its shard prefixes (absolute)
+    and their tokens (None where the shards are not built yet)."""
+
+    name: str
+    share: float
+    prefixes: list[str]
+    tokens: list[int] | None
+
+
+def stage_sources(recipe: TrainRecipe, stage: StageConfig) -> list[SourceShards]:
+    """Each source of the stage's mixture: its share (token budgets first, weights share the rest), and its
+    shard files by the shard manifests (or the paths as given, where nothing is built there yet)."""
     from shards.indexed import IndexedDataset
     from shards.manifest import resolve_prefixes
 
@@ -33,17 +59,30 @@ def data_path_args(recipe: TrainRecipe, stage: StageConfig) -> list[str]:
     budgets = {s.name: s.tokens for s in mixture.sources if s.tokens is not None}
     rest = max(0.0, 1.0 - sum(budgets.values()) / stage.tokens)
     wsum = sum(s.weight for s in mixture.sources if s.weight is not None) or 1.0
-    args: list[str] = []
+    found = []
     for source in mixture.sources:
         share = budgets[source.name] / stage.tokens if source.name in budgets else rest * source.weight / wsum
         try:
             prefixes = [p for path in source.paths for p in resolve_prefixes(path)]
-            tokens = [IndexedDataset(p).num_tokens for p in prefixes]
-        except FileNotFoundError:  # shards not built yet: name the paths as given
-            prefixes, tokens = list(source.paths), [1] * len(source.paths)
+            tokens: list[int] | None = [IndexedDataset(p).num_tokens for p in prefixes]
+        except FileNotFoundError:  # shards not built yet: the paths as given (`emit` says so)
+            prefixes, tokens = list(source.paths), None
+        # absolute: Megatron resolves a relative prefix against the folder the command is run from
+        found.append(SourceShards(source.name, share, [os.path.abspath(p) for p in prefixes], tokens))
+    return found
+
+
+def data_path_args(
+    recipe: TrainRecipe, stage: StageConfig, sources: list[SourceShards] | None = None
+) -> list[str]:
+    """Weighted `--data-path w1 prefix1 w2 prefix2 ...`: each source's share split over its shard files by tokens.
+    SOURCES: `stage_sources(recipe, stage)`, where already read."""
+    args: list[str] = []
+    for source in stage_sources(recipe, stage) if sources is None else sources:
+        tokens = source.tokens or [1] * len(source.prefixes)
         total = sum(tokens) or 1
-        for prefix, n in zip(prefixes, tokens, strict=True):
-            args += [f"{share * n / total:.6g}", prefix]
+        for prefix, n in zip(source.prefixes, tokens, strict=True):
+            args += [f"{source.share * n / total:.6g}", prefix]
     return args
 
 
@@ -115,8 +154,89 @@ def train_samples(recipe: TrainRecipe, stage: StageConfig) -> int:
     return max(1, stage.tokens // t.global_batch_tokens) * t.sequences_per_step()
 
 
+def end_samples(recipe: TrainRecipe, stage: StageConfig) -> int:
+    """Megatron's consumed samples at the end of `stage`: a branch goes on from the counters of the stage it starts
+    from (0 for a checkpoint folder outside the recipe: unknown here), a stable stage starts at 0."""
+    names = [s.name for s in recipe.stages]
+    if stage.kind == "decay" and stage.start_from in names:
+        return end_samples(recipe, recipe.stage(str(stage.start_from))) + train_samples(recipe, stage)
+    return train_samples(recipe, stage)
+
+
+def megatron_dir(recipe: TrainRecipe, name: str) -> str:
+    """The Megatron checkpoint folder of stage NAME (absolute: the commands run from any folder)."""
+    return os.path.abspath(recipe.stage_dir(name) / "megatron")
+
+
+def seed_branch(branch: str, start: str, iteration: int | None, why: str) -> list[str]:
+    """Shell lines (ending in `&&`) that, only while BRANCH has no tracker yet, put START's checkpoint of ITERATION
+    (None: the one START's tracker names) into BRANCH with a tracker naming it, so that `--load BRANCH` starts
+    the branch there and a rerun resumes the branch's own checkpoints. Hard links (a copy across file systems):
+    Megatron writes each save into a new iter_N folder and never rewrites the seeded one. WHY: the message when
+    START has no checkpoint at ITERATION (its stage has not finished)."""
+    q = shlex.quote
+    into, tracker = q(branch + "/"), q(f"{branch}/{TRACKER}")
+    if iteration is None:  # the folder the tracker names: iter_%07d, or `release`
+        read = f"it=$(cat {q(f'{start}/{TRACKER}')})"
+        name = '$(if [ "$it" = release ]; then echo release; else printf \'iter_%07d\' "$it"; fi)'
+        check, folder, value = f"{read} && d={name}", '"$d"', '"$it"'
+    else:
+        found = f'"$(cat {q(f"{start}/{TRACKER}")} 2>/dev/null)"'
+        check = f"{{ [ {found} = {iteration} ] || {{ echo {q(why)} >&2; false; }}; }}"
+        folder, value = f"iter_{iteration:07d}", str(iteration)
+    src, dst = f"{q(start)}/{folder}", f"{q(branch)}/{folder}"
+    return [
+        f"[ -f {tracker} ] || {{ {check}",
+        f"&& rm -rf {dst} && mkdir -p {q(branch)}",
+        f"&& {{ cp -al {src} {into} 2>/dev/null || {{ rm -rf {dst} && cp -a {src} {into}; }}; }}",
+        f"&& echo {value} > {tracker}; }} &&",
+    ]
+
+
+def data_note(recipe: TrainRecipe, sources: list[SourceShards], base: int, samples: int) -> list[str]:
+    """Comment lines on what a decay branch's data is in Megatron: the branch continues the stable checkpoint's
+    consumed_train_samples (BASE), so Megatron builds each source's dataset for BASE + SAMPLES samples at its share
+    and reads only the last SAMPLES. A dataset larger than a source is several epochs shuffled together
+    (megatron/core/datasets/gpt_dataset.py: the document index tiles the epochs and shuffles them globally, but a
+    short final one), so the window is a random draw: a document is read Binomial(epochs, SAMPLES / (BASE +
+    SAMPLES)) times, where mathmix's trainer reads each once per pass over the source."""
+    t = recipe.trainer
+    total = base + samples
+    f = samples / total
+    lines = [
+        f"# data: the branch goes on from consumed_train_samples {base:,} of the checkpoint it starts from, so",
+        f"# Megatron builds each source's dataset for --train-samples {total:,} (~{total / samples:.0f}x the branch) "
+        "at its share",
+        f"# and the branch reads only the last {samples:,} samples. Where a source holds less than that, Megatron",
+        "# shuffles its epochs together and the branch reads a random draw with repeats, not each document once",
+        "# as mathmix's trainer does; no Megatron flag resets consumed samples and keeps the optimizer state.",
+        "# Per source (tokens in its shards; epochs Megatron builds; the branch's reads, in multiples of its size):",
+    ]
+    for source in sources:
+        if source.tokens is None:
+            lines.append(
+                f"#   {source.name}: share {source.share:.3g}, shards not built (emit again once they are)"
+            )
+            continue
+        have = sum(source.tokens)
+        epochs = total * source.share * t.seq_len / max(1, have)
+        reads = samples * source.share * t.seq_len / max(1, have)  # expected reads of a document
+        if epochs <= 1:  # one shuffled epoch: the window holds distinct samples
+            what = f"{min(1.0, reads):.0%} of it read once, none twice"
+        else:
+            never = (1 - f) ** epochs
+            once = epochs * f * (1 - f) ** (epochs - 1)
+            what = f"about {never:.0%} of it never read, {max(0.0, 1 - never - once):.0%} read twice or more"
+        lines.append(
+            f"#   {source.name}: {have:,} tokens, share {source.share:.3g}: {epochs:.2f} epochs built, {reads:.2f}x "
+            f"read: {what}"
+        )
+    return lines
+
+
 def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], nproc: int = 8) -> str:
-    """One `torchrun ... pretrain_gpt.py` command line for `stage`, with `model` = model_args(...).
+    """One `torchrun ... pretrain_gpt.py` command line for `stage`, with `model` = model_args(...); a decay branch's
+    is preceded by the shell lines that seed its folder (`seed_branch`) and comments on its data (`data_note`).
 
     Raises:
         TrainRecipeError: a warmup Megatron's scheduler cannot run as the trainer does (one that does not end
@@ -134,6 +254,10 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], npr
             f"{where} do not end before the stage's last step ({samples // t.sequences_per_step()} steps of "
             f"{t.global_batch_tokens:,} tokens): Megatron needs --lr-warmup-samples below --train-samples"
         )
+    q = shlex.quote
+    folder = megatron_dir(recipe, stage.name)
+    sources = stage_sources(recipe, stage)
+    head: list[str] = []
     lines = [f"torchrun --nproc_per_node {nproc} pretrain_gpt.py", *model]
     lines += [
         f"--seq-length {t.seq_len}",
@@ -148,41 +272,76 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], npr
         f"--seed {t.seed}",
         f"--lr-warmup-samples {warmup}",
     ]
-    save = recipe.stage_dir(stage.name) / "megatron"
     if stage.kind == "stable":
         lines += [f"--train-samples {samples}", "--lr-decay-style constant"]  # warmup, then the peak
+        lines.append(f"--load {q(folder)}")  # its own checkpoints: a rerun resumes
         if recipe.model.path:  # the pretrained base, converted to Megatron format beforehand (see `emit`)
-            lines += [f"--load {shlex.quote(recipe.model.path + '-mcore')}", "--finetune"]
+            # read only while --load has no checkpoint, with finetune semantics (iteration 0, no optimizer state);
+            # neither there: FileNotFoundError. The exit flag stops a Megatron without that fallback from
+            # training a random model instead.
+            pretrained = q(os.path.abspath(recipe.model.path) + "-mcore")
+            lines += [f"--pretrained-checkpoint {pretrained}", "--exit-on-missing-checkpoint"]
+        else:  # model.config: the recipe trains from random init, which its first run does
+            head.append("# model.config: the first run starts from random init (no checkpoint in --load yet)")
     else:
         source = str(stage.start_from)  # a decay stage has one (StageConfig checks)
-        base = train_samples(recipe, recipe.stage(source)) if source in [s.name for s in recipe.stages] else 0
-        start = recipe.stage_dir(source) / "megatron" if base else source
+        named = source in [s.name for s in recipe.stages]
+        base = end_samples(recipe, recipe.stage(source)) if named else 0
+        start = megatron_dir(recipe, source) if named else os.path.abspath(source)
+        last = base // t.sequences_per_step() if named else None  # the iteration the start stage ends at
         decay = max(1, stage.tokens // t.seq_len)  # the trainer decays over the stage's tokens
+        why = (
+            f"{stage.name}: {start} has no checkpoint of stage {source}'s last iteration {last}: run that stage "
+            "to its end first"
+        )
+        head.append(
+            f"# seed: on the first run only (no {TRACKER} in {folder} yet), the branch folder gets "
+            + (
+                f"stage {source}'s final checkpoint (iteration {last})"
+                if named
+                else f"the checkpoint {source}"
+            )
+            + ", hard-linked; a rerun resumes the branch"
+        )
+        if base:
+            head += data_note(recipe, sources, base, samples)
+        head += seed_branch(folder, start, last, why)
         lines += [
             f"--train-samples {base + samples}",
             f"--lr-decay-samples {base + decay}",
             "--lr-decay-style WSD",
             f"--lr-wsd-decay-style {WSD_STYLE[stage.decay_shape]}",
             f"--lr-wsd-decay-samples {decay}",
-            f"--load {shlex.quote(str(start))}",
+            f"--load {q(folder)}",
+            "--exit-on-missing-checkpoint",  # a folder the seed did not fill: exit, not train a random model
             "--override-opt_param-scheduler",
         ]
     if t.intra_document:  # positions restart per document, no attention or loss across a document boundary
         lines.append("--reset-position-ids --reset-attention-mask --eod-mask-loss")
     tokenizer = recipe.model.tokenizer_source
     if tokenizer:
-        lines.append(f"--tokenizer-type HuggingFaceTokenizer --tokenizer-model {shlex.quote(tokenizer)}")
+        tokenizer = os.path.abspath(tokenizer) if os.path.exists(tokenizer) else tokenizer  # else a hub name
+        lines.append(f"--tokenizer-type HuggingFaceTokenizer --tokenizer-model {q(tokenizer)}")
+    missing = [s for s in sources if s.tokens is None]
+    if missing:
+        paths = ", ".join(p for s in missing for p in s.prefixes)
+        head.append(
+            f"# shards not found: {paths}: the data prefixes below are those folders, which Megatron cannot "
+            "read; build the shards, then emit these commands again"
+        )
     lines += [
-        "--data-path " + " ".join(shlex.quote(a) for a in data_path_args(recipe, stage)),
+        "--data-path " + " ".join(q(a) for a in data_path_args(recipe, stage, sources)),
         "--split 100,0,0",
-        f"--save {shlex.quote(str(save))}",
+        f"--save {q(folder)}",
         f"--save-interval {t.checkpoint_every}",
         # the dense document mask needs Megatron's own attention and the unfused softmax (MASK_NOTE)
         "--transformer-impl local --no-masked-softmax-fusion"
         if t.intra_document
         else "--attention-backend flash",
     ]
-    return " \\\n    ".join(lines)
+    comments = [line for line in head if line.startswith("#")]
+    shell = [line for line in head if not line.startswith("#")]
+    return "\n".join(comments + [" \\\n    ".join(shell + lines)])
 
 
 def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -> str:
@@ -202,14 +361,14 @@ def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -
     model = model_args(hf_config)
     blocks = []
     if recipe.model.path:
-        path = shlex.quote(recipe.model.path)
+        path = shlex.quote(os.path.abspath(recipe.model.path))
         size = "mistral" if hf_config.model_type == "mistral" else "llama3"
         impl = "local" if t.intra_document else "transformer_engine"
         blocks.append(
             "# first convert the HF base: python tools/checkpoint/convert.py --model-type GPT "
             f"--loader llama_mistral --saver core --saver-transformer-impl {impl} --checkpoint-type hf "
             f"--model-size {size} "
-            f"--load-dir {path} --save-dir {shlex.quote(recipe.model.path + '-mcore')} --tokenizer-model {path}"
+            f"--load-dir {path} --save-dir {shlex.quote(os.path.abspath(recipe.model.path) + '-mcore')} --tokenizer-model {path}"
         )
     for stage in recipe.stages:
         if stages and stage.name not in stages:

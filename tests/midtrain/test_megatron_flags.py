@@ -146,6 +146,9 @@ def test_paths_with_spaces_are_quoted_for_the_shell(tiny_shards, tmp_path, mt):
                                           comments=True) for block in text.split("\n\n")[:3])  # fmt: skip
     assert convert[convert.index("--load-dir") + 1] == str(base)
     assert convert[convert.index("--save-dir") + 1] == f"{base}-mcore"
-    assert stable[stable.index("--load") + 1] == f"{base}-mcore"
-    assert stable[stable.index("--save") + 1] == str(tmp_path / "my run" / "stable" / "megatron")
-    assert decay[decay.index("--load") + 1] == str(tmp_path / "my run" / "stable" / "megatron")
+    assert stable[stable.index("--pretrained-checkpoint") + 1] == f"{base}-mcore"
+    for command, name in ((stable, "stable"), (decay, "decay")):  # each stage resumes from its own folder
+        assert command[command.index("--load") + 1] == str(tmp_path / "my run" / name / "megatron")
+        assert command[command.index("--save") + 1] == str(tmp_path / "my run" / name / "megatron")
+    # the seed reads the stable stage's final checkpoint, quoted as one word
+    assert f"{tmp_path}/my run/stable/megatron/iter_0000016" in decay
