@@ -17,7 +17,20 @@ from evals.grading import gold_answer_from_solution
 from mathmix.records import read_objects
 
 ZERO_SHOT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
-STOPS = ["\n\nProblem:", "\n\nQuestion:", "\nProblem:", "\nQuestion:", "<|endoftext|>"]
+# Generation stops (vLLM and transformers take literal strings): the few-shot separators, and headers of a made-up
+# next problem that no solution starts a paragraph with (OCW's prompts hold "Subproblem N:"). Any other header
+# ("Question 2:", "## Problem", "Example 3.") is cut before grading (`evals.grading.cut_at_next_problem`).
+STOPS = [
+    "\n\nProblem:",
+    "\n\nQuestion:",
+    "\nProblem:",
+    "\nQuestion:",
+    "\n\nSubproblem",
+    "\n\nQ:",
+    "\n\nPROBLEM:",
+    "\n\nQUESTION:",
+    "<|endoftext|>",
+]
 
 
 @dataclass(frozen=True)
@@ -93,7 +106,8 @@ def find_test_file(name: str, data_dir: Path) -> Path | None:
 
 
 def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
-    """Map any benchmark's fields onto {"id", "question", "answer", "solution"}; None when it has no answer."""
+    """Map any benchmark's fields onto {"id", "question", "answer", "solution"} (+ "tolerance" from OlympiadBench's
+    `error` field, where given); None when it has no answer."""
     question = record.get("problem") or record.get("question") or record.get("prompt") or ""
     solution = record.get("solution") or ""
     if isinstance(solution, list):
@@ -110,7 +124,20 @@ def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
     if not question or answer is None:
         return None
     item_id = record.get("id", record.get("idx", record.get("unique_id", index)))
-    return {"id": str(item_id), "question": question, "answer": str(answer), "solution": solution}
+    item = {"id": str(item_id), "question": question, "answer": str(answer), "solution": solution}
+    if (tolerance := _tolerance(record.get("error"))) is not None:
+        item["tolerance"] = tolerance
+    return item
+
+
+def _tolerance(error: Any) -> float | None:
+    """OlympiadBench's `error` field (`"1e-1"`: a numerical answer within 0.1 of the gold is right) as a number;
+    None where it is absent or not one positive number."""
+    try:
+        value = float(str(error).strip()) if error not in (None, "") else None
+    except ValueError:
+        return None
+    return value if value is not None and value > 0 and value != float("inf") else None
 
 
 def drop_reason(record: dict[str, Any]) -> str:

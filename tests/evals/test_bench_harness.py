@@ -96,7 +96,8 @@ def test_math_verify_grading(predicted, gold, correct):
 
 
 def test_grade_and_reward_use_the_extracted_answer():
-    assert grade("The answer is 18.\n\nQuestion: 2+2? The answer is 4.", "4")["extracted"] == "4"
+    # grade reads up to a made-up next problem itself (it read this one's answer, 4, before mathmix-grading/4)
+    assert grade("The answer is 18.\n\nQuestion: 2+2? The answer is 4.", "4")["extracted"] == "18"
     cut = truncate_at_stops("The answer is 18.\n\nQuestion: 2+2? The answer is 4.", ["\n\nQuestion:"])
     assert grade(cut, "18")["correct"]
     assert boxed_reward("... \\boxed{27.0}", "27") == 1.0
