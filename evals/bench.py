@@ -1,11 +1,13 @@
 """`mathmix eval bench`: few-shot math evals graded by math-verify; one results JSON per benchmark and a table.
 
 Output folder: `{benchmark}.json` ({"benchmark", "model", "shots", "n", "correct", "accuracy", "extraction",
-"grader", "items": [{"id", "question", "gold", "output", "extracted", "method", "correct"}], "backend", and
+"grader", "hit_max_new_tokens" (outputs cut by the generation budget, where the generator can tell), "items":
+[{"id", "question", "gold", "output", "extracted", "method", "correct", "hit_max_new_tokens"}], "backend", and
 "truncated_prompts" where prompts were cut to fit the model}), `results.json` ({"model", "backend", "grader",
-"benchmarks": {name: {"shots", "n", "correct", "accuracy"}}, "skipped": {name: reason}, "seconds"}) and `job.json`
-(what was evaluated: a rerun of the same job keeps the finished benchmarks, regrading those graded by another
-grader version, and another job is refused).
+"benchmarks": {name: {"shots", "n", "correct", "accuracy", + "truncated_prompts" and "dropped_items" where not 0,
+"hit_max_new_tokens" where known}}, "skipped": {name: reason}, "seconds"}) and `job.json` (what was evaluated: a
+rerun of the same job keeps the finished benchmarks, regrading those graded by another grader version, and
+another job is refused).
 """
 
 from __future__ import annotations
@@ -17,25 +19,56 @@ from pathlib import Path
 from typing import Any
 
 from evals.benchmarks import BENCHMARKS, STOPS, build_prompt, find_test_file, load_benchmark, load_exemplars
-from evals.grading import GRADER, grade
+from evals.grading import GRADER, cut_at_next_problem, grade
 from mathmix.cli_util import write_json
 
+# Tokens an output may fall short of the budget by and still count as having reached it: its text is counted
+# again with the tokenizer, and decoding then encoding may merge a token or two.
+BUDGET_SLACK = 2
 
-def grade_outputs(items: list[dict[str, Any]], outputs: list[str]) -> list[dict[str, Any]]:
-    """Per-item records: the question, gold answer, raw output, extracted answer and whether it is correct."""
+
+def grade_outputs(
+    items: list[dict[str, Any]], outputs: list[str], hits: list[bool] | None = None
+) -> list[dict[str, Any]]:
+    """Per-item records: the question, gold answer, raw output, extracted answer and whether it is correct, and
+    where HITS is given (`budget_hits`) whether the output was cut by the generation budget."""
     records = []
-    for item, output in zip(items, outputs, strict=True):
-        result = grade(output, item["answer"])
-        records.append(
-            {
-                "id": item["id"],
-                "question": item["question"],
-                "gold": item["answer"],
-                "output": output,
-                **result,
-            }
-        )
+    for i, (item, output) in enumerate(zip(items, outputs, strict=True)):
+        result = grade(output, item["answer"], item.get("tolerance"))
+        record = {
+            "id": item["id"],
+            "question": item["question"],
+            "gold": item["answer"],
+            "output": output,
+            **result,
+        }
+        if hits is not None:
+            record["hit_max_new_tokens"] = hits[i]
+        records.append(record)
     return records
+
+
+def budget_hits(generator: Any, outputs: list[str], max_new_tokens: int) -> list[bool] | None:
+    """Per output, whether it ran to MAX_NEW_TOKENS without reaching a stop, so its answer was cut by the budget:
+    its text, counted with the generator's tokenizer, is at least MAX_NEW_TOKENS - `BUDGET_SLACK` tokens long (a
+    stop or the end of text ends it shorter). An output that runs on into a made-up next problem
+    (`cut_at_next_problem`) finished its answer: not counted. None where the generator has no tokenizer, or its
+    tokenizer cannot count (the outputs are graded all the same)."""
+    try:
+        tokenizer = getattr(generator, "tokenizer", None)
+        if tokenizer is None and hasattr(generator, "llm"):  # vLLM
+            tokenizer = generator.llm.get_tokenizer()
+        if tokenizer is None:
+            return None
+        lengths = (
+            [len(ids) for ids in tokenizer(outputs, add_special_tokens=False)["input_ids"]] if outputs else []
+        )
+    except Exception:  # noqa: BLE001 - a count that cannot be made must not lose the outputs generated
+        return None
+    return [
+        n >= max_new_tokens - BUDGET_SLACK and cut_at_next_problem(output) == output
+        for n, output in zip(lengths, outputs, strict=True)
+    ]
 
 
 def benchmark_result(name: str, model: str, shots: int, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -50,8 +83,18 @@ def benchmark_result(name: str, model: str, shots: int, records: list[dict[str, 
         "accuracy": correct / len(records) if records else 0.0,
         "extraction": dict(Counter(r["method"] for r in records)),
         "grader": GRADER,
+        **hit_count(records),
         "items": records,
     }
+
+
+def hit_count(records: list[dict[str, Any]]) -> dict[str, int]:
+    """{"hit_max_new_tokens": outputs cut by the generation budget} where every record says (else {}: outputs of
+    a generator that cannot tell, or kept from a run before it was recorded)."""
+    flags = [r.get("hit_max_new_tokens") for r in records]
+    if not records or not all(isinstance(flag, bool) for flag in flags):
+        return {}
+    return {"hit_max_new_tokens": sum(bool(flag) for flag in flags)}
 
 
 def regrade(
@@ -67,8 +110,16 @@ def regrade(
         return None
     if [r.get("id") for r in records] != [item["id"] for item in items]:
         return None
-    graded = grade_outputs(items, [r["output"] for r in records])
-    return {**result, **benchmark_result(name, model, result["shots"], graded)}
+    outputs = [r["output"] for r in records]
+    flags = [r.get("hit_max_new_tokens") for r in records]
+    # an output that ran into a made-up next problem (cut now, perhaps not by the grader that flagged it) finished
+    hits = (
+        [bool(flag) and cut_at_next_problem(o) == o for flag, o in zip(flags, outputs, strict=True)]
+        if all(isinstance(flag, bool) for flag in flags)
+        else None
+    )
+    result = {k: v for k, v in result.items() if k != "hit_max_new_tokens"}
+    return {**result, **benchmark_result(name, model, result["shots"], grade_outputs(items, outputs, hits))}
 
 
 def bench_identity(
@@ -273,8 +324,18 @@ def run_bench(
                 outputs = generator.generate(
                     prompts, max_new_tokens, STOPS, progress=lambda n, t=task: progress.advance(t, n)
                 )
-                result = benchmark_result(name, str(model), len(exemplars), grade_outputs(items, outputs))
+                hits = budget_hits(generator, outputs, max_new_tokens)
+                result = benchmark_result(
+                    name, str(model), len(exemplars), grade_outputs(items, outputs, hits)
+                )
                 result["backend"] = generator.backend
+                if result.get("hit_max_new_tokens"):
+                    console.print(
+                        f"[yellow]warning:[/] {name}: {result['hit_max_new_tokens']} of {len(outputs)} outputs ran "
+                        f"to --max-new-tokens {max_new_tokens} unfinished (graded as they are: most are wrong); "
+                        "counted under hit_max_new_tokens",
+                        soft_wrap=True,
+                    )
                 if name in dropped:
                     result["dropped_items"] = dropped[name]
                 cut = getattr(generator, "truncated", 0)
@@ -291,6 +352,8 @@ def run_bench(
             for key in ("truncated_prompts", "dropped_items"):
                 if result.get(key):
                     row[key] = result[key]
+            if "hit_max_new_tokens" in result:  # 0 too: checked, none (absent: the generator could not tell)
+                row["hit_max_new_tokens"] = result["hit_max_new_tokens"]
             summary["benchmarks"][name] = row
     summary["seconds"] = round(time.time() - start, 2)
     earlier = _read_json(out_dir / "results.json") if not todo else None
@@ -301,19 +364,38 @@ def run_bench(
 
 
 def print_results_table(summary: dict[str, Any]) -> None:
-    """Accuracy per benchmark as a rich table on stdout (results; messages stay on stderr)."""
+    """Accuracy per benchmark as a rich table on stdout (results; messages stay on stderr): with a column of the
+    outputs cut by the generation budget where any were, and a note under it per benchmark whose prompts were cut
+    to fit the model (an "8-shot" row whose exemplars were cut is not 8-shot) or whose test records were dropped."""
     import sys
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(width=None if sys.stdout.isatty() else 160)
 
+    rows = summary["benchmarks"]
+    hit_column = any(row.get("hit_max_new_tokens") for row in rows.values())
     table = Table(title=f"{summary['model']} ({summary['backend']})")
-    for column in ("benchmark", "shots", "n", "accuracy (%)"):
+    columns = ["benchmark", "shots", "n", "accuracy (%)"] + (["cut at max-new-tokens"] if hit_column else [])
+    for column in columns:
         table.add_column(column, justify="left" if column == "benchmark" else "right")
-    for name, row in summary["benchmarks"].items():
-        table.add_row(name, str(row["shots"]), str(row["n"]), f"{100 * row['accuracy']:.1f}")
+    notes = []
+    for name, row in rows.items():
+        cut = row.get("truncated_prompts")
+        shots = f"{row['shots']}*" if cut else str(row["shots"])
+        cells = [name, shots, str(row["n"]), f"{100 * row['accuracy']:.1f}"]
+        table.add_row(*cells, *([str(row.get("hit_max_new_tokens", "-"))] if hit_column else []))
+        if cut:
+            notes.append(
+                f"* {name}: {cut} of {row['n']} prompts cut from the left to fit the model (oldest exemplars)"
+            )
+        if dropped := row.get("dropped_items"):
+            count = sum(dropped.values())
+            notes.append(f"{name}: {count} test record(s) dropped, not evaluated ({format_reasons(dropped)})")
     for name, reason in summary["skipped"].items():
-        table.add_row(name, "-", "-", f"skipped: {reason}")
+        table.add_row(name, "-", "-", f"skipped: {reason}", *(["-"] if hit_column else []))
     console.print(table)
+    for note in notes:
+        console.print(escape(note), soft_wrap=True)

@@ -339,7 +339,10 @@ def test_bench_cli_end_to_end_with_a_tiny_model(tiny_model_dir, bench_dir, tmp_p
     assert {k: v["n"] for k, v in summary["benchmarks"].items()} == {"gsm8k": 2, "math500": 2}
     assert "aime24" in summary["skipped"]
     items = json.loads((out / "math500.json").read_text())["items"]
-    assert set(items[0]) == {"id", "question", "gold", "output", "extracted", "method", "correct"}
+    keys = {"id", "question", "gold", "output", "extracted", "method", "correct", "hit_max_new_tokens"}
+    assert set(items[0]) == keys
+    hits = sum(i["hit_max_new_tokens"] for i in items)
+    assert summary["benchmarks"]["math500"]["hit_max_new_tokens"] == hits
 
 
 def test_bench_cli_names_a_model_it_cannot_load(tmp_path):
@@ -466,3 +469,94 @@ def test_default_bench_dir_is_found_from_any_cwd(bench_dir, tmp_path, monkeypatc
         where.find_bench_dir(None)
     result = _bench(["m", "-o", str(tmp_path / "o")])
     assert result.exit_code == 2 and "pass --data-dir" in result.stderr, result.output
+
+
+class WithTokenizer(HandWritten):
+    """HandWritten with the tiny model's tokenizer, as the real generators have: outputs of known token lengths."""
+
+    def __init__(self, outputs: list[str], tokenizer):
+        super().__init__(outputs)
+        self.tokenizer = tokenizer
+
+
+def test_outputs_cut_by_the_generation_budget_are_counted_marked_and_said(tiny_model_dir, bench_dir, tmp_path,
+                                                                           capsys):  # fmt: skip
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    long = " 1 2 3 4 5 6 7 8 9" * 8  # well over 16 tokens
+    assert len(tokenizer(long, add_special_tokens=False)["input_ids"]) > 16
+    outputs = [
+        "The answer is 0.",  # finished
+        f"We add{long}",  # ran to the budget: cut
+        f"The answer is 4.\n\nQuestion 2: What is{long}",  # finished, then ran on into a made-up problem
+        "#### 6",
+    ]
+    out = tmp_path / "out"
+    summary = run_bench("hand", [("gsm8k", 0)], bench_dir, out, max_new_tokens=16,
+                        generator=WithTokenizer(outputs, tokenizer))  # fmt: skip
+    assert summary["benchmarks"]["gsm8k"]["hit_max_new_tokens"] == 1
+    result = json.loads((out / "gsm8k.json").read_text())
+    assert result["hit_max_new_tokens"] == 1
+    assert [i["hit_max_new_tokens"] for i in result["items"]] == [False, True, False, False]
+    assert [i["correct"] for i in result["items"]] == [True, False, True, True]
+    assert "gsm8k: 1 of 4 outputs ran to --max-new-tokens 16 unfinished" in capsys.readouterr().err
+    # a generator that cannot count (no tokenizer): no count, rather than a 0 that was never checked
+    summary = run_bench("hand", [("gsm8k", 0)], bench_dir, tmp_path / "o2", generator=HandWritten(outputs))
+    assert "hit_max_new_tokens" not in summary["benchmarks"]["gsm8k"]
+    assert "hit_max_new_tokens" not in json.loads((tmp_path / "o2/gsm8k.json").read_text())
+    # regraded by another grader version: the marks stay, the outputs are not generated again
+    result["grader"] = "mathmix-grading/3"
+    (out / "gsm8k.json").write_text(json.dumps(result))
+    summary = run_bench("hand", [("gsm8k", 0)], bench_dir, out, max_new_tokens=16, generator=Counting([]))
+    assert summary["benchmarks"]["gsm8k"]["hit_max_new_tokens"] == 1
+    regraded = json.loads((out / "gsm8k.json").read_text())
+    assert regraded["grader"] == GRADER and [i["hit_max_new_tokens"] for i in regraded["items"]][1]
+
+
+def test_the_table_shows_cut_prompts_dropped_records_and_budget_cut_outputs(capsys):
+    from evals.bench import print_results_table
+
+    summary = {
+        "model": "m",
+        "backend": "vllm",
+        "benchmarks": {
+            "gsm8k": {
+                "shots": 8,
+                "n": 4,
+                "correct": 1,
+                "accuracy": 0.25,
+                "truncated_prompts": 4,
+                "hit_max_new_tokens": 3,
+            },  # fmt: skip
+            "math500": {"shots": 4, "n": 2, "correct": 1, "accuracy": 0.5, "dropped_items": {"no_answer": 2}},
+        },
+        "skipped": {},
+    }
+    print_results_table(summary)
+    shown = capsys.readouterr().out
+    assert "cut at max-new-tokens" in shown and "8*" in shown
+    assert "* gsm8k: 4 of 4 prompts cut from the left to fit the model" in shown
+    assert "math500: 2 test record(s) dropped, not evaluated (no_answer: 2)" in shown
+    assert [line.split("│")[-2].strip() for line in shown.splitlines() if "math500 " in line] == ["-"]
+    summary["benchmarks"] = {"math500": {"shots": 4, "n": 2, "correct": 1, "accuracy": 0.5}}
+    print_results_table(summary)
+    shown = capsys.readouterr().out
+    assert "cut at" not in shown and "*" not in shown.replace("**", "")
+
+
+def test_olympiadbench_tolerance_reaches_the_grader(bench_dir, tmp_path):
+    _write_jsonl(
+        bench_dir / "olympiadbench/test.jsonl",
+        [{"id": 2592, "question": "How far?", "final_answer": ["4.2"], "error": "1e-1"},
+         {"id": 1, "question": "How far?", "final_answer": ["4.2"], "error": None}],
+    )  # fmt: skip
+    run_bench(
+        "hand",
+        [("olympiadbench", 0)],
+        bench_dir,
+        tmp_path / "out",
+        generator=HandWritten(["\\boxed{4.25}"] * 2),
+    )
+    result = json.loads((tmp_path / "out/olympiadbench.json").read_text())
+    assert [i["correct"] for i in result["items"]] == [True, False]
