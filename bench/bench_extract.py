@@ -3,7 +3,8 @@
 Speed: every page of ../shared/data/html (math + nonmath) through datatrove's stock `Trafilatura` step and
 through `MathAwareExtractor` (fast and clean engines), all as datatrove steps with their worker-process sandbox,
 the same per-document timeout for all (the stock default of 1 s would drop slow pages and flatter the baseline).
-Quality: ../shared/data/extraction_gold/pages.jsonl for each engine, datatrove's Trafilatura and resiliparse plain.
+Quality: ../shared/data/extraction_gold/pages.jsonl for each engine, datatrove's Trafilatura and resiliparse plain:
+formula recall, the same recall counting only formulas inside `$..$`/`$$..$$` (TeX left bare is missed), BoW F1.
 
     .venv/bin/python bench/bench_extract.py [--limit N] [--timeout S] [--json OUT.json]
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -19,9 +21,33 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from curate.extract_eval import load_gold, score_pages  # noqa: E402
+from curate.extract_eval import gold_formulas, load_gold, score_pages  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
+_WS = re.compile(r"\s+")
+# Math spans of the output: `$$..$$` first, then `$..$`; `\$` is an escaped dollar, not a delimiter.
+_MATH_SPAN = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$([^$]+?)(?<!\\)\$", re.S)
+
+
+def delimited_formula_recall(text: str, formulas: list[str]) -> float | None:
+    """Formula recall counting a gold formula only when it lies inside one `$..$` / `$$..$$` span of `text`.
+
+    The plain recall (`curate.extract_eval.formula_recall`) ignores delimiters, so TeX left as bare text
+    counts as found; this one does not. Whitespace is ignored as there. None when the page has no formulas.
+    """
+    if not formulas:
+        return None
+    # `\\` (a TeX line break, as in `$a\\$`) is masked so that its backslash does not escape the next `$`.
+    masked = text.replace("\\\\", "\0\0")
+    spans = [
+        _WS.sub("", text[m.start(m.lastindex or 0) : m.end(m.lastindex or 0)])
+        for m in _MATH_SPAN.finditer(masked)
+    ]
+    found = 0
+    for formula in formulas:
+        flat = _WS.sub("", formula)
+        found += any(flat in span for span in spans)
+    return found / len(formulas)
 
 
 def load_pages(html_dir: Path, limit: int | None) -> list[tuple[str, str]]:
@@ -62,8 +88,22 @@ def quality(gold: list[dict]) -> dict:
     }
     out = {}
     for name, fn in fns.items():
-        scores = score_pages(gold, fn)
-        out[name] = {"recall": round(scores["recall"], 4), "f1": round(scores["f1"], 4)}
+        texts: list[str] = []  # score_pages runs the pages in order
+
+        def keep(html: str, url: str | None, fn=fn, texts=texts) -> str:
+            texts.append(fn(html, url))
+            return texts[-1]
+
+        scores = score_pages(gold, keep)
+        delimited = [delimited_formula_recall(t, gold_formulas(p)) for t, p in zip(texts, gold, strict=True)]
+        delimited_pages = [r for r in delimited if r is not None]
+        out[name] = {
+            "recall": round(scores["recall"], 4),
+            "delimited_recall": round(sum(delimited_pages) / len(delimited_pages), 4)
+            if delimited_pages
+            else 0.0,
+            "f1": round(scores["f1"], 4),
+        }
     return out
 
 
@@ -104,7 +144,10 @@ def main() -> None:
         print(f"quality: {len(gold)} gold pages from {args.gold}")
         result["quality"] = quality(gold)
         for name, row in result["quality"].items():
-            print(f"  {name:24s} formula recall {row['recall']:.3f}   bag-of-words F1 {row['f1']:.3f}")
+            print(
+                f"  {name:24s} formula recall {row['recall']:.3f}   in $..$/$$..$$ {row['delimited_recall']:.3f}"
+                f"   bag-of-words F1 {row['f1']:.3f}"
+            )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 
