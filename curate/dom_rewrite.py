@@ -9,6 +9,8 @@ appears once. Printable sentinels (not private-use ones) because trafilatura dro
 
 from __future__ import annotations
 
+import re
+
 from curate.dom_images import rewrite_images
 from curate.dom_tables import rewrite_tables
 from curate.mathml import mathml_to_latex
@@ -44,7 +46,7 @@ MACRO_DEFS = (
 )
 _MATH_TAGS = "math, mml\\:math, m\\:math"  # namespaced MathML from XHTML / publisher pages
 _ANY_MATH_MARKUP = (
-    f'script[type^="math/" i], .katex, .mwe-math-element, mjx-container, {_MATH_TAGS}, {_RENDERED}'
+    f'script[type^="math/" i], .katex, .mwe-math-element, mjx-container, .math, {_MATH_TAGS}, {_RENDERED}'
 )
 _TEX_ENCODINGS = ("application/x-tex", "tex", "latex", "application/x-latex", "text/x-tex")
 
@@ -157,14 +159,61 @@ def _math_tex(node) -> str:
     return tex
 
 
+# Rendered MathJax output inside a container: glyphs, not source.
+_MJX_OUTPUT = "mjx-math, mjx-assistive-mml, svg, img"
+# Text that carries its own TeX delimiters is left to the text pass, which reads them (a `$` anywhere too).
+_DELIMITED = ("\\(", "\\[")
+# Raw TeX in a `.math` element: a command (`\frac`), a braced script or a script on a letter (`k_n`) ...
+_TEX_MARK = re.compile(r"\\[A-Za-z]{2,}|[_^]\{|[A-Za-z0-9)}][_^][A-Za-z0-9{]")
+# ... and, once commands with their first argument are taken out, no run of words (prose).
+_TEX_CMD = re.compile(r"\\[A-Za-z]+\*?(?:\{[^{}]{0,200}\})?")
+_WORDS = re.compile(r"[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
+
+
+def _raw_tex(node) -> str | None:
+    """The element's text when it is undelimited TeX source a renderer would typeset, else None."""
+    text = node.text or ""
+    tex = text.strip()
+    if not tex or tex.startswith(_DELIMITED) or "$" in tex or any(s in tex for s in SENTINELS):
+        return None
+    return tex
+
+
 def _rewrite_mjx(tree, body) -> None:
-    """MathJax v3 output saved after rendering: the assistive MathML inside mjx-container is the source."""
+    """MathJax v3 output saved after rendering: the assistive MathML inside mjx-container is the source.
+
+    A container without MathML and without rendered output holds its TeX source as text (a page that fills
+    containers itself and typesets them later): it is math, inline or display by its `display` attribute.
+    """
     for node in body.query_selector_all("mjx-container").values():
         math = node.query_selector("math")
+        container_display = (node.getattr("display") or "").lower() in ("true", "block")
         if math is None:
+            tex = _raw_tex(node) if node.query_selector(_MJX_OUTPUT) is None else None
+            if tex is not None:
+                replace_node(tree, node, wrap_math(tex, container_display))
             continue
-        display = node.getattr("display") == "true" or (math.getattr("display") or "").lower() == "block"
+        display = container_display or (math.getattr("display") or "").lower() == "block"
         replace_node(tree, node, wrap_math(_math_tex(math), display))
+
+
+def _rewrite_math_class(tree, body) -> None:
+    """Raw TeX in an element of class `math` (the element a KaTeX/MathJax page script typesets), no delimiters.
+
+    Only on pages that load a renderer, only elements holding nothing but text that reads as TeX, not prose
+    (`<p class="math">1 yr = 525600 min</p>` stays text). Display for block elements and class `display`,
+    inline for `<span>` and class `inline`. Delimited text (pandoc's `<span class="math">\\(..\\)</span>`, Sphinx)
+    is left to the text pass, which reads the delimiters.
+    """
+    for node in body.query_selector_all(".math").values():
+        if node.first_element_child is not None or node.closest("pre, code") is not None:
+            continue
+        tex = _raw_tex(node)
+        if tex is None or _TEX_MARK.search(tex) is None or _WORDS.search(_TEX_CMD.sub(" ", tex)):
+            continue
+        classes = _classes(node).split()
+        display = "display" in classes or (node.tag != "span" and "inline" not in classes)
+        replace_node(tree, node, wrap_math(tex, display))
 
 
 def _rewrite_mathml(tree, body) -> None:
@@ -209,10 +258,12 @@ def _mark_headings(tree, body) -> None:
             _set_text(tree, node, "#" * int(node.tag[1]) + " " + text)
 
 
-def rewrite_tree(tree, headings: bool = True) -> None:
+def rewrite_tree(tree, headings: bool = True, tex_page: bool = False) -> None:
     """Rewrite the math (and code, tables, images) of a resiliparse HTMLTree in place.
 
     `headings=False` (for trafilatura) leaves headings alone (it marks them itself) and keeps other scripts.
+    `tex_page`: the page loads a TeX renderer (`curate.extract_text.has_tex_renderer`), so raw TeX in `.math`
+    elements is math.
     """
     body = tree.body
     # One query first: most pages of a crawl hold no math markup and skip the per-construct queries.
@@ -224,6 +275,8 @@ def rewrite_tree(tree, headings: bool = True) -> None:
         for node in body.query_selector_all(_RENDERED).values():
             replace_node(tree, node, "")
         _rewrite_mathml(tree, body)
+        if tex_page:
+            _rewrite_math_class(tree, body)
     if headings:
         # Scripts left now are code, not math: drop them so element text (tables, headings) never holds them.
         # Not for trafilatura: its content scoring shifts on some pages when they go (it drops them itself).

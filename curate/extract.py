@@ -7,12 +7,22 @@ extraction can tell TeX that came from markup apart from `$` signs that were in 
 
 from __future__ import annotations
 
+import re
+
 from curate.dom_rewrite import MACRO_DEFS, rewrite_tree, strip_sentinels
 from curate.extract_text import finalize_text, has_tex_renderer
 
 ENGINES = ("fast", "clean")
 # resiliparse's main-content pass is superlinear in nesting depth (10k levels: seconds, 100k: hours).
 MAX_DOM_DEPTH = 2000
+# fast engine: a main-content text shorter than this (stripped) on a page whose whole text is at least
+# FALLBACK_MIN_PAGE_CHARS is a miss of resiliparse's main-content pass; the clean engine is tried instead.
+FALLBACK_MAX_MAIN_CHARS = 200
+FALLBACK_MIN_PAGE_CHARS = 2000
+# A formula that is only `\begingroup` or `\endgroup` (MathJax no-op groups StackExchange puts around every
+# post): not content. Code spans and fences are left alone.
+_EMPTY_GROUP = re.compile(r"[ \t]*(?<![\\$])(\$\$?)\s*\\(?:begin|end)group\s*\1(?!\$)[ \t]*")
+_CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 
 
 class PageTooDeep(ValueError):
@@ -68,21 +78,62 @@ def extract_strict(html: str, url: str | None = None, engine: str = "fast") -> s
     if nesting_probe(tree.body) > MAX_DOM_DEPTH:
         raise PageTooDeep(f"elements nested deeper than {MAX_DOM_DEPTH}")
     tex_page = has_tex_renderer(tree)
-    rewrite_tree(tree, headings=engine == "fast")
+    rewrite_tree(tree, headings=engine == "fast", tex_page=tex_page)
     if engine == "fast":
         raw = _extract_fast(tree)
+        if _main_content_missed(tree, raw):
+            fallback = _extract_clean(_rewritten_for_clean(html, tex_page), url)
+            if len(fallback.strip()) > len(raw.strip()):
+                raw = fallback
     else:
         raw = _extract_clean(tree, url)
-    return finalize_text(raw, tex_page=tex_page)
+    return drop_empty_groups(finalize_text(raw, tex_page=tex_page))
 
 
-def _extract_fast(tree) -> str:
+def _main_content_missed(tree, raw: str) -> bool:
+    """True when the main-content pass found (nearly) nothing although the page holds substantial text."""
+    if len(raw.strip()) >= FALLBACK_MAX_MAIN_CHARS:
+        return False
+    return len(_extract_fast(tree, main_content=False).strip()) >= FALLBACK_MIN_PAGE_CHARS
+
+
+def _rewritten_for_clean(html: str, tex_page: bool):
+    """A fresh tree rewritten as the clean engine rewrites it (headings and scripts left to trafilatura)."""
+    from resiliparse.parse.html import HTMLTree
+
+    tree = HTMLTree.parse(html)
+    rewrite_tree(tree, headings=False, tex_page=tex_page)
+    return tree
+
+
+def drop_empty_groups(text: str) -> str:
+    """Remove formulas that are only `\\begingroup` / `\\endgroup` (outside code); no-op without them."""
+    if "group" not in text:
+        return text
+    parts = _CODE.split(text)
+    for i in range(0, len(parts), 2):  # even parts are outside code
+        parts[i] = _drop_groups_outside_code(parts[i])
+    text = re.sub(r"\n{3,}", "\n\n", "".join(parts))
+    return text.strip()
+
+
+def _drop_groups_outside_code(text: str) -> str:
+    def gap(m: re.Match) -> str:
+        # At a line edge the marker goes with its spaces; between words one space is kept.
+        start, end = m.start(), m.end()
+        at_edge = start == 0 or text[start - 1] == "\n" or end == len(text) or text[end] == "\n"
+        return "" if at_edge else " "
+
+    return _EMPTY_GROUP.sub(gap, text)
+
+
+def _extract_fast(tree, main_content: bool = True) -> str:
     from resiliparse.extract.html2text import extract_plain_text
 
     return extract_plain_text(
         tree,
         preserve_formatting=True,
-        main_content=True,
+        main_content=main_content,
         list_bullets=True,
         alt_texts=False,
         links=False,

@@ -243,3 +243,89 @@ def test_image_with_tex_alt_on_unknown_host():
     )
     assert "$\\frac{a}{b}$" in out
     assert "cat" not in out.replace("main-content", "")
+
+
+def test_mjx_container_with_raw_tex_and_no_mathml_is_math():
+    # physicshelpforum: containers filled with TeX source, typeset by a page script (no assistive MathML).
+    html = page(
+        '<p>Law <mjx-container display="true" jax="CHTML"><formula class="mathJaxEqu">\\vec{F} = m\\vec{a}'
+        '</formula></mjx-container> and <mjx-container jax="CHTML">a_n</mjx-container> inline.</p>',
+        MATHJAX,
+    )
+    out = extract(html)
+    assert "$$\n\\vec{F} = m\\vec{a}\n$$" in out
+    assert "$a_n$" in out
+
+
+def test_mjx_container_with_rendered_glyphs_and_no_mathml_is_not_math():
+    html = page(
+        '<p>Inline <mjx-container class="MathJax" jax="CHTML"><mjx-math><mjx-mi>GLYPH</mjx-mi></mjx-math>'
+        "</mjx-container> here.</p>",
+        MATHJAX,
+    )
+    out = extract(html)
+    assert "GLYPH" not in out and "$" not in out
+
+
+KATEX_SCRIPT = '<script src="/includes/cssjs/katex/katex.min.js"></script>'
+
+
+def test_math_class_raw_tex_on_renderer_page():
+    # IntMath: <div class="math"> / <span class="math"> hold TeX without delimiters; a page script typesets them.
+    html = page(
+        '<div class="math">\\mathbf{V}_1 \\times \\mathbf{V}_2 = \\begin{vmatrix} a & b \\\\ c & d '
+        "\\end{vmatrix}</div>"
+        '<div class="math"> \\frac{n!}{k!(n-k)!} = {^n}C_k</div>'
+        '<p>Inline <span class="math">k_{n+1} = n^2 + k_n^2</span>, then text.</p>'
+        '<p class="math">1 yr = 525600 min</p>'
+        '<div class="math">The \\emph{answer} is given in the next section of the book</div>'
+        '<p>Pandoc writes <span class="math inline">\\(x+y\\)</span>.</p>',
+        KATEX_SCRIPT,
+    )
+    out = extract(html)
+    assert (
+        "$$\n\\mathbf{V}_1 \\times \\mathbf{V}_2 = \\begin{vmatrix} a & b \\\\ c & d \\end{vmatrix}\n$$"
+        in out
+    )
+    assert "$$\n\\frac{n!}{k!(n-k)!} = {^n}C_k\n$$" in out
+    assert "$k_{n+1} = n^2 + k_n^2$," in out
+    assert "1 yr = 525600 min" in out and "$1 yr" not in out  # not TeX
+    assert "$The" not in out and "$$\nThe" not in out  # prose
+    assert "$x+y$" in out  # delimited: read by the text pass as before
+
+
+def test_math_class_without_renderer_stays_text():
+    out = extract(page('<div class="math">\\frac{a}{b}</div>'))
+    assert "$$" not in out
+
+
+def test_stackexchange_empty_groups_dropped():
+    html = page(
+        "<div class='post'><p>$\\begingroup$</p><p>If $f(x,y)$ is a joint pdf, then so on.</p>"
+        "<p>$\\endgroup$</p></div><p>$\\begingroup$ Not clear, see $x$. $\\endgroup$ Commented</p>"
+        "<p>Write <code>$\\begingroup$</code> in code, or $\\begingroup x$.</p>",
+        MATHJAX,
+    )
+    out = extract(html)
+    assert "If $f(x,y)$ is a joint pdf" in out
+    assert "Not clear, see $x$. Commented" in out
+    assert "`$\\begingroup$`" in out  # code is verbatim
+    assert "$\\begingroup x$" in out  # only a group marker alone is dropped
+    assert out.count("group") == 2
+
+
+@pytest.mark.parametrize("engine", ["fast", "clean"])
+def test_main_content_miss_falls_back(engine):
+    # resiliparse's main-content pass drops a whole article under a class like `site_header`
+    # (medicalnewstoday); the fast engine then falls back to the clean engine instead of returning "".
+    para = (
+        "<p>" + "Many of us have noticed that we get our best ideas in the shower, or walking. " * 4 + "</p>"
+    )
+    html = (
+        "<html><head><title>t</title></head><body><nav><a href='/'>Home</a></nav>"
+        f"<div class='row site_header'><article><h1>Title</h1>{para * 8}</article></div>"
+        "<footer>(c) 2020</footer></body></html>"
+    )
+    out = extract(html, engine=engine)
+    assert out.count("Many of us have noticed") == 32
+    assert "Title" in out
