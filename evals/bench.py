@@ -50,10 +50,14 @@ def grade_outputs(
 
 def budget_hits(generator: Any, outputs: list[str], max_new_tokens: int) -> list[bool] | None:
     """Per output, whether it ran to MAX_NEW_TOKENS without reaching a stop, so its answer was cut by the budget:
-    its text, counted with the generator's tokenizer, is at least MAX_NEW_TOKENS - `BUDGET_SLACK` tokens long (a
-    stop or the end of text ends it shorter). An output that runs on into a made-up next problem
-    (`cut_at_next_problem`) finished its answer: not counted. None where the generator has no tokenizer, or its
-    tokenizer cannot count (the outputs are graded all the same)."""
+    as the generator saw it (`cut`: vLLM's finish reason, the transformers row's last token), else for a generator
+    that does not say, its text counted with the generator's tokenizer is at least MAX_NEW_TOKENS - `BUDGET_SLACK`
+    tokens long (a stop or the end of text ends it shorter). An output that runs on into a made-up next problem
+    (`cut_at_next_problem`) finished its answer: not counted. None where the generator can tell neither way (the
+    outputs are graded all the same)."""
+    cut = getattr(generator, "cut", None)
+    if isinstance(cut, list) and len(cut) == len(outputs):
+        return [bool(c) and cut_at_next_problem(o) == o for c, o in zip(cut, outputs, strict=True)]
     try:
         tokenizer = getattr(generator, "tokenizer", None)
         if tokenizer is None and hasattr(generator, "llm"):  # vLLM

@@ -62,6 +62,7 @@ class TransformersGenerator:
         self.model = load_pretrained(AutoModelForCausalLM, model_path, dtype=dtype).to(self.device).eval()
         self.batch_size = batch_size
         self.truncated = 0  # prompts of the last `generate` call cut to fit (the caller reports them)
+        self.cut: list[bool] = []  # per output of the last `generate` call: stopped by max_new_tokens
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 4096) or 4096)
 
     def generate(
@@ -71,7 +72,8 @@ class TransformersGenerator:
 
         budget = max(8, self.max_positions - max_new_tokens)
         outputs: list[str] = []
-        self.truncated = 0
+        self.truncated, self.cut = 0, []
+        ends = end_token_ids(self.model, self.tokenizer)
         for start in range(0, len(prompts), self.batch_size):
             batch = prompts[start : start + self.batch_size]
             self.truncated += sum(len(ids) > budget for ids in self.tokenizer(batch)["input_ids"])
@@ -90,10 +92,32 @@ class TransformersGenerator:
                 )
             new = out[:, enc["input_ids"].shape[1] :]
             texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            self.cut.extend(ran_to_budget(new.tolist(), texts, max_new_tokens, ends, stops))
             outputs.extend(truncate_at_stops(t, stops) for t in texts)
             if progress:
                 progress(len(batch))
         return outputs
+
+
+def end_token_ids(model, tokenizer) -> set[int]:
+    """The ids that end an answer: the model's generation EOS (one id or a list), the tokenizer's EOS, and the pad
+    id that `generate` fills a finished row with."""
+    ids: set[int] = set()
+    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id,
+                  tokenizer.pad_token_id):  # fmt: skip
+        ids.update(value if isinstance(value, list) else [] if value is None else [value])
+    return ids
+
+
+def ran_to_budget(rows: list[list[int]], texts: list[str], max_new_tokens: int, ends: set[int],
+                  stops: list[str]) -> list[bool]:  # fmt: skip
+    """Per generated row (its token ids, padded to the batch's longest) and its decoded text: whether it was stopped
+    by MAX_NEW_TOKENS, not by an end token (a finished row ends in one, or in the pad that follows it) nor by a stop
+    string (the batch runs on until every row reached one, so a row may be full and still have stopped)."""
+    return [
+        len(row) >= max_new_tokens and row[-1] not in ends and truncate_at_stops(text, stops) == text
+        for row, text in zip(rows, texts, strict=True)
+    ]
 
 
 class VllmGenerator:
@@ -114,6 +138,7 @@ class VllmGenerator:
             seed=0,
             enforce_eager=False,
         )
+        self.cut: list[bool] = []  # per output of the last `generate` call: stopped by max_tokens
 
     def generate(
         self, prompts: list[str], max_new_tokens: int, stops: list[str], progress: Progress | None = None
@@ -124,6 +149,8 @@ class VllmGenerator:
         results = self.llm.generate(prompts, params, use_tqdm=True)
         if progress:
             progress(len(prompts))
+        # vLLM says why each output ended: "length" is max_tokens, "stop" an end token or a stop string
+        self.cut = [r.outputs[0].finish_reason == "length" for r in results]
         return [truncate_at_stops(r.outputs[0].text, stops) for r in results]
 
 

@@ -15,6 +15,7 @@ from evals.grading import (
     GRADER,
     answers_match,
     boxed_reward,
+    cut_at_next_problem,
     extract_answer,
     gold_answer_from_solution,
     grade,
@@ -560,3 +561,33 @@ def test_olympiadbench_tolerance_reaches_the_grader(bench_dir, tmp_path):
     )
     result = json.loads((tmp_path / "out/olympiadbench.json").read_text())
     assert [i["correct"] for i in result["items"]] == [True, False]
+
+
+def test_the_transformers_generator_says_which_rows_ran_to_the_budget():
+    from evals.generate import ran_to_budget
+
+    ends, stops = {2, 0}, ["\n\nQuestion:"]
+    rows = [[5, 6, 7, 8], [5, 6, 2, 0], [5, 6, 7, 8], [5, 6, 7]]
+    texts = ["a b c d", "a b", "ab\n\nQuestion: c", "a b c"]
+    # full and open; ended by EOS then padded; full but stopped by a stop string; shorter than the budget
+    assert ran_to_budget(rows, texts, 4, ends, stops) == [True, False, False, False]
+    assert ran_to_budget([[5, 6, 7, 2]], ["a b c"], 4, ends, stops) == [
+        False
+    ]  # EOS as the last allowed token
+
+
+def test_budget_cuts_come_from_the_generator_not_a_token_recount(tiny_model_dir, bench_dir, tmp_path):
+    from evals.generate import TransformersGenerator
+
+    generator = TransformersGenerator(tiny_model_dir, batch_size=4, device="cpu")
+    summary = run_bench(tiny_model_dir, [("gsm8k", 0)], bench_dir, tmp_path / "out", max_new_tokens=6,
+                        generator=generator)  # fmt: skip
+    items = json.loads((tmp_path / "out/gsm8k.json").read_text())["items"]
+    assert len(generator.cut) == len(items) == 4
+    # a random tiny model almost never ends an answer: every output it cut short is flagged, and only those
+    assert [i["hit_max_new_tokens"] for i in items] == [
+        c and cut_at_next_problem(i["output"]) == i["output"]
+        for c, i in zip(generator.cut, items, strict=True)
+    ]
+    assert summary["benchmarks"]["gsm8k"]["hit_max_new_tokens"] == sum(i["hit_max_new_tokens"] for i in items)
+    assert any(generator.cut)
