@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -21,33 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from curate.extract_eval import gold_formulas, load_gold, score_pages  # noqa: E402
+from curate.extract_eval import delimited_formula_recall, gold_formulas, load_gold, score_pages  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
-_WS = re.compile(r"\s+")
-# Math spans of the output: `$$..$$` first, then `$..$`; `\$` is an escaped dollar, not a delimiter.
-_MATH_SPAN = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$([^$]+?)(?<!\\)\$", re.S)
-
-
-def delimited_formula_recall(text: str, formulas: list[str]) -> float | None:
-    """Formula recall counting a gold formula only when it lies inside one `$..$` / `$$..$$` span of `text`.
-
-    The plain recall (`curate.extract_eval.formula_recall`) ignores delimiters, so TeX left as bare text
-    counts as found; this one does not. Whitespace is ignored as there. None when the page has no formulas.
-    """
-    if not formulas:
-        return None
-    # `\\` (a TeX line break, as in `$a\\$`) is masked so that its backslash does not escape the next `$`.
-    masked = text.replace("\\\\", "\0\0")
-    spans = [
-        _WS.sub("", text[m.start(m.lastindex or 0) : m.end(m.lastindex or 0)])
-        for m in _MATH_SPAN.finditer(masked)
-    ]
-    found = 0
-    for formula in formulas:
-        flat = _WS.sub("", formula)
-        found += any(flat in span for span in spans)
-    return found / len(formulas)
 
 
 def load_pages(html_dir: Path, limit: int | None) -> list[tuple[str, str]]:

@@ -67,6 +67,31 @@ def load_gold(path: Path | str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+# Math spans of the output: `$$..$$` first, then `$..$`; `\$` is an escaped dollar, not a delimiter.
+_MATH_SPAN = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$([^$]+?)(?<!\\)\$", re.S)
+
+
+def delimited_formula_recall(text: str, formulas: list[str]) -> float | None:
+    """Formula recall counting a gold formula only when it lies inside one `$..$` / `$$..$$` span of `text`.
+
+    The plain recall (`formula_recall`) ignores delimiters, so TeX left as bare text
+    counts as found; this one does not. Whitespace is ignored as there. None when the page has no formulas.
+    """
+    if not formulas:
+        return None
+    # `\\` (a TeX line break, as in `$a\\$`) is masked so that its backslash does not escape the next `$`.
+    masked = text.replace("\\\\", "\0\0")
+    spans = [
+        _WS.sub("", text[m.start(m.lastindex or 0) : m.end(m.lastindex or 0)])
+        for m in _MATH_SPAN.finditer(masked)
+    ]
+    found = 0
+    for formula in formulas:
+        flat = _WS.sub("", formula)
+        found += any(flat in span for span in spans)
+    return found / len(formulas)
+
+
 def score_pages(pages: list[dict], extract_fn) -> dict[str, Any]:
     """Run `extract_fn(html, url)` on each gold page; mean recall (pages with formulas), mean F1, per page."""
     rows = []

@@ -67,11 +67,13 @@ def _raise_timeout(signum, frame):  # pragma: no cover - called by the signal
 
 def plain_text(text: str) -> str:
     """Text that never was HTML, as an extracted page's text: lines kept, TeX delimited, lone `$` escaped (as on a
-    page with no TeX renderer)."""
+    page with no TeX renderer), StackExchange's `$\\begingroup$` markers dropped as an extracted page's are."""
     from curate.dom_rewrite import strip_sentinels
+    from curate.extract import drop_empty_groups
     from curate.extract_text import finalize_text
 
-    return finalize_text(strip_sentinels(text.replace("\r\n", "\n").replace("\r", "\n")), tex_page=False)
+    text = strip_sentinels(text.replace("\r\n", "\n").replace("\r", "\n"))
+    return drop_empty_groups(finalize_text(text, tex_page=False))
 
 
 def html_size_bytes(html: str, limit: int) -> int:

@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_extract import delimited_formula_recall
 from curate.extract import extract
-from curate.extract_eval import bow_f1, formula_recall, gold_formulas, load_gold, score_pages
+from curate.extract_eval import (
+    bow_f1,
+    delimited_formula_recall,
+    formula_recall,
+    gold_formulas,
+    load_gold,
+    score_pages,
+)
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 GOLD = SHARED / "extraction_gold" / "pages.jsonl"

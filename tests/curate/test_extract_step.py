@@ -220,3 +220,13 @@ def test_ctrl_c_stops_the_worker_process_without_a_traceback(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert out == "interrupted\n"
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+def test_plain_text_drops_stackexchange_group_markers_as_html_extraction_does():
+    from curate.extract_step import plain_text
+
+    wet = "12\n$\\begingroup$ Let $x^2 = 4$ hold. $\\endgroup$\nanswered"
+    text = plain_text(wet)
+    assert "begingroup" not in text and "endgroup" not in text
+    assert "Let" in text and "x^2 = 4" in text and "answered" in text
+    assert "\\begingroup" in plain_text("$\\begingroup x$")  # a formula with more in it is kept whole
