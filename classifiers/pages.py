@@ -1,6 +1,6 @@
 """Web pages as classifier documents: .html files and WARC/ARC archives read as the web stage reads them.
 
-Pages go through `curate.readers.WebPageReader` (charset from the header or `<meta>`, then UTF-8, then cp1252;
+Pages go through `curate.readers.WebPageReader` (charset as `curate.readers.decode_html` reads it: labels as browsers read them;
 binary, empty, oversized and truncated records dropped under a reason) and then `curate.extract`, so a model is
 trained and evaluated on the text the web stage will score, and every page it cannot use is counted by reason.
 """

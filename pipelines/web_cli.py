@@ -94,7 +94,7 @@ def extract_cmd(
     engine: str = typer.Option("fast", "--engine", help="fast (resiliparse) or clean (trafilatura)"),
 ) -> None:
     """Extract math-aware text from HTML files (a folder: its .html/.htm/.xhtml files, recursively); prints one JSON object per file:
-    {"path", "text"}, bytes decoded as the web stage does (<meta> charset, else UTF-8, else cp1252). A WARC,
+    {"path", "text"}, bytes decoded as the web stage does (`decode_html`: the <meta> charset as browsers read it, UTF-8, windows-1252). A WARC,
     compressed, binary or JSON/JSONL file, or text with no markup, is an error (the web stage reads the first)."""
     from curate.extract import extract
     from curate.readers import decode_html
@@ -104,7 +104,7 @@ def extract_cmd(
     for path in html_files(files):
         html, _ = decode_html(path.read_bytes(), None)
         if html is None:  # the web stage drops it as `undecodable`
-            fail(f"{path}: undecodable: neither its <meta> charset, UTF-8 nor cp1252 decodes it")
+            fail(f"{path}: undecodable: neither its <meta> charset, UTF-8 nor windows-1252 decodes it")
         print(json.dumps({"path": str(path), "text": extract(html or "", engine=engine)}, ensure_ascii=False))
 
 
