@@ -45,7 +45,7 @@ def test_train_stage_exports_a_model_that_transformers_loads(tmp_path):
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(recipe))
 
     ctx = StageContext(run_dir=run, out_dir=run / "train", inputs=[], executor=ExecutorConfig())
-    summary = run_stage(Config(recipe=str(tmp_path / "tiny.yaml")), ctx)
+    summary = run_stage(Config(recipe=str(tmp_path / "tiny.yaml"), missing_sources="drop"), ctx)
     assert summary["docs_in"] == summary["docs_out"] + sum(summary["dropped"].values())
     assert list(summary["stages"]) == ["stable", "decay-short"]
     assert summary["stages"]["stable"]["steps"] == 4 and summary["stages"]["decay-short"]["steps"] == 2
@@ -70,6 +70,6 @@ def test_sources_of_a_mixture_file_without_shards_are_dropped_as_inline_ones_are
     recipe["stages"][0]["mixture"] = str(tmp_path / "stable-mix.yaml")
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(recipe))
     ctx = StageContext(run_dir=run, out_dir=run / "train", inputs=[], executor=ExecutorConfig())
-    bound, missing = prepare_recipe(Config(recipe=str(tmp_path / "tiny.yaml")), ctx)
+    bound, missing = prepare_recipe(Config(recipe=str(tmp_path / "tiny.yaml"), missing_sources="drop"), ctx)
     assert missing["stable"] == ["refine"]
     assert [s.name for s in bound.stages[0].build_mixture(run).sources] == ["corpus"]
