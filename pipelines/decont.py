@@ -329,7 +329,7 @@ def stage_benchmarks(config: Config, run_dir: Path | str, check: bool = True) ->
     return benchmarks
 
 
-def preflight(config: Config, run_dir: Path | str) -> None:
+def preflight(config: Config, run_dir: Path | str, plan: list[dict] | None = None) -> None:
     """What `run_decont` checks of the benchmarks before any work (`curate.decont.validate_benchmarks`: each path
     exists, and they hold a checkable record), checked by `mathmix run` before its first stage and in --dry-run."""
     from curate.decont import validate_benchmarks

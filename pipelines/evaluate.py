@@ -60,7 +60,7 @@ def _benchmarks(config: Config) -> list[tuple[str, int]]:
     return parse_benchmarks(config.suite, config.benchmarks if given else None)
 
 
-def preflight(config: Config, run_dir: Path | str) -> None:
+def preflight(config: Config, run_dir: Path | str, plan: list[dict] | None = None) -> None:
     """What the stage reads that no earlier stage writes, checked by `mathmix run` before its first stage and in
     --dry-run: the benchmark folder and the suite or benchmark list (the model may be the train stage's)."""
     data_dir = Path(_resolve(config.data_dir, run_dir))

@@ -53,7 +53,7 @@ class Config(RewriteSettings):
     )
 
 
-def preflight(config: Config, run_dir: Path | str) -> None:
+def preflight(config: Config, run_dir: Path | str, plan: list[dict] | None = None) -> None:
     """What the stage reads that no earlier stage writes, checked by `mathmix run` before its first stage and in
     --dry-run, as `run_task` checks it: each task's prompt template and the decontamination benchmarks."""
     from curate.decont import validate_benchmarks

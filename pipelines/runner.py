@@ -120,9 +120,9 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
 
 
 def preflight(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | None = None) -> None:
-    """Run each selected stage's cheap checks of what it reads (its module's optional `preflight(config, run_dir)`:
-    decont's and rewrite's benchmarks, rewrite's prompt templates, train's recipe and mixtures, eval's benchmark
-    folder) before any stage runs; StageFailed naming the first stage refused. A stage refused only when reached
+    """Run each selected stage's cheap checks of what it reads (its module's optional `preflight(config, run_dir,
+    plan)`, PLAN being STEPS: decont's and rewrite's benchmarks, rewrite's prompt templates, train's recipe and
+    mixtures and the shards the plan will make for them, eval's benchmark folder) before any stage runs; StageFailed naming the first stage refused. A stage refused only when reached
     ran after the stages before it in full: hours of web and dedup on a crawl before decont said it had none.
 
     A stage already complete is checked too: the files such a check reads are in its record (`files_read`), so a
@@ -135,7 +135,7 @@ def preflight(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | Non
         if check is None or (only and name not in only):
             continue
         try:
-            check(step["config"], recipe.output_dir)
+            check(step["config"], recipe.output_dir, plan=steps)
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
 

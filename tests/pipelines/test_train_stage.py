@@ -81,6 +81,21 @@ def test_the_run_refuses_before_its_first_stage_where_the_shards_exist(tmp_path)
     assert run_recipe(load_recipe(_run_recipe(tmp_path, drop)), dry_run=True) == {}
 
 
+def test_a_fresh_run_is_refused_before_its_first_stage_from_its_plan(tmp_path):
+    # nothing has run yet: the runner hands train's check its plan (a rewrite of qa only, no refine branch), so
+    # the run stops before the web stage, in a dry run too, and writes nothing
+    from pipelines.recipe import load_recipe
+    from pipelines.runner import StageFailed, run_recipe
+
+    stages = "  rewrite: {tasks: [qa], model: auto}\n  shards: {tokenizer: train}\n"
+    train = f"{{recipe: {OCTOTHINKER}, stages: [stable, decay-long]}}"
+    for dry_run in (True, False):
+        with pytest.raises(StageFailed, match=r"stage train: .*stage decay-long: refine, longcot \(the shards this "
+                                              r"run will have: corpus, qa\)"):  # fmt: skip
+            run_recipe(load_recipe(_run_recipe(tmp_path, train, stages)), dry_run=dry_run)
+        assert not (tmp_path / "run").exists()
+
+
 def test_the_shards_a_run_will_have_are_known_from_its_plan(tmp_path):
     """Given the runner's plan, the train stage's preflight knows the shards of a run that has not started: the
     corpus and a branch per rewrite task (recipes/quickstart.yaml rewrites qa only; tiny-cpu names refine)."""
