@@ -145,13 +145,28 @@ def run_web(
     recipe: Path | None = typer.Option(
         None, "--recipe", help="take the web settings and the executor from this recipe"
     ),
+    math_model: Path | None = typer.Option(
+        None,
+        "--math-model",
+        help="fastText math classifier (`mathmix classifier train`) to score pages with and keep those at or above "
+        "its card's threshold (default: none, or the recipe's: pages are kept on the math prefilter alone)",
+    ),
+    math_threshold: float | None = typer.Option(
+        None,
+        "--math-threshold",
+        min=0,
+        max=1,
+        help="keep pages with math_score >= this (default: the card's)",
+    ),
 ) -> None:
     """Web stage: read pages, extract math-aware text, language ID, blocklist, math prefilter, quality filters.
 
     Reads WARC/ARC(.gz), folders of .html, or JSONL with an `html` field; writes OUT/data/*.parquet (one row per
     kept page, with provenance), OUT/summary.json (docs_in, docs_out, dropped by reason, seconds), OUT/logs/ and,
-    with --write-rejects, OUT/rejects/*.parquet (one row per dropped page with its reason). --workers and
-    --write-rejects override what --recipe sets.
+    with --write-rejects, OUT/rejects/*.parquet (one row per dropped page with its reason). With --math-model
+    each kept page has its math_score; without one (nor a recipe's), pages that pass the prefilter are kept
+    unscored, a note says so. --workers, --write-rejects, --math-model and --math-threshold override what
+    --recipe sets.
     """
     from pipelines.executors import ExecutorConfig, JobsSubmitted
     from pipelines.recipe import RecipeError, load_recipe
@@ -172,6 +187,23 @@ def run_web(
             executor = executor.model_copy(update={"workers": workers})
     if write_rejects is not None:
         config = config.model_copy(update={"write_rejects": write_rejects})
+    if math_model is not None:
+        if not math_model.is_file():
+            fail(
+                f"{math_model}: no such model file (--math-model: a fastText model from `mathmix classifier train`)"
+            )
+        config = config.model_copy(update={"math_model": str(math_model.absolute())})
+    if math_threshold is not None:
+        if config.math_model is None:
+            fail("--math-threshold needs a model to score with: pass --math-model")
+        config = config.model_copy(update={"math_threshold": math_threshold, "keep_top_percent": None})
+    if config.math_model is None:
+        console.print(
+            "note: no math classifier (--math-model): pages that pass the math prefilter are kept unscored "
+            "(math_score null); MathJax-loading pages without math among them",
+            soft_wrap=True,
+            markup=False,
+        )
     try:
         summary = run_stage(config, [str(p) for p in inputs], output, executor, math_model=config.math_model)
     except FileNotFoundError as err:

@@ -172,3 +172,63 @@ def test_inputs_without_pages_are_named_plainly(tmp_path):
     result = CliRunner().invoke(app, ["web", str(empty), "-o", str(tmp_path / "w")])
     assert result.exit_code == 2 and f"error: no WARC, .html or JSONL files in {empty}" in _out(result)
     assert "[" not in result.output and not (tmp_path / "w").exists()
+
+
+def test_math_model_scores_pages_and_math_threshold_keeps_by_it(tmp_path):
+    from classifiers.data import LabelledDoc
+    from classifiers.train import TrainData, TrainSettings, train_model
+    from tests.classifiers.corpus import MATH_WORDS, TEXT_WORDS, docs
+
+    model = tmp_path / "clf" / "model.bin"
+    model.parent.mkdir()
+    pos = [
+        LabelledDoc(t, "m", f"m{i}") for i, t in enumerate(docs(MATH_WORDS, 30, 1, length=30, numbered=False))
+    ]
+    neg = [
+        LabelledDoc(t, "n", f"n{i}") for i, t in enumerate(docs(TEXT_WORDS, 30, 2, length=30, numbered=False))
+    ]
+    train_model(
+        TrainData(pos, neg), model, TrainSettings(dim=8, lr=0.3, word_ngrams=2, epoch=10, bucket=5000)
+    )
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    body = "".join(  # MATH's paragraphs, each its own (8 copies of one line were dropped as repeated_lines)
+        f"<p>In example {i} the roots of <script type='math/tex'>x^2+{i}x+{i}=0</script> are given by the quadratic "
+        f"formula, and we prove that the discriminant {i * i - 4 * i} decides how many real solutions it has.</p>"
+        for i in range(1, 9)
+    )
+    (pages / "math.html").write_text(
+        f"<html><head><script src='mathjax.js'></script></head><body>{body}</body></html>"
+    )
+    (pages / "news.html").write_text(NEWS)
+
+    plain = CliRunner().invoke(app, ["web", str(pages), "-o", str(tmp_path / "plain")])
+    assert plain.exit_code == 0, plain.output
+    assert "note: no math classifier (--math-model)" in _out(plain)
+    assert pq.read_table(tmp_path / "plain" / "data").column("math_score").to_pylist() == [None]
+
+    scored = CliRunner().invoke(
+        app, ["web", str(pages), "-o", str(tmp_path / "scored"), "--math-model", str(model)]
+    )
+    assert scored.exit_code == 0, scored.output
+    assert "no math classifier" not in _out(scored)
+    summary = json.loads((tmp_path / "scored" / "summary.json").read_text())
+    rows = pq.read_table(tmp_path / "scored" / "data").to_pylist() if summary["docs_out"] else []
+    assert all(isinstance(r["math_score"], float) for r in rows)
+    assert summary["docs_out"] + sum(summary["dropped"].values()) == summary["docs_in"] == 2
+
+    strict = CliRunner().invoke(app, ["web", str(pages), "-o", str(tmp_path / "strict"), "--math-model", str(model),
+                                      "--math-threshold", "1"])  # fmt: skip
+    assert strict.exit_code == 0, strict.output
+    summary = json.loads((tmp_path / "strict" / "summary.json").read_text())
+    assert (
+        summary["docs_out"] == 0
+        and summary["dropped"].get("low_math_score", 0) + summary["dropped"].get("too_short", 0) >= 1
+    )
+
+    missing = CliRunner().invoke(
+        app, ["web", str(pages), "-o", str(tmp_path / "m"), "--math-model", "nope.bin"]
+    )
+    assert missing.exit_code == 2 and "nope.bin: no such model file" in _out(missing)
+    alone = CliRunner().invoke(app, ["web", str(pages), "-o", str(tmp_path / "a"), "--math-threshold", "0.5"])
+    assert alone.exit_code == 2 and "--math-threshold needs a model" in _out(alone)
