@@ -144,8 +144,9 @@ def inspect_cmd(
         console.rule(f"{row['file']} #{row['document']} ({row['tokens']} tokens)")
         console.print(row.get("text", row["ids"]), markup=False, highlight=False)
     print(json.dumps(report, indent=2))
-    if report.get("tokenizer_warning"):
-        console.print(f"[yellow]warning:[/] {escape(report['tokenizer_warning'])}", soft_wrap=True)
+    for key in ("tokenizer_warning", "special_tokens_warning"):
+        if report.get(key):
+            console.print(f"[yellow]warning:[/] {escape(report[key])}", soft_wrap=True)
     for warning in report["warnings"]:
         console.print(f"[yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     if report["warnings"]:
@@ -177,6 +178,8 @@ def validate_cmd(
         for error in report["errors"]:
             typer.echo(f"invalid: {error}", err=True)  # one unwrapped line per problem, easy to grep
         bad += len(report["errors"])
+        for warning in report.get("warnings", []):  # the files are sound: reported, not failed
+            typer.echo(f"warning: {warning}", err=True)
         status = "ok" if report["ok"] else "FAILED"
         sources = report.get("sources")  # a run's shards folder
         where = f" in {len(sources)} source folder(s) ({', '.join(sources)})" if sources is not None else ""

@@ -2,7 +2,9 @@
 
 A run's shards folder (RUN/shards) is inspected as all its sources together, with per-source counts. Each file's
 index and .bin size are checked on the way (`validate_prefix` without the manifest's checksums): a damaged one
-is listed under `warnings`, since the lengths and samples then read wrong token spans.
+is listed under `warnings`, since the lengths and samples then read wrong token spans. So is a sample of documents
+(the first INSPECT_SCAN_TOKENS tokens, spread over the files) holding a special token id before their closing EOS
+(`shards.validate.scan_special_tokens`; `validate` reads every document): `special_tokens_warning`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import numpy as np
 from mathmix.cli_util import write_json
 from shards.indexed import IndexedDataset
 from shards.manifest import MANIFEST, is_run_manifest, read_manifest, resolve_prefixes, source_folders
-from shards.validate import validate_prefix
+from shards.validate import scan_special_tokens, special_token_warning, validate_prefix
+
+# tokens read for special token ids inside documents (~64 MB of uint16; `validate` reads them all)
+INSPECT_SCAN_TOKENS = 1 << 25
 
 
 def length_stats(sizes: np.ndarray) -> dict[str, float]:
@@ -71,7 +76,8 @@ def inspect_shards(
     """
     p = Path(path)
     prefixes = resolve_prefixes(p)
-    warnings = [error for prefix in prefixes for error in validate_prefix(prefix)]
+    problems = {prefix: validate_prefix(prefix) for prefix in prefixes}
+    warnings = [error for prefix in prefixes for error in problems[prefix]]
     datasets = [IndexedDataset(prefix) for prefix in prefixes]
     sizes = np.concatenate([d.sizes for d in datasets]) if datasets else np.zeros(0, np.int64)
     manifest = read_manifest(p) if p.is_dir() and (p / MANIFEST).is_file() else {}
@@ -97,9 +103,18 @@ def inspect_shards(
         "histogram": str(plot_lengths(sizes, out / "length_hist.png", f"{p.name}: {len(sizes):,} documents")),
         "warnings": warnings,
     }
-    decode, problem = _decoder(tokenizer, manifest, built_with(p, manifest))
+    decode, problem, special = _decoder(tokenizer, manifest, built_with(p, manifest))
     if problem:
         report["tokenizer_warning"] = problem
+    if isinstance(manifest.get("eos_id"), int):  # the EOS is known: sound files only (damaged: wrong spans)
+        sound = [d for d, prefix in zip(datasets, prefixes, strict=True) if not problems[prefix]]
+        scan = scan_special_tokens(sound, [manifest["eos_id"], *special], INSPECT_SCAN_TOKENS)
+        report["special_tokens"] = {
+            k: scan[k] for k in ("documents", "documents_checked", "sampled", "first")
+        }
+        if warning := special_token_warning(str(p), scan):
+            more = f" (`mathmix shards validate {p}` reads every document)" if scan["sampled"] else ""
+            report["special_tokens_warning"] = warning + more
     report["samples"] = _samples(datasets, decode, samples, sample_tokens, seed, p if p.is_dir() else None)
     write_json(out / "inspect.json", report)
     return report
@@ -124,26 +139,27 @@ def built_with(p: Path, manifest: dict[str, Any]) -> dict[str, str]:
 
 def _decoder(
     tokenizer: str | None, manifest: dict[str, Any], prints: dict[str, str]
-) -> tuple[Any, str | None]:
+) -> tuple[Any, str | None, list[int]]:
     """(a function decoding token ids, or None: ids only; why the samples are not decoded, where that is a
-    problem). The tokenizer is TOKENIZER, else the manifest's where it is local (or a hub name in the cache); its
-    fingerprint must be what the manifests record (`tokenizer_sha256`), as `train` and `train export` check:
-    a tokenizer replaced at the manifest's path, or another one given, decodes the ids into other text."""
-    from shards.tokenizer import fingerprint_of, open_tokenizer, tokenizer_mismatch
+    problem; its special token ids, where it decodes). The tokenizer is TOKENIZER, else the manifest's where it
+    is local (or a hub name in the cache); its fingerprint must be what the manifests record (`tokenizer_sha256`),
+    as `train` and `train export` check: a tokenizer replaced at the manifest's path, or another one given,
+    decodes the ids into other text."""
+    from shards.tokenizer import fingerprint_of, open_tokenizer, special_ids, tokenizer_mismatch
 
     source = tokenizer or manifest.get("tokenizer")
     if not source or not (Path(source).exists() or not Path(source).is_absolute()):
-        return None, None  # no tokenizer, or a recorded folder that is gone: token ids only
+        return None, None, []  # no tokenizer, or a recorded folder that is gone: token ids only
     try:
         backend = open_tokenizer(source)[0]
     except (OSError, ValueError) as err:
         if tokenizer:  # asked for: say why the samples are ids
-            return None, f"samples not decoded: {err}"
-        return None, None  # the recorded one is not available (offline hub name): ids only
+            return None, f"samples not decoded: {err}", []
+        return None, None, []  # the recorded one is not available (offline hub name): ids only
     problem = tokenizer_mismatch(source, fingerprint_of(backend), prints, given=tokenizer is not None)
     if problem:
-        return None, f"{problem}; samples shown as token ids"
-    return lambda ids: backend.decode(ids, skip_special_tokens=False), None
+        return None, f"{problem}; samples shown as token ids", []
+    return lambda ids: backend.decode(ids, skip_special_tokens=False), None, special_ids(backend)
 
 
 def _samples(

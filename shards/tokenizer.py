@@ -2,12 +2,14 @@
 
 Sharding runs the Rust `tokenizers.Tokenizer` behind a Hugging Face fast tokenizer directly (batch encoding without
 offsets), since the Python wrapper costs throughput and adds nothing here; the EOS id comes from the HF config.
+Corpus text is encoded as text (`for_encoding`): a control token written in it (`<|endoftext|>` on a web page) is
+encoded as its characters, never as that token, and truncation or padding saved in a tokenizer.json is off.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,13 @@ class LoadedTokenizer:
     """A Rust tokenizer plus what sharding needs to know about it."""
 
     name: str
-    backend: Any  # tokenizers.Tokenizer
+    backend: Any  # tokenizers.Tokenizer, as its files define it (fingerprinted, decodes)
     eos_id: int
     vocab_size: int
     eos_token: str | None = None  # the EOS token closing each document, as resolved
     default_eos: str | None = None  # the EOS its own files name (None: none)
+    # `for_encoding(backend)`, made at the first `encode_batch` (a driver that only fingerprints makes none)
+    encoder: Any = field(default=None, repr=False, compare=False)
 
     @property
     def fingerprint(self) -> str:
@@ -34,13 +38,46 @@ class LoadedTokenizer:
         return fingerprint_of(self.backend)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        """Token ids of each text, without special tokens (the EOS is appended by the shard writer)."""
-        return [e.ids for e in self.backend.encode_batch_fast(texts, add_special_tokens=False)]
+        """Token ids of each text as text (`for_encoding`): no template, no special token matched in the text,
+        no truncation or padding (the EOS is appended by the shard writer, by id)."""
+        if self.encoder is None:
+            self.encoder = for_encoding(self.backend)
+        return [e.ids for e in self.encoder.encode_batch_fast(texts, add_special_tokens=False)]
+
+
+def for_encoding(backend: Any) -> Any:
+    """A copy of the Rust tokenizer BACKEND that encodes corpus text as text.
+
+    `add_special_tokens=False` only drops the template (BOS/EOS around each text): special tokens written in the
+    text itself (`<|endoftext|>`, `<|begin_of_text|>` on a web page, in a chat log) were still matched and became
+    those ids, an EOS in mid-document that the trainer's `--reset-attention-mask` splits the document at.
+    `encode_special_tokens = True` encodes them as their characters, in `encode` and `encode_batch(_fast)` alike;
+    added tokens that are not special (extra vocabulary) are still matched, as they are meant to be. Truncation
+    and padding saved in a tokenizer.json (`Tokenizer.from_file` keeps them; transformers turns them off on load)
+    would cut each document or fill it with pads: both off. A copy, so BACKEND, whose serialization is the
+    fingerprint manifests record (truncation settings included), and a transformers tokenizer holding it, are
+    left as they are.
+    """
+    from tokenizers import Tokenizer
+
+    encoder = Tokenizer.from_str(backend.to_str())
+    encoder.no_truncation()
+    encoder.no_padding()
+    encoder.encode_special_tokens = True  # not serialized: set on the copy itself
+    return encoder
+
+
+def special_ids(backend: Any) -> list[int]:
+    """The ids of the Rust tokenizer BACKEND's special added tokens (EOS, BOS, pad, chat markers): what a document
+    built by `shards build` holds only as its closing EOS."""
+    return sorted(int(i) for i, token in backend.get_added_tokens_decoder().items() if token.special)
 
 
 def open_tokenizer(name_or_path: str | Path) -> tuple[Any, str | None, int, str]:
     """(Rust tokenizer, its EOS token where its files name one, vocabulary size, the name to record) of a
     tokenizer.json file, a Hugging Face tokenizer folder or a hub name; no EOS is required (`inspect` decodes).
+    The tokenizer is as its files define it (what `fingerprint_of` hashes, as `train` does): encode corpus text
+    only through `for_encoding` of it (`LoadedTokenizer.encode_batch` does).
 
     A tokenizer.json (the file itself, or in a folder) is read with `tokenizers` alone (importing transformers costs
     seconds in every datatrove worker), as `train` reads a `model.tokenizer` file; a file's EOS comes from the

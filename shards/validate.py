@@ -6,17 +6,21 @@ from 0 to the sequence count and monotone, the .bin size equal to what the index
 manifest's vocab size; and against the manifest: dtype, byte sizes, sha256, document and token counts, and the
 manifest's top-level totals against its files. A run's shards folder (RUN/shards, whose manifest lists sources)
 is checked source folder by source folder, and its manifest against them: each source's counts, the tokenizer,
-vocab size, EOS id and dtype, and no shard folder left out.
+vocab size, EOS id and dtype, and no shard folder left out. A warning (not an error: the files are sound) names
+documents that hold a special token id (the manifest's EOS, the tokenizer's special tokens) before their closing
+EOS: control tokens written in the text and encoded as those tokens (shards built before text was encoded as
+text).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from shards.indexed import IndexFormatError, index_counts, read_index
+from shards.indexed import IndexedDataset, IndexFormatError, index_counts, read_index
 from shards.manifest import (
     MANIFEST,
     check_manifest_shape,
@@ -115,11 +119,108 @@ def _manifest_errors(idx: Path, bin_: Path, counts: tuple[int, int], entry: dict
     return errors
 
 
+SCAN_CHUNK = 1 << 24  # tokens compared at once (a 16 MB mask)
+SCAN_DOCS = 1 << 20  # documents mapped at once (their offsets: 8 MB)
+
+
+def scan_special_tokens(
+    datasets: Sequence[IndexedDataset], special: Iterable[int], max_tokens: int | None = None
+) -> dict[str, Any]:
+    """Documents of DATASETS holding a SPECIAL id (EOS, BOS, pad, ...) before their last position.
+
+    `shards build` closes each document with the EOS and writes no other special token: one inside a document is
+    a control token written in its text (`<|endoftext|>` on a web page) that a tokenizer matched as that token
+    (before `shards.tokenizer.for_encoding`), an EOS that splits the document in training. Vectorised over the
+    memory-mapped tokens, SCAN_CHUNK at a time. MAX_TOKENS: read about that many tokens, in whole documents from
+    the start of each file (at least one document per file), and say so (`sampled`); None: everything.
+
+    Returns {"ids", "documents_checked", "tokens_checked", "documents" (holding one), "occurrences",
+    "found_ids", "first": [PREFIX, document] or None, "sampled"}.
+    """
+    ids = np.unique(np.asarray(list(special), dtype=np.int64))
+    result: dict[str, Any] = {"ids": ids.tolist(), "documents_checked": 0, "tokens_checked": 0}
+    result |= {"documents": 0, "occurrences": 0, "found_ids": [], "first": None, "sampled": False}
+    if not len(ids):
+        return result
+    per_file = None if max_tokens is None else max(max_tokens // max(len(datasets), 1), 1)
+    found: set[int] = set()
+    for ds in datasets:
+        budget = per_file
+        for lo in range(0, len(ds), SCAN_DOCS):
+            sizes = np.asarray(ds.sizes[lo : lo + SCAN_DOCS], dtype=np.int64)
+            stop = False
+            if budget is not None:  # whole documents up to the budget, at least one per file
+                keep = int(np.searchsorted(np.cumsum(sizes), budget, side="right"))
+                keep = max(keep, 1) if lo == 0 else keep
+                stop = keep < len(sizes)
+                sizes = sizes[:keep]
+                budget -= int(sizes.sum())
+            if len(sizes):
+                _scan_block(ds, lo, sizes, ids, result, found)
+            if stop:  # documents of this file left unread
+                result["sampled"] = True
+                break
+    result["found_ids"] = sorted(found)
+    return result
+
+
+def _scan_block(
+    ds: IndexedDataset, lo: int, sizes: np.ndarray, ids: np.ndarray, result: dict[str, Any], found: set[int]
+) -> None:
+    """`scan_special_tokens` over documents lo .. lo + len(sizes) of DS, added into RESULT and FOUND."""
+    # token offsets of the documents (IndexedDataset keeps them as byte pointers or token offsets)
+    starts = np.asarray(ds._offsets[lo : lo + len(sizes)], dtype=np.int64) // ds._offset_unit
+    ends = starts + sizes
+    order = np.argsort(starts, kind="stable") if np.any(np.diff(starts) < 0) else None
+    if order is not None:  # a file not written in order (mathmix's are): documents by offset
+        starts, ends = starts[order], ends[order]
+    tokens = ds._tokens
+    first, last = int(starts.min()), int(ends.max())
+    hits = [
+        np.flatnonzero(np.isin(tokens[c : min(c + SCAN_CHUNK, last)], ids)) + c
+        for c in range(first, last, SCAN_CHUNK)
+    ]
+    result["documents_checked"] += len(sizes)
+    result["tokens_checked"] += int(sizes.sum())
+    pos = np.concatenate(hits) if hits else np.zeros(0, np.int64)
+    if not len(pos):
+        return
+    doc = np.searchsorted(starts, pos, side="right") - 1  # the last document starting at or before each hit
+    safe = np.maximum(doc, 0)
+    inside = (doc >= 0) & (pos < ends[safe]) & (pos != ends[safe] - 1)
+    if not inside.any():
+        return
+    docs = doc[inside] if order is None else order[doc[inside]]
+    held = np.unique(docs)
+    if result["first"] is None:
+        result["first"] = [ds.path_prefix, lo + int(held[0])]
+    result["documents"] += len(held)
+    result["occurrences"] += int(inside.sum())
+    found.update(int(t) for t in np.unique(np.asarray(tokens[pos[inside]])))
+
+
+def special_token_warning(where: str, scan: dict[str, Any]) -> str | None:
+    """The warning of a `scan_special_tokens` result that found any, naming WHERE; None where it found none."""
+    if not scan["documents"]:
+        return None
+    prefix, document = scan["first"]
+    sample = ", in the sample read" if scan["sampled"] else ""
+    return (
+        f"{where}: {scan['documents']} of {scan['documents_checked']} documents{sample} hold a special token id "
+        f"({', '.join(map(str, scan['found_ids']))}) before their end, {scan['occurrences']} time(s); first: "
+        f"{prefix} document {document}. Control tokens written in the text (`<|endoftext|>`) were encoded as "
+        "those tokens (shards built before mathmix encoded text as text): training splits these documents there "
+        "and learns text after an EOS; rebuild these shards into a new folder"
+    )
+
+
 def validate_path(path: str | Path) -> dict[str, Any]:
     """Validate a shard folder (with or without manifest.json), a run's shards folder (RUN/shards) or one PREFIX.
 
-    Returns {"path", "files": n, "documents", "tokens", "errors": [...], "ok": bool} (documents and tokens as the
-    .idx files hold them; None where one cannot be read), and "sources" (their names) for a run's shards folder.
+    Returns {"path", "files": n, "documents", "tokens", "errors": [...], "warnings": [...], "ok": bool}
+    (documents and tokens as the .idx files hold them; None where one cannot be read), and "sources" (their
+    names) for a run's shards folder. `warnings` (special token ids inside documents, `scan_special_tokens`, in
+    folders whose manifest records the EOS id) leave `ok` as it is.
     """
     p = Path(path)
     if p.is_dir() and (p / MANIFEST).is_file():
@@ -151,6 +252,7 @@ def _report(
         "documents": sum(c[0] for c in counts if c) if whole or not checked else None,
         "tokens": sum(c[1] for c in counts if c) if whole or not checked else None,
         "errors": errors,
+        "warnings": [],
         "ok": not errors,
     }
 
@@ -164,8 +266,16 @@ def _validate_manifest_folder(p: Path, manifest: dict[str, Any]) -> dict[str, An
         errors += found
     on_disk = {str(i)[:-4] for i in p.glob("*.idx")}
     errors += [f"{extra}.idx: not listed in {p / MANIFEST}" for extra in sorted(on_disk - set(checked))]
-    errors += _tokenizer_errors(p, manifest)
+    problems, special = _tokenizer_check(p, manifest)
+    errors += problems
     report = _report(p, checked, errors, [c for _, c in results])
+    if isinstance(manifest.get("eos_id"), int):  # sound files only: a damaged one reads wrong spans
+        sound = [prefix for prefix, (found, _) in zip(checked, results, strict=True) if not found]
+        scan = scan_special_tokens(
+            [IndexedDataset(prefix) for prefix in sound], [manifest["eos_id"], *special]
+        )
+        if warning := special_token_warning(str(p), scan):
+            report["warnings"].append(warning)
     for key in ("documents", "tokens"):
         said = manifest.get(key)
         if said is None:
@@ -181,27 +291,29 @@ def _validate_manifest_folder(p: Path, manifest: dict[str, Any]) -> dict[str, An
     return report
 
 
-def _tokenizer_errors(p: Path, manifest: dict[str, Any]) -> list[str]:
-    """The manifest's tokenizer, where it is a local tokenizer, against the fingerprint it records: one replaced
-    at that path since (`inspect` and `train` would decode the shards' ids as other tokens)."""
-    from shards.tokenizer import tokenizer_mismatch
+def _tokenizer_check(p: Path, manifest: dict[str, Any]) -> tuple[list[str], list[int]]:
+    """(problems, special token ids): the manifest's tokenizer, where it is a local tokenizer, against the
+    fingerprint it records: one replaced at that path since (`inspect` and `train` would decode the shards' ids as
+    other tokens); its special token ids where it is the one recorded (none where not checked)."""
+    from shards.tokenizer import fingerprint_of, special_ids, tokenizer_mismatch
 
     recorded, built = manifest.get("tokenizer"), manifest.get("tokenizer_sha256")
     if not (isinstance(recorded, str) and isinstance(built, str) and recorded and Path(recorded).exists()):
-        return []  # a hub name, a tokenizer moved away, or a manifest from before fingerprints: not checked
-    fingerprint = _local_fingerprint(recorded)
-    if fingerprint is None:
-        return [f"{p / MANIFEST}: tokenizer {recorded} cannot be read as a tokenizer any more"]
-    problem = tokenizer_mismatch(recorded, fingerprint, {built: recorded}, given=False)
-    return [f"{p / MANIFEST}: {problem}"] if problem else []
+        # a hub name, a tokenizer moved away, or a manifest from before fingerprints: not checked
+        return [], []
+    backend = _local_tokenizer(recorded)
+    if backend is None:
+        return [f"{p / MANIFEST}: tokenizer {recorded} cannot be read as a tokenizer any more"], []
+    problem = tokenizer_mismatch(recorded, fingerprint_of(backend), {built: recorded}, given=False)
+    return ([f"{p / MANIFEST}: {problem}"], []) if problem else ([], special_ids(backend))
 
 
-def _local_fingerprint(path: str) -> str | None:
-    """The fingerprint of the local tokenizer at PATH (None: not a tokenizer), read once per file version."""
-    from shards.tokenizer import fingerprint_of, open_tokenizer
+def _local_tokenizer(path: str) -> Any:
+    """The local tokenizer at PATH, as its files define it (None: not a tokenizer)."""
+    from shards.tokenizer import open_tokenizer
 
     try:
-        return fingerprint_of(open_tokenizer(path)[0])
+        return open_tokenizer(path)[0]
     except (OSError, ValueError):
         return None
 
@@ -209,6 +321,7 @@ def _local_fingerprint(path: str) -> str | None:
 def _validate_run_shards(p: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """A run's shards folder: each source folder as a shard folder, and the run's manifest against them."""
     errors: list[str] = []
+    warnings: list[str] = []
     files, documents, tokens = 0, 0, 0
     whole = True
     folders = source_folders(p, manifest)
@@ -230,6 +343,7 @@ def _validate_run_shards(p: Path, manifest: dict[str, Any]) -> dict[str, Any]:
             continue
         report = validate_path(folder)
         errors += report["errors"]
+        warnings += report["warnings"]
         files += report["files"]
         recorded = manifest["sources"][name] if isinstance(manifest["sources"][name], dict) else {}
         for key in ("documents", "tokens"):
@@ -256,5 +370,6 @@ def _validate_run_shards(p: Path, manifest: dict[str, Any]) -> dict[str, Any]:
         "tokens": tokens if whole else None,
         "sources": list(folders),
         "errors": errors,
+        "warnings": warnings,
         "ok": not errors,
     }
