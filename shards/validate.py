@@ -126,7 +126,8 @@ SCAN_DOCS = 1 << 20  # documents mapped at once (their offsets: 8 MB)
 def scan_special_tokens(
     datasets: Sequence[IndexedDataset], special: Iterable[int], max_tokens: int | None = None
 ) -> dict[str, Any]:
-    """Documents of DATASETS holding a SPECIAL id (EOS, BOS, pad, ...) before their last position.
+    """Documents of DATASETS holding a SPECIAL id (EOS, BOS, pad, ...) after their first position and before their
+    last (a BOS opening each document is what other tools write).
 
     `shards build` closes each document with the EOS and writes no other special token: one inside a document is
     a control token written in its text (`<|endoftext|>` on a web page) that a tokenizer matched as that token
@@ -187,7 +188,9 @@ def _scan_block(
         return
     doc = np.searchsorted(starts, pos, side="right") - 1  # the last document starting at or before each hit
     safe = np.maximum(doc, 0)
-    inside = (doc >= 0) & (pos < ends[safe]) & (pos != ends[safe] - 1)
+    # a special id at a document's first position is not counted: Megatron's preprocess_data with a tokenizer that
+    # adds a BOS (Llama 3's) starts every document with it, and those shards are not damaged
+    inside = (doc >= 0) & (pos < ends[safe]) & (pos != ends[safe] - 1) & (pos != starts[safe])
     if not inside.any():
         return
     docs = doc[inside] if order is None else order[doc[inside]]

@@ -151,7 +151,7 @@ def test_validate_and_inspect_flag_special_ids_inside_documents(tmp_path, tokeni
     clean = [ids + [eos] for ids in tok.encode_batch(TEXTS[:10])]
     docs = list(clean)
     docs[6] = docs[6][:3] + [eos] + docs[6][3:]  # "Hello <|endoftext|> world" as the old build stored it
-    docs[8] = [bos] + docs[8]  # a BOS written at the start of the text
+    docs[8] = docs[8][:1] + [bos] + docs[8][1:]  # a BOS written in the text (at the start it is not counted)
     docs[9] = docs[9][:2] + [eos, eos] + docs[9][2:]
     out = _old_build(tmp_path, tokenizer_dir, docs)
     report = validate_path(out)
@@ -208,7 +208,7 @@ def test_inspect_reads_a_sample_of_big_shards_and_says_so(tmp_path, tokenizer_di
 
 def test_the_scan_matches_a_document_by_document_count(tmp_path, monkeypatch):
     """Across chunk and block boundaries (tiny ones here), with empty documents: the vectorised count is the
-    count of documents holding a special id before their last token."""
+    count of documents holding a special id after their first token and before their last."""
     import shards.validate
     from shards.validate import scan_special_tokens
 
@@ -217,8 +217,8 @@ def test_the_scan_matches_a_document_by_document_count(tmp_path, monkeypatch):
     docs = [rng.integers(0, 40, size=int(rng.integers(0, 12))).tolist() for _ in range(300)]
     docs = [d + [0] if d and rng.random() < 0.8 else d for d in docs]
     write_indexed(tmp_path / "x", docs, vocab_size=40)
-    bad = [i for i, d in enumerate(docs) if set(d[:-1]) & set(special)]
-    occurrences = sum(sum(t in special for t in d[:-1]) for d in docs)
+    bad = [i for i, d in enumerate(docs) if set(d[1:-1]) & set(special)]
+    occurrences = sum(sum(t in special for t in d[1:-1]) for d in docs)
     for chunk, block in ((1 << 24, 1 << 20), (7, 5), (1, 1), (13, 64)):
         monkeypatch.setattr(shards.validate, "SCAN_CHUNK", chunk)
         monkeypatch.setattr(shards.validate, "SCAN_DOCS", block)
@@ -226,3 +226,12 @@ def test_the_scan_matches_a_document_by_document_count(tmp_path, monkeypatch):
         assert scan["documents"] == len(bad) and scan["occurrences"] == occurrences, (chunk, block)
         assert scan["first"][1] == bad[0] and scan["documents_checked"] == len(docs)
         assert not scan["sampled"]
+
+
+def test_a_bos_opening_each_document_is_not_flagged(tmp_path):
+    # Megatron's preprocess_data with a BOS-adding tokenizer (Llama 3) writes BOS ... EOS: not damage
+    from shards.validate import scan_special_tokens
+
+    write_indexed(tmp_path / "m", [[1, 7, 8, 9, 0], [1, 5, 0], [1, 6, 0, 4, 0]], vocab_size=40)
+    scan = scan_special_tokens([IndexedDataset(tmp_path / "m")], [0, 1, 2])
+    assert scan["documents"] == 1 and scan["first"][1] == 2 and scan["found_ids"] == [0]
