@@ -61,7 +61,7 @@ def output_schema(task: str):
         ("id", pa.string()), ("text", pa.string()), ("source_id", pa.string()), ("source_url", pa.string()),
         ("task", pa.string()), ("prompt_version", pa.string()), ("model", pa.string()), ("sampling", pa.string()),
         ("finish_reason", pa.string()), ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
-        ("rollouts", pa.int64()), ("agreement", pa.float64()),
+        ("rollouts", pa.int64()), ("agreement", pa.float64()), ("cleaned", pa.string()),
     ]  # fmt: skip
     if task in ("qa", "longcot"):
         fields += [("question", pa.string()), ("answer", pa.string()), ("answer_check", pa.string())]

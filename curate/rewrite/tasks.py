@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.rewrite import validate as v
+from curate.rewrite.clean import clean_output
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 TASKS = ("refine", "qa", "longcot", "score")
@@ -99,6 +100,7 @@ class Verdict:
     reason: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     answer: str | None = None  # what self-consistency compares (boxed answer or score)
+    cleaned: list[str] = field(default_factory=list)  # what the task's check left out of the output, by name
 
 
 def _reject(reason: str) -> Verdict:
@@ -122,6 +124,8 @@ def validate_rollout(
         return _reject("empty")
     if rollout.get("finish_reason") == "length":
         return _reject("truncated")
+    # Thinking into `reasoning`, chatter and wrappers off: what is left is the answer, the same for every task.
+    text, reasoning, cleaned = clean_output(text, reasoning)
     if v.is_degenerate(reasoning + "\n" + text, settings.max_dup_fraction):
         return _reject("degenerate_repetition")
     check = {"refine": _refine, "qa": _qa, "longcot": _longcot, "score": _score}[task]
@@ -137,6 +141,8 @@ def validate_rollout(
             if not v.answers_match(verdict.answer or "", reference):
                 return _reject("answer_mismatch")
             verdict.fields["answer_check"] = "match"
+    # Auditable: what was taken off the model's answer before it became the row ("" when nothing).
+    verdict.fields["cleaned"] = ",".join(dict.fromkeys(cleaned + verdict.cleaned))
     return verdict
 
 
@@ -153,10 +159,10 @@ def _refine(text: str, reasoning: str, source: str, s: ValidationSettings) -> Ve
 
 
 def _qa(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdict:
-    parsed = v.parse_qa(text)
+    parsed = v.find_qa(text)
     if parsed is None:
         return _reject("wrong_format")
-    question, solution = parsed
+    question, solution = parsed.question, parsed.solution
     answer = v.last_boxed(solution)
     if answer is None:
         return _reject("no_boxed_answer")
@@ -165,11 +171,14 @@ def _qa(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdic
     if not _in(len(solution), s.qa_solution_chars):
         return _reject("length_out_of_bounds")
     out = f"Question: {question}\nSolution: {solution}"
-    return Verdict(True, fields={"text": out, "question": question, "answer": answer}, answer=answer)
+    cleaned = ["preamble"] * parsed.preamble
+    fields = {"text": out, "question": question, "answer": answer}
+    return Verdict(True, fields=fields, answer=answer, cleaned=cleaned)
 
 
 def _longcot(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdict:
-    # Reasoning models may return the trace separately (reasoning_content); keep it, marked as thinking.
+    # Reasoning models may return the trace separately (reasoning_content, or a <think> block moved there by
+    # clean_output); keep it, marked as thinking.
     trace = f"<think>\n{reasoning}\n</think>\n\n{text}" if reasoning else text
     answer = v.last_boxed(text) or v.last_boxed(reasoning)
     if answer is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -16,12 +17,18 @@ _SPACES = re.compile(r"\s+")
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # "Final score: 4", "**Final score:** 4/5", "Final Score = 3"; the last one in the text wins.
 _SCORE = re.compile(r"final\s+score\s*\**\s*[:=]?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*5|out of 5)?", re.I)
-# A label as models write it: `Question:`, `**Question**:`, `**Question:**`, `## Question:`. Stars after the colon
-# are the label's only when it opened with stars: `Question: **Bob** has...` keeps Bob's.
+# A label as models write it, at the start of a line: `Question:`, `**Question**:`, `**Question:**`, `## Question:`.
+# Stars after the colon are the label's only when it opened with stars:
+# `Question: **Bob** has...` keeps Bob's. Searched for, not anchored at the start: a preamble ("Here is a question
+# from the page:") or a fence before it made the row `wrong_format`.
+_Q_LABEL = (
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?P<o1>\*\*)?[ \t]*question(?:[ \t]*\*\*)?"
+    r"[ \t]*[:.](?(o1)(?:\*\*)?)"
+)
 _QA = re.compile(
-    r"^\s*(?:#{1,6}\s*)?(?P<o1>\*\*)?\s*question(?:\s*\*\*)?\s*[:.](?(o1)(?:\*\*)?)\s*(?P<q>.+?)\n"
-    r"\s*(?:#{1,6}\s*)?(?P<o2>\*\*)?\s*(?:solution|answer)(?:\s*\*\*)?\s*[:.](?(o2)(?:\*\*)?)\s*(?P<s>.+)$",
-    re.I | re.S,
+    _Q_LABEL + r"\s*(?P<q>.+?)\n"
+    r"[ \t]*(?:#{1,6}[ \t]*)?(?P<o2>\*\*)?[ \t]*(?:solution|answer)(?:[ \t]*\*\*)?[ \t]*[:.](?(o2)(?:\*\*)?)\s*(?P<s>.+)$",
+    re.I | re.S | re.M,
 )
 _GSM8K_ANSWER = re.compile(r"####\s*(.+?)\s*$")
 
@@ -93,13 +100,31 @@ def parse_score(text: str) -> int | None:
     return int(value)
 
 
-def parse_qa(text: str) -> tuple[str, str] | None:
-    """(question, solution) from 'Question: ...\\nSolution: ...', or None when the format is not there."""
-    m = _QA.match(text.strip())
+@dataclass
+class QAParse:
+    """A `qa` output read: its first question and solution, and what around them was left out of the row."""
+
+    question: str
+    solution: str
+    preamble: bool  # text before the first question label
+
+
+def find_qa(text: str) -> QAParse | None:
+    """The first 'Question: ...\\nSolution: ...' pair of a text, or None when the format is not there."""
+    text = text.strip()
+    m = _QA.search(text)
     if not m:
         return None
     question, solution = m.group("q").strip(), m.group("s").strip()
-    return (question, solution) if question and solution else None
+    if not question or not solution:
+        return None
+    return QAParse(question, solution, preamble=bool(text[: m.start()].strip()))
+
+
+def parse_qa(text: str) -> tuple[str, str] | None:
+    """(question, solution) of the first 'Question: ...\\nSolution: ...' pair, or None (see `find_qa`)."""
+    parsed = find_qa(text)
+    return (parsed.question, parsed.solution) if parsed else None
 
 
 def reference_answer(metadata: dict) -> str | None:
