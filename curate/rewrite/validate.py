@@ -14,6 +14,7 @@ from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
+_ENV_LINE = re.compile(r"^\s*(?:\$\$|\\\[|\\\])?\s*\\(?:begin|end)\{[a-zA-Z*]+\}\s*(?:\$\$|\\\[|\\\])?\s*$")
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # "Final score: 4", "**Final score:** 4/5", "Final Score = 3"; the last one in the text wins.
 _SCORE = re.compile(r"final\s+score\s*\**\s*[:=]?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*5|out of 5)?", re.I)
@@ -63,10 +64,13 @@ def duplicate_ngram_fraction(text: str, n: int = 4) -> float:
 
 
 def is_degenerate(text: str, max_dup_fraction: float = 0.5, min_words: int = 30) -> bool:
-    """True for looping output: most word 4-grams repeat, or one line makes up over half of the lines."""
+    """True for looping output: most word 4-grams repeat, or one line makes up over half of the lines (lines
+    of delimiters only, as `$$`, not counted)."""
     if len(words(text)) >= min_words and duplicate_ngram_fraction(text) > max_dup_fraction:
         return True
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # Lines with no word character (`$$`, `\\]`, `---`) and environment delimiters (`\\begin{aligned}`) repeat in any
+    # text with displayed equations: five `$$ ... $$` blocks made 10 of 19 lines one line, a loop.
+    lines = [ln.strip() for ln in text.splitlines() if _WORD.search(ln) and not _ENV_LINE.match(ln)]
     if len(lines) >= 8:
         top = Counter(lines).most_common(1)[0][1]
         return top / len(lines) > 0.5

@@ -232,3 +232,41 @@ def test_score_reads_the_answer_not_the_thinking():
     verdict = run("score", long_think + "\n</think>\n\n" + J + "\n\nFinal score: 3")
     assert verdict.ok, verdict.reason
     assert verdict.fields["score_justification"] == J
+
+
+# --- displayed equations are not a loop ---
+
+DERIVATION = r"""## Deriving the reduction formula
+
+Let $I_n=\int_0^1 x^n e^x\,dx$. Integrating by parts with $u=x^n$, $dv=e^x dx$:
+$$
+I_n = \left[x^n e^x\right]_0^1 - n\int_0^1 x^{n-1}e^x\,dx
+$$
+$$
+I_n = e - n I_{n-1}
+$$
+With $I_0 = e-1$:
+$$
+I_1 = e - (e-1) = 1
+$$
+$$
+I_2 = e - 2 I_1 = e - 2
+$$
+$$
+I_3 = e - 3 I_2 = 6 - 2e
+$$
+So $I_3 = 6-2e \approx 0.5634$."""
+
+
+def test_display_equations_on_their_own_lines_are_not_a_loop():
+    assert not v.is_degenerate(DERIVATION)
+    aligned = "\n".join(f"\\begin{{aligned}}\nx_{i} &= {i}\n\\end{{aligned}}" for i in range(6))
+    assert not v.is_degenerate("Values:\n" + aligned)
+    source = (
+        DERIVATION.replace("$$\n", "$$").replace("\n$$", "$$")
+        + "\nPosted by bob | Reply | Quote | Share\n" * 3
+    )
+    verdict = run("refine", DERIVATION, source=source)
+    assert verdict.ok, verdict.reason
+    # a line of words repeated is still a loop
+    assert v.is_degenerate("\n".join(["Let me check again."] * 6 + ["x = 1", "y = 2", "z = 3"]))
