@@ -171,7 +171,7 @@ def _qa(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdic
     if not _in(len(solution), s.qa_solution_chars):
         return _reject("length_out_of_bounds")
     out = f"Question: {question}\nSolution: {solution}"
-    cleaned = ["preamble"] * parsed.preamble
+    cleaned = ["preamble"] * parsed.preamble + ["extra_pairs"] * parsed.extra_pairs
     fields = {"text": out, "question": question, "answer": answer}
     return Verdict(True, fields=fields, answer=answer, cleaned=cleaned)
 

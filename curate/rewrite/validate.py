@@ -18,12 +18,12 @@ _ENV_LINE = re.compile(r"^\s*(?:\$\$|\\\[|\\\])?\s*\\(?:begin|end)\{[a-zA-Z*]+\}
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 # "Final score: 4", "**Final score:** 4/5", "Final Score = 3"; the last one in the text wins.
 _SCORE = re.compile(r"final\s+score\s*\**\s*[:=]?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*5|out of 5)?", re.I)
-# A label as models write it, at the start of a line: `Question:`, `**Question**:`, `**Question:**`, `## Question:`.
-# Stars after the colon are the label's only when it opened with stars:
+# A label as models write it, at the start of a line: `Question:`, `**Question**:`, `**Question:**`, `## Question:`,
+# `1. Question:`, `Question 1:`. Stars after the colon are the label's only when it opened with stars:
 # `Question: **Bob** has...` keeps Bob's. Searched for, not anchored at the start: a preamble ("Here is a question
 # from the page:") or a fence before it made the row `wrong_format`.
 _Q_LABEL = (
-    r"^[ \t]*(?:#{1,6}[ \t]*)?(?P<o1>\*\*)?[ \t]*question(?:[ \t]*\*\*)?"
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\d{1,2}[.)][ \t]*)?(?P<o1>\*\*)?[ \t]*question(?:[ \t]+\d{1,2})?(?:[ \t]*\*\*)?"
     r"[ \t]*[:.](?(o1)(?:\*\*)?)"
 )
 _QA = re.compile(
@@ -31,6 +31,7 @@ _QA = re.compile(
     r"[ \t]*(?:#{1,6}[ \t]*)?(?P<o2>\*\*)?[ \t]*(?:solution|answer)(?:[ \t]*\*\*)?[ \t]*[:.](?(o2)(?:\*\*)?)\s*(?P<s>.+)$",
     re.I | re.S | re.M,
 )
+_NEXT_QUESTION = re.compile(_Q_LABEL, re.I | re.M)
 _GSM8K_ANSWER = re.compile(r"####\s*(.+?)\s*$")
 
 
@@ -111,18 +112,26 @@ class QAParse:
     question: str
     solution: str
     preamble: bool  # text before the first question label
+    extra_pairs: bool  # a second `Question:` after the first solution: the solution ends before it
 
 
 def find_qa(text: str) -> QAParse | None:
-    """The first 'Question: ...\\nSolution: ...' pair of a text, or None when the format is not there."""
+    """The first 'Question: ...\\nSolution: ...' pair of a text, or None when the format is not there.
+
+    Two pairs in one output (`Question: A / Solution: ... / Question: B / Solution: ...`) kept B's question in A's
+    solution, and B's boxed answer as the row's: the solution is cut at the next question label.
+    """
     text = text.strip()
     m = _QA.search(text)
     if not m:
         return None
     question, solution = m.group("q").strip(), m.group("s").strip()
+    nxt = _NEXT_QUESTION.search(solution)
+    if nxt:
+        solution = solution[: nxt.start()].strip()
     if not question or not solution:
         return None
-    return QAParse(question, solution, preamble=bool(text[: m.start()].strip()))
+    return QAParse(question, solution, preamble=bool(text[: m.start()].strip()), extra_pairs=bool(nxt))
 
 
 def parse_qa(text: str) -> tuple[str, str] | None:

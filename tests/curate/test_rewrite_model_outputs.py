@@ -234,6 +234,28 @@ def test_score_reads_the_answer_not_the_thinking():
     assert verdict.fields["score_justification"] == J
 
 
+# --- two QA pairs in one answer: the first is kept, cut before the second ---
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        QA
+        + "\n\nQuestion: What is $\\sinh^{-1}(0)$?\nSolution: Since $\\sinh 0 = 0$, $\\sinh^{-1}(0) = \\boxed{0}$.",
+        "1. " + Q + "   " + SOL + "\n\n2. Question: Compute $\\int \\sec x\\,dx$.\n   Solution: It is "
+        "$\\ln|\\sec x+\\tan x|+C$, so $\\boxed{\\ln|\\sec x + \\tan x| + C}$.",
+    ],
+    ids=["two-pairs", "numbered-pairs"],
+)
+def test_qa_with_two_pairs_keeps_the_first(text):
+    verdict = run("qa", text)
+    assert verdict.ok, verdict.reason
+    assert verdict.fields["answer"] == "\\sinh^{-1}(2z) + C"
+    solution = verdict.fields["text"].split("\nSolution: ", 1)[1]
+    assert "Question" not in solution and solution.endswith("$\\boxed{\\sinh^{-1}(2z) + C}$.")
+    assert "extra_pairs" in verdict.fields["cleaned"]
+
+
 # --- displayed equations are not a loop ---
 
 DERIVATION = r"""## Deriving the reduction formula
