@@ -142,6 +142,7 @@ class RewriteSettings(BaseModel):
             languages=tuple(self.languages),
             check_answers=self.check_answers,
             min_agreement=self.min_agreement,
+            prompt_version=self.prompt_version,
         )
 
 

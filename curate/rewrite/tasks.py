@@ -9,6 +9,7 @@ so that a truncated output is counted as truncated and not also as missing its b
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,7 +23,8 @@ PROMPTS_DIR = Path(__file__).parent / "prompts"
 TASKS = ("refine", "qa", "longcot", "score")
 TASKS_WITH_ANSWER = ("qa", "longcot")
 REASONS = (
-    "request_failed", "bad_request", "malformed_response", "empty", "truncated", "degenerate_repetition", "unparseable_score",
+    "request_failed", "bad_request", "malformed_response", "empty", "truncated", "degenerate_repetition", "prompt_echo",
+    "unparseable_score",
     "wrong_format", "no_boxed_answer", "copy_of_input", "length_out_of_bounds", "wrong_language",
     "answer_mismatch", "self_consistency", "duplicate_id",
 )  # fmt: skip
@@ -90,6 +92,7 @@ class ValidationSettings:
     max_dup_fraction: float = 0.5
     check_answers: bool = True
     min_agreement: float = 0.5  # self-consistency: share of the k samples that must give the majority answer
+    prompt_version: str = "v1"  # whose template an echo is looked for (`prompt_echo`)
 
 
 @dataclass
@@ -128,6 +131,8 @@ def validate_rollout(
     text, reasoning, cleaned = clean_output(text, reasoning)
     if v.is_degenerate(reasoning + "\n" + text, settings.max_dup_fraction):
         return _reject("degenerate_repetition")
+    if echoes_prompt(task, text, settings.prompt_version):
+        return _reject("prompt_echo")
     check = {"refine": _refine, "qa": _qa, "longcot": _longcot, "score": _score}[task]
     verdict = check(text, reasoning, source, settings)
     if not verdict.ok:
@@ -144,6 +149,41 @@ def validate_rollout(
     # Auditable: what was taken off the model's answer before it became the row ("" when nothing).
     verdict.fields["cleaned"] = ",".join(dict.fromkeys(cleaned + verdict.cleaned))
     return verdict
+
+
+_PLACEHOLDER = re.compile(r"<[^<>\n]{3,}>|\\boxed\{[A-Z][A-Z_ ]*\}")
+_ANSWER_PLACEHOLDER = re.compile(r"\\boxed\{\s*ANSWER\s*\}")
+
+
+@lru_cache(maxsize=32)
+def _template_echo_parts(task: str, version: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(placeholders, instruction lines) of a task's template: `<the question>`, `\\boxed{ANSWER}`; its lines of
+    instructions (30+ characters, normalized, without a list's dash), the page's slot left out."""
+    try:
+        template = prompt_template(task, version)
+    except (FileNotFoundError, ValueError):
+        return (), ()
+    placeholders = tuple(dict.fromkeys(_PLACEHOLDER.findall(template)))
+    lines = (
+        v.normalized(line.strip().lstrip("-*").strip())
+        for line in template.splitlines()
+        if "{text}" not in line
+    )
+    return placeholders, tuple(line for line in lines if len(line) >= 30)
+
+
+def echoes_prompt(task: str, text: str, version: str = "v1") -> bool:
+    """Whether an answer (its reasoning left out) repeats the prompt rather than doing the task: a placeholder of
+    the template (`Question: <the question>`, `\\boxed{ANSWER}`) or, but for `score` (whose row is the page, and
+    whose justification may quote a criterion), one of its lines of instructions: an echo of the whole refine
+    prompt shared only 0.85 of its 3-grams with the page (copy_of_input is 0.9) and was kept as a refined page."""
+    placeholders, lines = _template_echo_parts(task, version)
+    if _ANSWER_PLACEHOLDER.search(text) or any(p in text for p in placeholders):
+        return True
+    if task == "score":
+        return False
+    flat = v.normalized(text)
+    return any(line in flat for line in lines)
 
 
 def _in(value: float, bounds: tuple[float, float]) -> bool:

@@ -9,7 +9,7 @@ import pytest
 
 from curate.rewrite import validate as v
 from curate.rewrite.clean import clean_output
-from curate.rewrite.tasks import ValidationSettings, Verdict, validate_rollout
+from curate.rewrite.tasks import ValidationSettings, Verdict, build_messages, validate_rollout
 
 # The start of the forum page (what the model saw), and a faithful rewrite of it.
 PAGE = r"""Results 1 to 11 of 11
@@ -254,6 +254,35 @@ def test_qa_with_two_pairs_keeps_the_first(text):
     solution = verdict.fields["text"].split("\nSolution: ", 1)[1]
     assert "Question" not in solution and solution.endswith("$\\boxed{\\sinh^{-1}(2z) + C}$.")
     assert "extra_pairs" in verdict.fields["cleaned"]
+
+
+# --- template echoes ---
+
+
+@pytest.mark.parametrize(
+    ("task", "text"),
+    [
+        ("qa", "Question: <the question>\nSolution: <the step-by-step solution ending in \\boxed{ANSWER}>"),
+        ("qa", Q + "Solution: Substitute $z=\\frac12\\sinh\\theta$ and simplify to get $\\theta + C$, i.e. \\boxed{ANSWER}."),
+        ("qa", build_messages("qa", PAGE)[0]["content"]),
+        ("refine", build_messages("refine", PAGE)[0]["content"]),  # 0.85 of its 3-grams are the page's
+        ("longcot", "Problem:\n" + QN + "\n\nThe final answer is \\boxed{ANSWER}."),
+        ("score", J + "\n\nFinal score: <total points>"),
+    ],
+    ids=["qa-template", "qa-ANSWER", "qa-prompt", "refine-prompt", "longcot-ANSWER", "score-placeholder"],
+)  # fmt: skip
+def test_template_echoes_are_rejected(task, text):
+    verdict = run(task, text)
+    assert not verdict.ok and verdict.reason == "prompt_echo"
+
+
+def test_a_score_justification_quoting_a_criterion_is_not_an_echo():
+    quote = (
+        "Award a third point if the extract demonstrates problem solving or logical reasoning in a mathematical "
+        "context, even if it lacks step-by-step explanations."
+    )
+    verdict = run("score", J + " " + quote + "\n\nFinal score: 3")
+    assert verdict.ok and verdict.fields["math_score_llm"] == 3
 
 
 # --- displayed equations are not a loop ---

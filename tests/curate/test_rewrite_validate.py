@@ -123,6 +123,7 @@ REJECTIONS = [
     ("empty", "qa", {"text": "   \n  "}),
     ("truncated", "refine", {"text": REFINED[:80], "finish_reason": "length"}),
     ("degenerate_repetition", "longcot", {"text": "Let me check again. " * 60 + "\\boxed{4}"}),
+    ("prompt_echo", "qa", {"text": "Question: <the question>\nSolution: <the step-by-step solution ending in \\boxed{ANSWER}>"}),
     ("unparseable_score", "score", {"text": "This page is about fractions and is quite good.\nScore: high"}),
     ("unparseable_score", "score", {"text": "Nice explanations of limits.\nFinal score: 7"}),
     ("wrong_format", "qa", {"text": "The page asks to solve 2x + 3 = 11. The answer is \\boxed{4}."}),
