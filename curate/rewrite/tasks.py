@@ -131,6 +131,8 @@ def validate_rollout(
     text, reasoning, cleaned = clean_output(text, reasoning)
     if v.is_degenerate(reasoning + "\n" + text, settings.max_dup_fraction):
         return _reject("degenerate_repetition")
+    if not text:  # nothing outside the reasoning: an unclosed <think>, or reasoning_content alone
+        return _reject("empty")
     if echoes_prompt(task, text, settings.prompt_version):
         return _reject("prompt_echo")
     check = {"refine": _refine, "qa": _qa, "longcot": _longcot, "score": _score}[task]
@@ -218,9 +220,10 @@ def _qa(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdic
 
 def _longcot(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdict:
     # Reasoning models may return the trace separately (reasoning_content, or a <think> block moved there by
-    # clean_output); keep it, marked as thinking.
+    # clean_output); keep it, marked as thinking. The answer after it must hold the box: a box inside the thinking
+    # only ("So \\boxed{1}? Hmm, let me verify..." and no answer after) is not a final answer.
     trace = f"<think>\n{reasoning}\n</think>\n\n{text}" if reasoning else text
-    answer = v.last_boxed(text) or v.last_boxed(reasoning)
+    answer = v.last_boxed(text)
     if answer is None:
         return _reject("no_boxed_answer")
     if v.is_copy(trace, source, s.copy_threshold):

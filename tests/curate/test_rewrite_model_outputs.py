@@ -285,6 +285,29 @@ def test_a_score_justification_quoting_a_criterion_is_not_an_echo():
     assert verdict.ok and verdict.fields["math_score_llm"] == 3
 
 
+# --- longcot: the final answer, after the reasoning, must hold the box ---
+
+
+@pytest.mark.parametrize(
+    ("text", "reasoning", "reason"),
+    [
+        ("", TRACE + "So \\boxed{1}.", "empty"),  # reasoning_content only
+        ("<think>\n" + TRACE + "So the answer should be \\boxed{1}. Hmm, let me verify: the antiderivative is", "",
+         "empty"),  # unclosed, yet finish_reason stop
+        ("By parts, the integral is 1.", TRACE + "So \\boxed{1}.", "no_boxed_answer"),
+    ],
+    ids=["reasoning-only", "unclosed-think", "box-in-reasoning-only"],
+)  # fmt: skip
+def test_longcot_without_a_final_boxed_answer_is_dropped(text, reasoning, reason):
+    verdict = run("longcot", text, reasoning=reasoning)
+    assert not verdict.ok and verdict.reason == reason
+
+
+def test_longcot_with_reasoning_and_a_final_answer_is_kept():
+    verdict = run("longcot", "By parts, the integral is $\\boxed{1}$.", reasoning=TRACE)
+    assert verdict.ok and verdict.answer == "1" and verdict.fields["answer_check"] == "match"
+
+
 # --- displayed equations are not a loop ---
 
 DERIVATION = r"""## Deriving the reduction formula
