@@ -235,15 +235,31 @@ def _longcot(text: str, reasoning: str, source: str, s: ValidationSettings) -> V
 
 
 def _score(text: str, reasoning: str, source: str, s: ValidationSettings) -> Verdict:
-    score = v.parse_score(text)
-    if score is None:
+    found = v.find_score(text)  # the answer only: a score considered in the thinking is not the one given
+    if found is None or found[0] is None:
         return _reject("unparseable_score")
-    justification = text[: text.lower().rfind("final score")].strip()
-    if not _in(len(justification), s.score_justification_chars):
+    score, start = found
+    justification = v.score_justification(text, start)
+    low, high = s.score_justification_chars
+    if len(justification) < low:
         return _reject("length_out_of_bounds")
+    cleaned = []
+    if len(justification) > high:  # a verbose justification is no reason to lose the page's score
+        justification, cleaned = _shorten(justification, high), ["justification_truncated"]
     # The row's text is the scored page itself: the classifier trains on (text, math_score_llm) pairs.
     fields = {"text": source, "math_score_llm": score, "score_justification": justification}
-    return Verdict(True, fields=fields, answer=str(score))
+    return Verdict(True, fields=fields, answer=str(score), cleaned=cleaned)
+
+
+def _shorten(text: str, limit: int) -> str:
+    """TEXT cut to at most LIMIT characters: after its last whole sentence where that keeps over half, else at a
+    space, marked with an ellipsis."""
+    head = text[: max(limit - 1, 0)]
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", text[: limit + 1])]
+    if ends and limit // 2 <= ends[-1] <= limit:
+        return text[: ends[-1]]
+    space = head.rfind(" ")
+    return (head[:space] if space >= limit // 2 else head).rstrip() + "…"
 
 
 def decide(task: str, verdicts: list[Verdict], settings: ValidationSettings) -> tuple[Verdict, float]:

@@ -16,8 +16,37 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 _ENV_LINE = re.compile(r"^\s*(?:\$\$|\\\[|\\\])?\s*\\(?:begin|end)\{[a-zA-Z*]+\}\s*(?:\$\$|\\\[|\\\])?\s*$")
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-# "Final score: 4", "**Final score:** 4/5", "Final Score = 3"; the last one in the text wins.
-_SCORE = re.compile(r"final\s+score\s*\**\s*[:=]?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*5|out of 5)?", re.I)
+
+
+def _value(tag: str = "") -> str:
+    """A score as models write it: `3`, `**3**`, `<3>`, `$\\boxed{3}$`, `three`, with an optional `/5` or `out of
+    5` (another denominator, `4/10`, is not this scale's: no score). TAG names its groups apart."""
+    return (
+        r"(?:\*\*|__)?[ \t]*\$?[ \t]*(?:\\boxed\{|<)?[ \t]*"
+        rf"(?P<n{tag}>-?\d+(?:\.\d+)?|zero|one|two|three|four|five)\b[ \t]*"
+        rf"(?:\}}|>)?[ \t]*\$?(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<d{tag}>\d+))?"
+    )
+
+
+_MARKUP = r"[ \t]*(?:\*\*|__)?[ \t]*"
+# "Final score: 4", "**Final score:** 4/5", "Final Score = 3", "The final score is 3", "Final score (out of 5): 3",
+# "Final score - 3". Explicit only with a separator or at the start of a line: "(it could reach a final score 5)"
+# is not a statement.
+_FINAL_SCORE = re.compile(
+    r"final[ \t]+score(?:[ \t]*\((?:out[ \t]+of|/)[ \t]*5\))?" + _MARKUP
+    + r"(?P<sep>:|=|-|–|—|\bis\b|\bof\b)?" + _MARKUP + r"\s*" + _value(),
+    re.I,
+)  # fmt: skip
+# Other score statements, taken when there is no final one (the last wins): "Score: 3/5", "**Score**: 3",
+# "Total score: 3", "Total: 3 points", "I'd rate this 3 out of 5".
+_OTHER_SCORE = re.compile(
+    r"(?:\b(?:total[ \t]+|overall[ \t]+)?score|\btotal(?:[ \t]+points)?)" + _MARKUP + r"(?::|=|\bis\b)" + _MARKUP
+    + r"\s*" + _value()
+    + r"|\brat(?:e|es|ed|ing)[ \t]+(?:it|this|the[ \t]+\w+)?[ \t]*(?:as[ \t]+|at[ \t]+|an?[ \t]+)?" + _value("2"),
+    re.I,
+)  # fmt: skip
+_NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
+_LINE_OPENING = re.compile(r"[\s*#>\-•]*")
 # A label as models write it, at the start of a line: `Question:`, `**Question**:`, `**Question:**`, `## Question:`,
 # `1. Question:`, `Question 1:`. Stars after the colon are the label's only when it opened with stars:
 # `Question: **Bob** has...` keeps Bob's. Searched for, not anchored at the start: a preamble ("Here is a question
@@ -94,15 +123,50 @@ def is_copy(output: str, source: str, threshold: float = 0.9) -> bool:
     return len(ga & gb) / len(ga | gb) >= threshold
 
 
+def find_score(text: str, scale: int = 5) -> tuple[int | None, int] | None:
+    """(score, where its statement starts) in a model's answer (its reasoning left out), or None without any.
+
+    The first explicit final-score statement wins ("Final score: 3 ... (with worked examples it could reach a
+    final score of 5)" is 3); without one, the last other statement ("Score: 3/5", "Total: 3 points", "I'd
+    rate this 3 out of 5"). The score is None where that statement's value is not an integer 0-`scale` or
+    has another denominator ("Final score: 4/10")."""
+    chosen = None
+    for m in _FINAL_SCORE.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        at_line_start = _LINE_OPENING.fullmatch(text[line_start : m.start()]) is not None
+        if (m.group("sep") and m.group("sep").lower() != "of") or at_line_start:
+            chosen = m
+            break
+    if chosen is None:
+        others = list(_OTHER_SCORE.finditer(text))
+        if not others:
+            return None
+        chosen = others[-1]
+    groups = {k: val for k, val in chosen.groupdict().items() if val is not None}
+    number = next(val for k, val in groups.items() if k.startswith("n"))
+    denominator = next((val for k, val in groups.items() if k.startswith("d")), None)
+    value = float(_NUMBER_WORDS.get(number.lower(), number))
+    if denominator is not None and int(denominator) != scale:
+        return None, chosen.start()
+    if not value.is_integer() or not 0 <= value <= scale:
+        return None, chosen.start()
+    return int(value), chosen.start()
+
+
 def parse_score(text: str) -> int | None:
-    """The 0-5 score after the last 'Final score:' (integers only; None when absent or out of range)."""
-    matches = _SCORE.findall(text)
-    if not matches:
-        return None
-    value = float(matches[-1])
-    if not value.is_integer() or not 0 <= value <= 5:
-        return None
-    return int(value)
+    """The 0-5 score of a model's answer (`find_score`; None when absent, out of range or not on this scale)."""
+    found = find_score(text)
+    return found[0] if found else None
+
+
+def score_justification(text: str, start: int) -> str:
+    """What a score answer says before its score statement at `start`: up to the statement's line or, on that
+    line, its sentence ("... in parts. Overall I'd rate this 3 out of 5." keeps "... in parts.")."""
+    line_start = text.rfind("\n", 0, start) + 1
+    cut = line_start
+    for m in re.finditer(r"[.!?](?=\s)", text[line_start:start]):
+        cut = line_start + m.end()
+    return text[:cut].strip().rstrip("*#_-(").strip()
 
 
 @dataclass

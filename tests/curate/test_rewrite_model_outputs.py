@@ -344,3 +344,49 @@ def test_display_equations_on_their_own_lines_are_not_a_loop():
     assert verdict.ok, verdict.reason
     # a line of words repeated is still a loop
     assert v.is_degenerate("\n".join(["Let me check again."] * 6 + ["x = 1", "y = 2", "z = 3"]))
+
+
+# --- scores as models write them ---
+
+
+@pytest.mark.parametrize(
+    ("answer", "score"),
+    [
+        ("Final score: 3", 3), ("Score: 3/5", 3), ("**Score**: 3", 3), ("Total score: 3", 3),
+        ("Overall I'd rate this 3 out of 5.", 3), ("The final score is 3.", 3), ("Final score: <3>", 3),
+        ("Final score: $\\boxed{3}$", 3), ("Final score (out of 5): 3", 3), ("Final score - 3", 3),
+        ("**Final score:** 3", 3), ("Final Score: 3 / 5", 3), ("Final score:\n3", 3), ("Final score: 3.0", 3),
+        ("Final score: 3 points", 3), ("Final score: three", 3), ("Final Score: 5/5", 5), ("Final score: 0", 0),
+        # the first explicit final score, not a later mention
+        ("Final score: 3\n\n(With clearer step-by-step explanations it could reach a final score 5.)", 3),
+        ("Criterion 4: score: 1.\nCriterion 5: score: 0.\n\nTotal score: 3", 3),  # the last of other statements
+        # not this scale, not an integer, out of range: no score
+        ("Final score: 4/10", None), ("Final score: 6/10", None), ("Final score: 2.5", None),
+        ("Final score: 7", None), ("It is good.\nScore: high", None),
+    ],
+)  # fmt: skip
+def test_score_forms(answer, score):
+    assert v.parse_score(J + "\n\n" + answer) == score
+    verdict = run("score", J + "\n\n" + answer)
+    assert (verdict.fields.get("math_score_llm") if verdict.ok else None) == score
+    if verdict.ok:  # what comes before the score statement's line (or sentence)
+        assert verdict.fields["score_justification"].startswith(J)
+        assert verdict.fields["score_justification"] == J or "Criterion" in answer
+    else:
+        assert verdict.reason == "unparseable_score"
+
+
+def test_a_final_score_in_the_thinking_is_not_the_answers():
+    """The thinking's "final score: 4" and the answer's "Total: 3 points" gave 4."""
+    verdict = run("score", "<think>\nSo the final score: 4.\n</think>\n\n" + J + "\n\nTotal: 3 points.")
+    assert verdict.ok and verdict.fields["math_score_llm"] == 3
+
+
+def test_an_overlong_justification_is_shortened_not_dropped():
+    long = " ".join(f"Point {i}: the extract shows a worked step." for i in range(120))  # ~5,000 characters
+    verdict = run("score", long + "\n\nFinal score: 4")
+    assert verdict.ok, verdict.reason
+    assert verdict.fields["math_score_llm"] == 4
+    kept = verdict.fields["score_justification"]
+    assert len(kept) <= S.score_justification_chars[1] and long.startswith(kept) and kept.endswith(".")
+    assert verdict.fields["cleaned"] == "justification_truncated"
