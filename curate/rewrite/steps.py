@@ -141,7 +141,9 @@ class RewriteValidator(PipelineStep):
             verdicts.append(verdict)
         verdict, agreement = decide(self.task, verdicts, self.settings)
         if not verdict.ok:
-            self._drop(doc, rollouts[0], str(verdict.reason), rank)
+            # The rejects row shows a sample that gave the reason (sample 0 may have failed otherwise, or passed).
+            shown = next((i for i, x in enumerate(verdicts) if x.reason == verdict.reason), 0)
+            self._drop(doc, rollouts[shown], str(verdict.reason), rank)
             return None
         kept = rollouts[verdicts.index(verdict)]
         usage = kept.get("usage") or {}

@@ -1,4 +1,4 @@
-"""The validator's rows: the `cleaned` column."""
+"""The validator's rows: the `cleaned` column; the rejects row shows the sample that gave the reason."""
 
 from __future__ import annotations
 
@@ -39,6 +39,21 @@ def _validate(rollouts: list[dict], task: str = "qa") -> tuple[Document | None, 
     )
     doc = Document(text=PAGE, id="p1", metadata={ROLLOUTS_KEY: rollouts})
     return validator.process(doc), rejects
+
+
+def test_rejects_row_shows_a_sample_that_gave_the_reason():
+    """Three samples, two cut at the token cap: the document is dropped as truncated, and its rejects row showed
+    sample 0's text, a wrong_format answer that says nothing about the truncation."""
+    rollouts = [
+        {"text": "I cannot turn this page into a question.", "finish_reason": "stop"},
+        {"text": "Question: Solve $2x + 3 = 11$.\nSolution: Subtract 3 from", "finish_reason": "length"},
+        {"text": "Question: Solve $2x + 3 = 11$.\nSolution: We", "finish_reason": "length"},
+    ]
+    kept, rejects = _validate(rollouts)
+    assert kept is None
+    (row,) = rejects.rows
+    assert row.metadata["reason"] == "truncated"
+    assert row.text == rollouts[1]["text"] and row.metadata["finish_reason"] == "length"
 
 
 def test_kept_row_says_what_was_cleaned_and_the_schema_has_the_column():
