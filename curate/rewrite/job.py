@@ -390,7 +390,7 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
     from curate.decont import validate_benchmarks
     from curate.rewrite.identity import check_out_dir, rewrite_identity, weights_note
-    from curate.rewrite.prechecks import check_server_package
+    from curate.rewrite.prechecks import check_longcot_inputs, check_server_package
     from curate.rewrite.report import inference_stats, throughput_report
     from curate.rewrite.rollout import RequestsFailedError
     from curate.rewrite.tasks import prompt_template
@@ -407,6 +407,8 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     for path in inputs:  # a run folder given as input is refused before job.json, or a wait on the endpoint
         stage_data(path)
     input_sources(inputs)  # so is an input folder without input files
+    if task == "longcot":  # and web pages given to longcot, which would take each page for the question
+        check_longcot_inputs(inputs, settings.text_key)
     prompt_template(
         task, settings.prompt_version
     )  # and a prompt_version without a template (it failed mid-run)

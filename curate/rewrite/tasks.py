@@ -22,6 +22,7 @@ from curate.rewrite.clean import clean_output
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 TASKS = ("refine", "qa", "longcot", "score")
 TASKS_WITH_ANSWER = ("qa", "longcot")
+QUESTION_KEYS = ("question", "problem", "prompt")  # longcot's question, when the input carries one
 REASONS = (
     "request_failed", "bad_request", "malformed_response", "empty", "truncated", "degenerate_repetition", "prompt_echo",
     "unparseable_score",
@@ -56,7 +57,7 @@ def prompt_template(task: str, version: str = "v1") -> str:
 def source_text(task: str, text: str, metadata: dict[str, Any]) -> str:
     """What the prompt is about: the question for longcot (when the input carries one), else the text."""
     if task == "longcot":
-        for key in ("question", "problem", "prompt"):
+        for key in QUESTION_KEYS:
             if isinstance(metadata.get(key), str) and metadata[key].strip():
                 return metadata[key]
     return text

@@ -1,10 +1,16 @@
-"""The validator's rows: the `cleaned` column; the rejects row shows the sample that gave the reason."""
+"""The validator's rows (the `cleaned` column; the rejects row shows the sample that gave the reason) and the
+refusal of longcot over inputs without questions."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 from datatrove.data import Document
 
+from curate.rewrite.prechecks import check_longcot_inputs
 from curate.rewrite.steps import ROLLOUTS_KEY, RewriteValidator, output_schema
 from curate.rewrite.tasks import ValidationSettings
 
@@ -66,3 +72,49 @@ def test_kept_row_says_what_was_cleaned_and_the_schema_has_the_column():
     assert kept is not None and kept.metadata["cleaned"] == ""
     for task in ("refine", "qa", "longcot", "score"):
         assert output_schema(task).field("cleaned").type == pa.string()
+
+
+def _parquet(path, rows: list[dict] | None = None, schema: pa.Schema | None = None):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows or [], schema=schema) if schema else pa.Table.from_pylist(rows or [])
+    pq.write_table(table, path)
+    return path
+
+
+def test_longcot_over_web_pages_is_refused_naming_the_file_and_the_way_to_feed_questions(tmp_path):
+    pages = _parquet(
+        tmp_path / "decont" / "data" / "00000.parquet", [{"id": "1", "text": "a forum page", "url": "u"}]
+    )
+    with pytest.raises(ValueError) as err:
+        check_longcot_inputs([str(tmp_path / "decont")])
+    message = str(err.value)
+    assert str(pages) in message and "question / problem / prompt" in message
+    assert 'task_inputs: {longcot: ["{run_dir}/branches/qa"]}' in message and "\n" not in message
+    jsonl = tmp_path / "pages.jsonl"
+    jsonl.write_text(json.dumps({"id": "1", "text": "a page"}) + "\n")
+    with pytest.raises(ValueError, match="pages.jsonl: longcot needs questions"):
+        check_longcot_inputs([str(jsonl)])
+
+
+def test_longcot_inputs_with_questions_pass(tmp_path):
+    # the qa branch, even one that kept nothing (model: auto): its schema has the question column
+    from curate.rewrite.steps import output_schema
+
+    _parquet(tmp_path / "branches" / "qa" / "data" / "00000.parquet", schema=output_schema("qa"))
+    check_longcot_inputs([str(tmp_path / "branches" / "qa")])
+    problems = tmp_path / "math.jsonl"
+    problems.write_text(json.dumps({"id": "1", "problem": "Solve $x+1=2$.", "answer": "1"}) + "\n")
+    check_longcot_inputs([str(problems)], text_key="problem")  # the text is the question
+    with_question = tmp_path / "q.jsonl"
+    with_question.write_text(json.dumps({"id": "1", "text": "page", "question": "Solve $x+1=2$."}) + "\n")
+    check_longcot_inputs([str(with_question)])
+
+
+def test_run_task_refuses_longcot_over_pages_before_writing_anything(tmp_path):
+    from curate.rewrite.job import RewriteSettings, run_task
+
+    _parquet(tmp_path / "pages" / "00000.parquet", [{"id": "1", "text": "a forum page"}])
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="longcot needs questions"):
+        run_task([str(tmp_path / "pages")], out, "longcot", RewriteSettings(model="auto"), executor=None)
+    assert not out.exists()
