@@ -72,16 +72,24 @@ def _tex_token(m: re.Match) -> str:
     return f" {m.group(0)[1:]}{_CMD} "
 
 
-def normalize(text: str) -> str:
-    """A text -> its tokens joined by spaces (line breaks are ordinary whitespace here).
+def _mark_formulas(text: str) -> str:
+    """Formulas -> placeholders of their parts, other TeX commands -> `name<cmd>` placeholders.
 
-    Formula parts -> `$part` tokens, other TeX commands -> `name<cmd>`, CJK characters -> `<cjk>`, NFKC, lowercase,
-    tokens over 100 characters dropped, symbols stripped (letters of every script kept: Greek letters are a
-    math signal), digit runs -> `<NUM>` (`x2` -> `x <NUM>`, `3.14` -> `<NUM> <NUM>`). Only whole-string passes,
-    no Python loop over tokens: scoring must cost far less than extraction.
+    Run on a whole document (or a whole score window), never line by line: the extractor writes display math
+    as `$$\\n..\\n$$` and MATH writes multi-line `\\[..\\]`, and split into lines such a formula lost its
+    delimiters and became prose words and `frac<cmd>` tokens at training, while scoring read it as a formula.
+    A formula's placeholders hold no line break, so the lines of the result can be tokenized one by one.
     """
     if "$" in text or "\\" in text:
         text = _TEX.sub(_tex_token, _FORMULA.sub(_formula_tokens, text))
+    return text
+
+
+def _tokenize(text: str) -> str:
+    """A text whose formulas are marked (`_mark_formulas`) -> its tokens joined by spaces.
+
+    Every pass is local to a token: tokenizing the lines of a text one by one gives the tokens of the whole.
+    """
     if not text.isascii():
         text = unicodedata.normalize("NFKC", _CJK.sub(f" {_CJK_MARK} ", text))
     text = text.lower()
@@ -98,16 +106,40 @@ def normalize(text: str) -> str:
     return joined
 
 
+def normalize(text: str) -> str:
+    """A text -> its tokens joined by spaces (line breaks are ordinary whitespace here).
+
+    Formula parts -> `$part` tokens, other TeX commands -> `name<cmd>`, CJK characters -> `<cjk>`, NFKC, lowercase,
+    tokens over 100 characters dropped, symbols stripped (letters of every script kept: Greek letters are a
+    math signal), digit runs -> `<NUM>` (`x2` -> `x <NUM>`, `3.14` -> `<NUM> <NUM>`). Only whole-string passes,
+    no Python loop over tokens: scoring must cost far less than extraction.
+    """
+    return _tokenize(_mark_formulas(text))
+
+
 def normalize_line(line: str) -> list[str]:
     """One line of text -> its tokens (see `normalize`)."""
     return normalize(line).split()
 
 
+def normalize_lines(text: str) -> list[str]:
+    """A document -> the tokens of each of its lines (empty lines left out), joined: `normalize(text)`, by line.
+
+    Formulas are read on the whole document first (a display formula over several lines is one formula, as
+    scoring reads it), then each line is tokenized; `" ".join(normalize_lines(t)) == normalize(t)`.
+    """
+    return [line for line in map(_tokenize, _mark_formulas(text).splitlines()) if line]
+
+
 def preprocess_lines(text: str, max_line_tokens: int = MAX_LINE_TOKENS) -> list[str]:
-    """A document -> its non-empty normalized lines, over-long lines split into pieces of `max_line_tokens`."""
+    """A document -> its non-empty normalized lines (`normalize_lines`), over-long lines split into pieces of
+    `max_line_tokens`: the training side of `preprocess`, the same tokens."""
     out: list[str] = []
-    for line in text.splitlines():
-        tokens = normalize_line(line)
+    for line in normalize_lines(text):
+        tokens = line.split()
+        if len(tokens) <= max_line_tokens:
+            out.append(line)
+            continue
         for start in range(0, len(tokens), max_line_tokens):
             out.append(" ".join(tokens[start : start + max_line_tokens]))
     return out
@@ -148,11 +180,16 @@ def apply_vocabulary(lines: list[str], known: set[str] | frozenset[str]) -> list
 
 
 def _window(text: str, lo: int, hi: int) -> tuple[int, int, bool, bool]:
-    """A score window [lo, hi) moved onto line boundaries where one lies within its outer quarters.
+    """A score window [lo, hi) moved onto line boundaries where one lies within its outer quarters, and out of
+    the formula an edge still falls inside.
 
-    Cut mid-line, a window can open inside a formula: its `$` signs then pair the wrong way round and the prose
-    after them becomes formula tokens (a GAN post read "$and $the $instability"); inline formulas sit within a
-    line. Returns (lo, hi, cut_lo, cut_hi): the cut flags say an edge still falls mid-line.
+    Opened inside a formula, a window pairs its `$` signs the wrong way round and reads the prose after them as
+    formula tokens (the GAN post's "$and $the $instability"), tokens training never sees: it reads formulas on
+    the whole page. Inline formulas sit within a line, so a window that starts on a line starts outside them;
+    a display formula spans lines (the extractor writes `$$\\n..\\n$$`), and a long paragraph may hold no line
+    break near the edge. An edge inside a formula moves to the formula's opening `$`: the window's start takes
+    it whole, its end leaves it out (or takes it whole, when it began at the window's start). Returns (lo, hi, cut_lo, cut_hi): the cut flags say an edge still falls
+    mid-line (and mid-word).
     """
     margin = (hi - lo) // 4
     cut_lo = lo > 0
@@ -161,7 +198,45 @@ def _window(text: str, lo: int, hi: int) -> tuple[int, int, bool, bool]:
     cut_hi = hi < len(text)
     if cut_hi and (nl := text.rfind("\n", hi - margin, hi + 1)) >= 0:
         hi, cut_hi = nl, False
+    if (formula := _formula_around(text, lo)) is not None:
+        lo, cut_lo = formula[0], False
+    if hi < len(text) and (formula := _formula_around(text, hi)) is not None:
+        start, end = formula
+        if start > lo:
+            hi, cut_hi = start, False
+        elif end > hi:  # a formula longer than the window: read it whole
+            hi, cut_hi = end, False
     return lo, min(hi, len(text)), cut_lo, cut_hi
+
+
+# The longest `$$..$$` formula body `_FORMULA` reads.
+_DISPLAY_MAX = 3000
+
+
+def _formula_around(text: str, pos: int) -> tuple[int, int] | None:
+    """(start, end) of the formula `pos` falls inside (`end` -1 when its closing `$` is not found), or None.
+
+    Inside a display formula when an odd number of `$$` come before `pos`, inside an inline one when an odd
+    number of `$` come before it on its line (the extractor's escaped `\\$` not counted): counts, not a regex
+    pass over the page, so scoring stays cheap.
+    """
+    if pos <= 0 or "$" not in text:
+        return None
+    if "$$" in text and (text.count("$$", 0, pos) - text.count("\\$$", 0, pos)) % 2:
+        start = text.rfind("$$", max(0, pos - _DISPLAY_MAX), pos)
+        end = text.find("$$", pos, pos + _DISPLAY_MAX)
+        return (start, end + 2 if end >= 0 else -1) if start >= 0 else None
+    line = text.rfind("\n", 0, pos) + 1
+    if (text.count("$", line, pos) - text.count("\\$", line, pos)) % 2 == 0:
+        return None
+    start = text.rfind("$", line, pos)
+    while start > line and text[start - 1] == "\\":  # an escaped `\\$` opens nothing
+        start = text.rfind("$", line, start - 1)
+    line_end = text.find("\n", pos)
+    end = text.find("$", pos, line_end if line_end >= 0 else len(text))
+    while end > 0 and text[end - 1] == "\\":
+        end = text.find("$", end + 1, line_end if line_end >= 0 else len(text))
+    return start, end + 1 if end >= 0 else -1
 
 
 def chunk_document(
@@ -170,11 +245,17 @@ def chunk_document(
     """A document -> training examples of about `chunk_tokens` tokens each, packed from whole lines.
 
     A long page gives several examples instead of one, so a few dozen pages still teach the model; the score of a
-    whole page (the mean of its word vectors) is then close to the mean over its chunks.
+    whole page (the mean of its word vectors) is then close to the mean over its chunks. The tokens are those
+    scoring reads (`preprocess`): formulas are read on the whole document before it is cut into lines.
     """
+    return pack_chunks(preprocess_lines(text, max_line_tokens=chunk_tokens), chunk_tokens, max_chunks)
+
+
+def pack_chunks(lines: list[str], chunk_tokens: int, max_chunks: int | None = None) -> list[str]:
+    """Normalized lines (`preprocess_lines`) -> chunks of whole lines of at most `chunk_tokens` tokens."""
     chunks: list[str] = []
     current: list[str] = []
-    for line in preprocess_lines(text, max_line_tokens=chunk_tokens):
+    for line in lines:
         words = line.split()
         if current and len(current) + len(words) > chunk_tokens:
             chunks.append(" ".join(current))

@@ -37,8 +37,8 @@ from classifiers.preprocess import (
     MAX_TOKEN_CHARS,
     UNKNOWN_TOKEN,
     apply_vocabulary,
-    chunk_document,
-    normalize,
+    pack_chunks,
+    preprocess_lines,
 )
 
 
@@ -123,10 +123,11 @@ def _examples(
     by_source: dict[str, list[str]] = {}
     bench_sources = {d.source for d in docs if d.kind == "bench"}
     for doc in docs:
-        doc_freq.update(set(normalize(doc.text).split()))  # the whole document, not only its first chunks
-        by_source.setdefault(doc.source, []).extend(
-            chunk_document(doc.text, s.chunk_tokens, s.max_chunks_per_page)
-        )
+        # The tokens scoring reads (formulas read on the whole document, then cut into lines), counted over the
+        # whole document, not only its first chunks.
+        lines = preprocess_lines(doc.text, s.chunk_tokens)
+        doc_freq.update({token for line in lines for token in line.split()})
+        by_source.setdefault(doc.source, []).extend(pack_chunks(lines, s.chunk_tokens, s.max_chunks_per_page))
     if not by_source:
         return []
     full = min(s.max_examples_per_source, max(len(v) for v in by_source.values()))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
+
 from classifiers.preprocess import (
     PREFIX_CHARS_PER_TOKEN,
     SCORE_WINDOWS,
     chunk_document,
+    normalize,
     normalize_line,
+    normalize_lines,
     preprocess,
     preprocess_lines,
 )
@@ -92,3 +96,52 @@ def test_score_windows_start_on_a_line_so_formulas_pair_up():
     tokens = preprocess(text).split()
     assert "$x" in tokens and "delta" in tokens
     assert not any(t in tokens for t in ("$alpha", "$beta", "$delta", "$zeta", "$eta"))
+
+
+QUADRATIC = "The roots are\n$$\nx = \\frac{-b \\pm \\sqrt{b^2-4ac}}{2a}\n$$\nfor every quadratic."
+
+
+def test_a_training_chunk_has_the_tokens_scoring_reads_of_the_same_text():
+    # The extractor writes display math as `$$\n..\n$$`. Cut into lines before formulas were read, training saw
+    # `x frac<cmd> b pm<cmd> sqrt<cmd> ...` while scoring read `$x $eq $frac $minus $b $pm $sqrt ...`.
+    scored = preprocess(QUADRATIC)
+    assert scored.split()[:9] == ["the", "roots", "are", "$x", "$eq", "$frac", "$minus", "$b", "$pm"]
+    assert chunk_document(QUADRATIC) == [scored]
+    formula = scored.removeprefix("the roots are ").removesuffix(" for every quadratic")
+    assert preprocess_lines(QUADRATIC) == ["the roots are", formula, "for every quadratic"]
+    # MATH's multi-line `\[..\]`, and a document of several chunks: each chunk is what scoring reads of its text.
+    blocks = [
+        f"Step {i}: we get\n\\[\n\\int_0^{i} x\\,dx = \\frac{{{i}^2}}{{2}}\n\\]\nas claimed."
+        for i in range(6)
+    ]
+    chunks = chunk_document("\n".join(blocks), chunk_tokens=40)
+    assert chunks == [preprocess("\n".join(blocks[k : k + 2])) for k in (0, 2, 4)]
+    assert not any("<cmd>" in chunk for chunk in chunks)
+
+
+def test_normalized_lines_join_to_the_normalized_text():
+    text = "a $$\nE = mc^2\n$$ b\n\n中文 x2 \\alpha\n$y$ and $z\nw$ end\n" + "q" * 120 + " r"
+    assert " ".join(normalize_lines(text)) == normalize(text)
+    assert normalize_lines(text)[0] == "a $e $eq $mc $sup $<NUM> b"
+
+
+def _page(pad: int) -> str:
+    """A long page: paragraphs on one line each with inline formulas, and display formulas over 14 lines."""
+    rng = random.Random(pad)
+    parts = ["intro " * pad]
+    for i in range(12):
+        words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(40))
+        parts.append(f"{words} with $x_{i} + y$ and $z^{i}$ {words}")
+        parts.append("$$\n" + "\n".join(f"a_{j} = \\frac{{{j}}}{{2}} + b" for j in range(12)) + "\n$$")
+    return "\n".join(parts)
+
+
+def test_score_windows_read_formulas_as_the_whole_page_does():
+    # A window edge inside a display formula (or inside an inline one on a line with no break near the edge)
+    # paired the `$` signs the wrong way round: prose became `$alpha`, formulas `frac<cmd>` (32 of these 40 pages).
+    for pad in range(40):
+        text = _page(pad)
+        assert len(text) > PREFIX_CHARS_PER_TOKEN * 512  # read as windows
+        scored, whole = preprocess(text).split(), set(normalize(text).split())
+        assert set(scored) <= whole, (pad, sorted(set(scored) - whole))
+        assert "$frac" in scored and "frac<cmd>" not in scored
