@@ -58,7 +58,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "model.bin"
         start = time.perf_counter()
-        train_model(TrainData(bench + m_tr, n_tr), model, SETTINGS)
+        train_model(TrainData(bench + m_tr, n_tr), model, SETTINGS, say=None)
         train_s = time.perf_counter() - start
         clf = MathClassifier(model)
         texts = [extract(h) for h in htmls]
@@ -95,7 +95,7 @@ def _splits(math, nonmath, bench, settings, n_splits: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for fold, (m_tr, n_tr, m_te, n_te) in enumerate([(m_a, n_a, m_b, n_b), (m_b, n_b, m_a, n_a)]):
                 path = Path(tmp) / f"fold{fold}.bin"
-                train_model(TrainData(bench + m_tr, n_tr), path, settings)
+                train_model(TrainData(bench + m_tr, n_tr), path, settings, say=None)
                 clf = MathClassifier(path)
                 s = clf.score([d.text for d in m_te + n_te])
                 scores.append(s)

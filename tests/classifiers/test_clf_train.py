@@ -51,7 +51,9 @@ def test_card_records_inputs_counts_hyperparameters_threshold_metrics(model, cor
     assert card["hyperparameters"]["dim"] == 16 and card["hyperparameters"]["min_count_used"] == 1
     assert 0.5 <= card["threshold"] <= 1
     held = card["metrics"]["heldout"]
-    assert held["n_math"] == 15 and held["n_nonmath"] == 10  # 25% of each source's pages
+    assert held["n_math"] == 10 and held["n_nonmath"] == 10  # 25% of each source's pages, web pages only
+    rows = card["metrics"]["heldout_rows"]  # the benchmark rows held out, measured apart
+    assert rows["n_math"] == 5 and rows["n_nonmath"] == 0 and rows["precision"] is None
     assert held["f1"] >= 0.9  # separable vocabularies: a model that learned nothing fails this
     assert card["recall_rounds"] == []
 
