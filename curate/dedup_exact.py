@@ -23,10 +23,10 @@ from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
 from curate.dedup_io import TEXT_NOT_STRING, open_report
-from curate.dedup_text import TOKEN_RE, url_hash
+from curate.dedup_text import url_hash
 from curate.minhash import _score
 from curate.minhash_cluster import choose_keepers
-from curate.minhash_tokens import batch_text_hashes
+from curate.minhash_tokens import batch_text_hashes, is_empty
 
 HASH_DTYPE = np.dtype([("url", "<u8"), ("text", "<u8"), ("score", "<f4"), ("length", "<u4")])
 GROUP_DTYPE = np.dtype([("doc", "<u4"), ("group", "<u4"), ("size", "<u4"), ("keep", "u1"), ("reason", "u1")])
@@ -34,7 +34,8 @@ REASONS = {1: "duplicate_text", 2: "duplicate_url"}
 
 
 def _is_empty(text: str | None) -> bool:
-    return not text or TOKEN_RE.search(text) is None
+    """No word or number: exactly the documents whose text key is 0 (the same tokenizer)."""
+    return is_empty(text)
 
 
 class ExactDedupHasher(PipelineStep):

@@ -20,7 +20,7 @@ import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
 from curate.dedup_text import ngram_hashes
-from curate.minhash_tokens import batch_token_hashes, batch_tokens, number_hashes
+from curate.minhash_tokens import batch_token_hashes, batch_tokens, multiset_hashes
 
 # per document: keep-rule inputs (score, length), tokens and the hash of its numbers (the cluster stage's number
 # guard), whether it got a signature
@@ -112,7 +112,7 @@ class MinhashSigner:
             piece_min = np.minimum.reduceat(buf, cuts, axis=1).T
             docs = doc_of[c0 + cuts]
             mins[docs] = np.minimum(mins[docs], piece_min)
-        return mins, per_doc > 0, counts, number_hashes(hashes, counts, is_number)
+        return mins, per_doc > 0, counts, multiset_hashes(hashes, counts, is_number)
 
 
 def _sig_dtype(rows: int) -> np.dtype:
