@@ -3,7 +3,10 @@
 1. `ExactDedupHasher` (parallel): per document (URL hash, text hash, score, length) to `hashes/RANK.npy`.
 2. `ExactDedupIndex` (one task): documents sharing a canonical URL or a normalised text are one group (connected
    components over both keys); the group keeps one document by the same rule as MinHash clusters; writes
-   `RANK.exact.npy` (members only: doc index, group id, group size, keep, reason).
+   `RANK.exact.npy` (members only: doc index, group id, group size, keep, reason). Empty documents (no text key:
+   no word or number, `curate.minhash_tokens.is_empty`) and those whose text is not a string (read as " ") join no
+   group: the filter drops them as `empty` / `text_not_string`, and as the keeper of a URL group they took the
+   real page down with them (`duplicate_url`).
 3. `ExactDedupFilter` (parallel, in front of the MinHash signature and filter stages): drops the non-kept members
    (reasons `duplicate_text` / `duplicate_url`), empty documents (`empty`) and those whose text is not a string
    (`text_not_string`).
@@ -113,6 +116,7 @@ class ExactDedupIndex(PipelineStep):
             rows = np.concatenate(parts) if parts else np.empty(0, dtype=HASH_DTYPE)
             offsets = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
             n = len(rows)
+            rows["url"][rows["text"] == 0] = 0  # empty documents (no text key) join no group
             edges = [
                 _equal_key_edges(rows[k]) for k, on in (("url", self.by_url), ("text", self.by_text)) if on
             ]
