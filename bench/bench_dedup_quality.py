@@ -25,15 +25,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_minhash import load_pages  # noqa: E402
-from curate.dedup_text import ngram_hashes  # noqa: E402
-from curate.minhash_tokens import batch_token_hashes  # noqa: E402
+from curate.minhash import MinhashSigner  # noqa: E402
 
 NUMBER_RE = re.compile(r"\d+")
 
 
-def shingle_set(text: str, n: int = 5) -> set[int]:
-    hashes, _ = batch_token_hashes([text])
-    return set(ngram_hashes(hashes, n).tolist())
+_SIGNER = MinhashSigner()
+
+
+def shingle_set(text: str) -> set[int]:
+    """The 5-gram shingles the job signs (start and end markers included)."""
+    grams, _ = _SIGNER.shingles([text])
+    return set(grams.tolist())
 
 
 def jaccard(a: str, b: str) -> float:

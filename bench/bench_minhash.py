@@ -1,7 +1,8 @@
 """MinHash signature throughput: mathmix's numpy signer vs rensa and datasketch (and datatrove's stock step).
 
-Same pages (../shared/data/html, text extracted once up front), same shingles (5-grams of the same word/number
-tokens), same number of permutations (bands x rows = 110). Each method goes from text to signature; rensa and
+Same pages (../shared/data/html, text extracted once up front), same shingles (5-grams of the same word/number/
+operator tokens, between start and end markers; the plain-Python tokens match ours on ASCII text), same number of
+permutations (bands x rows = 110). Each method goes from text to signature; rensa and
 datasketch get the shingle strings built by the fastest plain-Python path. Rounds are interleaved and the best
 round of each method is reported, so a busy machine hurts all methods alike. Also prints rensa / datasketch
 with the shingles built beforehand (their hashing alone), for reference.
@@ -19,8 +20,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from curate.dedup_text import TOKEN_RE  # noqa: E402
+import re  # noqa: E402
+
 from curate.minhash import MinhashSettings, MinhashSigner  # noqa: E402
+
+# curate.minhash_tokens' tokens as a regex: letter runs, digit runs, math operators one character each
+TOKEN_RE = re.compile(
+    r"[^\W\d_]+|\d+|[-+<>=^_/*|!\u00ac\u00b1\u00d7\u00f7\u2190-\u22ff\u27c0-\u27ff\u2900-\u2aff]"
+)
 
 
 def load_pages(shared: Path) -> list[str]:
@@ -38,7 +45,7 @@ def load_pages(shared: Path) -> list[str]:
 
 
 def shingle_strings(text: str, n: int) -> list[str]:
-    tokens = TOKEN_RE.findall(text.lower())
+    tokens = ["<s>"] * (n - 1) + TOKEN_RE.findall(text.lower()) + ["</s>"] * (n - 1)
     return [" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 

@@ -157,7 +157,12 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
             "5_clusters",
             [
                 MinhashClusterByRule(
-                    work / "buckets", work / "signatures", work / "clusters", rule, config.number_guard_tokens
+                    work / "buckets",
+                    work / "signatures",
+                    work / "clusters",
+                    rule,
+                    config.number_guard_tokens,
+                    threshold=_settings(config).threshold,
                 )
             ],
             1,
@@ -242,13 +247,16 @@ def _report(report_dir: Path, out_path: Path) -> dict:
 
 
 def _minhash_counts(logs: Path) -> dict:
-    """Kept documents too short for one shingle (no signature) and pairs the number guard kept apart."""
+    """Kept documents too short for one shingle (no signature); distinct LSH candidate pairs, those the number
+    guard kept apart and those of short documents below the Jaccard threshold."""
     from curate.summary import read_step_stats
 
     counts = {}
     for folder, label, key in (
         ("3_signatures", "docs_too_short_for_minhash", "too_short_for_minhash"),
+        ("5_clusters", "candidate_pairs", "candidate_pairs"),
         ("5_clusters", "pairs_blocked_by_numbers", "pairs_blocked_by_numbers"),
+        ("5_clusters", "pairs_below_threshold", "pairs_below_threshold"),
     ):
         if (logs / folder / "stats").is_dir():
             counts[key] = int(sum(stats.get(label, 0) for _, stats in read_step_stats(logs / folder)))

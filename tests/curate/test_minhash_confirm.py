@@ -1,0 +1,138 @@
+"""Short documents are merged only as true near-duplicates: shingles weigh a token at either end as one inside,
+candidate pairs of short documents are confirmed by their exact Jaccard, and candidate pairs are counted once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from datatrove.data import Document
+from typer.testing import CliRunner
+
+from curate.minhash import FastMinhashSignature, MinhashSettings, MinhashSigner
+from curate.minhash_cluster import MinhashClusterByRule
+from mathmix.cli import app
+
+THRESHOLD = (1 - 0.5 ** (1 / 11)) ** (1 / 10)  # where an 11 x 10 LSH candidate is as likely as not: 0.756
+
+
+def _jaccard(a: str, b: str) -> float:
+    signer = MinhashSigner()
+    sa, sb = (set(signer.shingles([t])[0].tolist()) for t in (a, b))
+    return len(sa & sb) / len(sa | sb)
+
+
+def test_a_token_at_either_end_counts_as_much_as_one_inside() -> None:
+    """Without start/end markers the last token was in one shingle of 8: these two problems had J 0.78."""
+    a = "If x - y = 6 and x + y = 12, what is the value of y?"
+    assert _jaccard(a, a[:-2] + "x?") < 0.65
+    b = "Determine the number of ways to arrange the letters of the word COMBINATION."
+    assert _jaccard(b, b.replace("COMBINATION", "TOOT")) < 0.6
+    assert _jaccard("TOOT is a word, " + b, "ALABAMA is a word, " + b) < 0.75
+
+
+def _signatures(folder: Path, texts: list[str]) -> None:
+    docs = [Document(text=t, id=str(i), metadata={"math_score": 0.5}) for i, t in enumerate(texts)]
+    FastMinhashSignature(folder, MinhashSettings()).run(iter(docs), rank=0)
+
+
+def _dups(folder: Path, pairs: list[tuple[int, int]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = np.array([(0, a, 0, b) for a, b in pairs], dtype="<u4")
+    rows.tofile(folder / "000_00000.dups")
+
+
+def _removed(folder: Path) -> list[int]:
+    return np.fromfile(folder / "000000.remove", dtype="<u4").tolist()
+
+
+WORDS = "the quick brown fox jumps over the lazy dog while seven wise owls watch from an old oak tree".split()
+
+
+def test_a_cluster_never_chains_through_a_pair_below_the_threshold(tmp_path: Path) -> None:
+    long = " ".join(WORDS * 4)  # 76 tokens
+    near = long.replace("seven wise", "seven clever", 1)  # one word of 76: J ~0.88
+    other = " ".join(WORDS[:10]) + " and then nothing else happened at all in this story today"
+    _signatures(tmp_path / "sig", [long, near, other])
+    # the bucket stage proposed 0-1 (a near copy) and 1-2 (an unlucky candidate of J < 0.5), twice each
+    _dups(tmp_path / "dups", [(0, 1), (1, 2), (0, 1), (2, 1)])
+    step = MinhashClusterByRule(tmp_path / "dups", tmp_path / "sig", tmp_path / "out", threshold=THRESHOLD)
+    step.run()
+    assert _removed(tmp_path / "out") == [0]  # 0 and 1 tie: the longer one (1) is kept; 2 is alone
+    assert step.stats["candidate_pairs"].total == 2 and step.stats["pairs_below_threshold"].total == 1
+
+
+def test_pairs_blocked_by_the_guard_are_counted_once(tmp_path: Path) -> None:
+    a = "Tom has 3 apples and buys 5 more at the shop. How many apples does Tom have now?"
+    b = a.replace("3", "4")
+    _signatures(tmp_path / "sig", [a, b])
+    _dups(tmp_path / "dups", [(0, 1)] * 5 + [(1, 0)] * 3)  # the pair in 8 bands
+    step = MinhashClusterByRule(
+        tmp_path / "dups", tmp_path / "sig", tmp_path / "out", number_guard_tokens=256
+    )
+    step.run()
+    assert _removed(tmp_path / "out") == []
+    assert step.stats["pairs_blocked_by_numbers"].total == 1
+
+
+def _run(tmp_path: Path, rows: list[dict], *extra: str) -> tuple[dict, list[dict]]:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = CliRunner().invoke(
+        app, ["dedup", str(inp), "-o", str(tmp_path / "out"), "--workers", "1", *extra]
+    )
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    clusters = [json.loads(line) for line in (out / "clusters.jsonl").read_text().splitlines()]
+    return json.loads((out / "summary.json").read_text()), clusters
+
+
+LETTERS = "COMBINATION TOOT TARTAR ALABAMA BANANA MISSISSIPPI RADII ELEVEN TEPEE PARABOLA BASIC GAMMA".split()
+LONG_PROBLEM = (
+    "A school club sells tickets to a concert in the gym. Adults pay more than students, and every family that "
+    "buys at least three tickets receives a small discount on the whole order. After the first evening the club "
+    "counted the money in the box and found that those sales covered the cost of the chairs, the lights and the "
+    "sound system, with something left over for the spring trip. What is the smallest number of families that "
+    "could have bought tickets on that evening, given that each family came with both of their parents?"
+)
+
+
+def test_templated_short_problems_are_kept_and_real_copies_merged(tmp_path: Path) -> None:
+    rows = [
+        {"id": f"word{i}", "text": f"Determine the number of ways to arrange the letters of the word {w}."}
+        for i, w in enumerate(LETTERS)
+    ]
+    rows += [
+        {"id": f"var_{v}", "text": f"If $x - y = 6$ and $x + y = 12$, what is the value of ${v}$?"}
+        for v in "xy"
+    ]
+    rows += [
+        {"id": "boxes_d", "text": "How many ways are there to put 4 distinguishable balls into 2 distinguishable boxes?"},
+        {"id": "boxes_i", "text": "How many ways are there to put 4 distinguishable balls into 2 indistinguishable boxes?"},
+        {"id": "cos_c", "text": "In right triangle $ABC$ with $\\angle A = 90^\\circ$, we have $AB = 6$ and $BC = 10$.  Find $\\cos C$."},
+        {"id": "cos_a", "text": "In right triangle $ABC$ with $\\angle A = 90^\\circ$, we have $AB = 6$ and $BC = 10$.  Find $\\cos A$."},
+        {"id": "those", "text": LONG_PROBLEM},
+        {"id": "these", "text": LONG_PROBLEM.replace("those sales", "these sales")},
+    ]  # fmt: skip
+    summary, clusters = _run(tmp_path, rows)
+    near = [c for c in clusters if c["kind"] == "minhash"]
+    assert [sorted([c["kept"], *c["removed"]]) for c in near] == [["these", "those"]], near
+    assert summary["dropped"] == {"near_duplicate": 1}
+
+
+def test_real_templated_math_problems_are_not_merged(shared_data: Path, tmp_path: Path) -> None:
+    """MATH train problems one word or variable apart, merged at the defaults before (17 `arrange the letters
+    of the word ...` problems in one cluster, one kept)."""
+    problems = [
+        json.loads(x)["problem"]
+        for split in ("train", "test")
+        for x in (shared_data / f"bench/math_hendrycks/{split}.jsonl").open()
+    ]
+    arrange = [
+        p for p in problems if p.startswith("Determine the number of ways to arrange the letters of the")
+    ]
+    assert len(arrange) >= 10
+    rows = [{"id": f"a{i}", "text": p} for i, p in enumerate(arrange)]
+    summary, clusters = _run(tmp_path, rows)
+    assert not [c for c in clusters if c["kind"] == "minhash"] and summary["docs_out"] == len(set(arrange))
