@@ -9,14 +9,15 @@ document with `np.minimum.reduceat`. The top 32 bits of each minimum are the sig
 `FastMinhashSignature` is the datatrove step: it writes datatrove's own signature files
 (`bucket_XXX/RANK.minhash.sig`: per document `rows` uint32 hashes then the uint32 document index, sorted), so
 datatrove's `MinhashDedupBuckets` reads them unchanged; it also writes `meta/RANK.npy` (per document index: score,
-length, tokens, a hash of its numbers) for the cluster stage's keep rule and number guard, and the shingle sets
-of the documents of at most `SHORT_DOC_TOKENS` tokens (`shingles/RANK.u32`: each document's distinct shingles,
-uint32, sorted, concatenated; `shingles/RANK.sizes.npy`: int32 per document index, 0 = not kept) with which the
-cluster stage confirms their candidate pairs.
+length, tokens outside drawings, a hash of its math tokens) for the cluster stage's keep rule and number guard,
+and the shingle sets of the documents of at most `SHORT_DOC_TOKENS` tokens (`shingles/RANK.u32`: each document's
+distinct shingles, uint32, sorted, concatenated; `shingles/RANK.sizes.npy`: int32 per document index, 0 = not
+kept) with which the cluster stage confirms their candidate pairs.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,16 +25,18 @@ import numpy as np
 from datatrove.pipeline.base import PipelineStep
 
 from curate.dedup_text import ngram_hashes
-from curate.minhash_tokens import batch_token_hashes, batch_tokens, multiset_hashes
+from curate.minhash_tokens import batch_token_hashes, batch_token_kinds, math_token_mask, multiset_hashes
 
-# per document: keep-rule inputs (score, length), tokens and the hash of its numbers (the cluster stage's number
-# guard), whether it got a signature
+# per document: keep-rule inputs (score, length), tokens (outside `[asy]` drawings) and an order-free hash of its
+# math tokens (numbers, operators, one-letter variables: `curate.minhash_tokens.math_token_mask`): the cluster
+# stage's number guard; whether it got a signature
 META_DTYPE = np.dtype(
     [("score", "<f4"), ("length", "<u4"), ("has_sig", "u1"), ("n_tokens", "<u4"), ("num_hash", "<u8")]
 )
 # texts of at most this many tokens (problems, short pages) keep their shingle set (<= 2 KiB each) for the cluster
 # stage, which confirms a candidate pair of two of them by its true Jaccard (`curate.minhash_cluster`)
 SHORT_DOC_TOKENS = 512
+_ASY_RE = re.compile(r"\[asy\].*?(\[/asy\]|$)", re.S | re.I)
 _CHUNK = 8192  # shingles per (K x chunk) block: 110 x 8192 x 4 B = 3.6 MB
 _START, _END = np.uint64(0x5DEECE66D2F1A3B7), np.uint64(0xC2B2AE3D27D4EB4F)  # the markers around each text
 
@@ -122,13 +125,14 @@ class MinhashSigner:
     def signatures_and_numbers(
         self, texts: list[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(signatures, has_signature, tokens per text, hash of each text's numbers)."""
+        """(signatures, has_signature, tokens per text outside Asymptote `[asy]` drawings (the number guard's
+        size), hash of each text's math tokens: numbers, operators and one-letter variables, in any order)."""
         sigs, has_sig, counts, num_hash, _ = self.sign(texts)
         return sigs, has_sig, counts, num_hash
 
     def sign(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, ShingleSets]:
         """`signatures_and_numbers` and the shingle sets of the texts of at most `SHORT_DOC_TOKENS` tokens."""
-        hashes, counts, is_number = batch_tokens(texts)
+        hashes, counts, kinds = batch_token_kinds(texts)
         grams, per_doc = self._shingles(hashes, counts)
         sets = shingle_sets(grams, per_doc, counts <= SHORT_DOC_TOKENS)
         k = self.settings.num_hashes
@@ -147,7 +151,20 @@ class MinhashSigner:
             piece_min = np.minimum.reduceat(buf, cuts, axis=1).T
             docs = doc_of[c0 + cuts]
             mins[docs] = np.minimum(mins[docs], piece_min)
-        return mins, per_doc > 0, counts, multiset_hashes(hashes, counts, is_number), sets
+        num_hash = multiset_hashes(hashes, counts, math_token_mask(kinds))
+        return mins, per_doc > 0, _tokens_outside_drawings(texts, counts), num_hash, sets
+
+
+def _tokens_outside_drawings(texts: list[str], counts: np.ndarray) -> np.ndarray:
+    """Tokens per text, those of Asymptote `[asy]...[/asy]` code left out: the number guard's size. A MATH problem
+    with a drawing has 300-900 tokens, nearly all code (its statement: 18-77 of the 8 such problems merged with a
+    problem whose numbers differ when their drawings were counted)."""
+    with_asy = [i for i, t in enumerate(texts) if t and "[asy]" in t]
+    if not with_asy:
+        return counts
+    out = counts.copy()
+    out[with_asy] = batch_token_kinds([_ASY_RE.sub(" ", texts[i]) for i in with_asy])[1]
+    return out
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """Short documents are merged only as true near-duplicates: shingles weigh a token at either end as one inside,
-candidate pairs of short documents are confirmed by their exact Jaccard, and candidate pairs are counted once."""
+candidate pairs of short documents are confirmed by their exact Jaccard, the guard compares their math tokens,
+and candidate pairs are counted once."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from datatrove.data import Document
 from typer.testing import CliRunner
 
@@ -30,6 +32,31 @@ def test_a_token_at_either_end_counts_as_much_as_one_inside() -> None:
     b = "Determine the number of ways to arrange the letters of the word COMBINATION."
     assert _jaccard(b, b.replace("COMBINATION", "TOOT")) < 0.6
     assert _jaccard("TOOT is a word, " + b, "ALABAMA is a word, " + b) < 0.75
+
+
+def test_math_tokens_of_problem_sized_texts_are_compared() -> None:
+    """The guard's hash covers numbers, operators and one-letter variables, not only numbers."""
+    signer = MinhashSigner()
+    base = "Let x and y be real numbers with x^8 - 98x^4 + 1 = 0. Find the value of y in terms of the other."
+    variants = [
+        base.replace("value of y", "value of x"),
+        base.replace("- 98", "+ 98"),
+        base.replace("x^8", "x_8"),
+        base.replace("Find", "Find all"),  # a word: not a math token
+    ]
+    _, _, _, num_hash = signer.signatures_and_numbers([base, *variants])
+    assert (num_hash[1:4] != num_hash[0]).all() and num_hash[4] == num_hash[0]
+
+
+def test_asymptote_drawings_do_not_count_toward_the_guard_size() -> None:
+    """MATH problems with a drawing have 300-900 tokens, nearly all `[asy]` code: counted, they were no longer
+    problem-sized, and 8 of them merged with a problem whose numbers differ."""
+    statement = "The red parabola shown is the graph of the equation $x = ay^2 + by + c$.  Find $c$."
+    drawing = "[asy]\nsize(150);\n" + "draw((0,0)--(4,0)--(0,3)--cycle);\n" * 30 + "[/asy]"
+    _, ok, counts, _ = MinhashSigner().signatures_and_numbers(
+        [statement, statement + drawing, drawing + statement]
+    )
+    assert ok.all() and counts.tolist() == [counts[0]] * 3 and counts[0] < 30
 
 
 def _signatures(folder: Path, texts: list[str]) -> None:
@@ -136,3 +163,25 @@ def test_real_templated_math_problems_are_not_merged(shared_data: Path, tmp_path
     rows = [{"id": f"a{i}", "text": p} for i, p in enumerate(arrange)]
     summary, clusters = _run(tmp_path, rows)
     assert not [c for c in clusters if c["kind"] == "minhash"] and summary["docs_out"] == len(set(arrange))
+
+
+@pytest.mark.parametrize("pages", [4])
+def test_short_pages_differing_in_boilerplate_numbers_are_merged(tmp_path: Path, pages: int) -> None:
+    """Pages above the guard's limit (256 tokens) that differ in a view count and a copyright year are one page;
+    at the former limit (512) they were kept apart."""
+    body = " ".join(f"{w} {i}" if i % 9 == 0 else w for i, w in enumerate((WORDS * 20)[:330]))  # 367 tokens
+    rows = []
+    for p in range(pages):
+        text = f"Page {p}: " + body.replace("fox", f"fox{p}")
+        rows += [
+            {
+                "id": f"p{p}a",
+                "text": f"Posted 12 March 2023 | 1204 views\n{text}\nCopyright 2023 example.com",
+            },
+            {
+                "id": f"p{p}b",
+                "text": f"Posted 12 March 2023 | 1377 views\n{text}\nCopyright 2024 example.com",
+            },
+        ]
+    summary, _ = _run(tmp_path, rows)
+    assert summary["dropped"] == {"near_duplicate": pages}
