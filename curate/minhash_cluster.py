@@ -11,13 +11,13 @@ Before the components, each candidate pair is taken once (the bucket stage write
 checks drop pairs that are not near-duplicates:
 - the number guard: two problem-sized documents (both at most `number_guard_tokens` tokens outside `[asy]`
   drawings) whose math tokens differ (numbers, operators, one-letter variables: an order-free hash) are other
-  problems, however many shingles they share. The limit is 256 by default, measured: 99.3% of the 42,850
-  benchmark problems in ../shared/data have at most 256 tokens (GSM8K at most 184), 83% of the 333 real pages
-  have more (median 792), and the MATH problems above it are nearly all Asymptote code, which is not counted (8
-  of them merged with a problem whose numbers differ when it was). At the former 512, 3 of the 11 gold pages
-  copied with another view count and copyright year were kept apart, and so were most of the planted page copies
-  that `bench_dedup_quality` missed (recall 0.925 with the math-token guard). Comparing only the numbers inside
-  math would not do: GSM8K's numbers are in its prose;
+  problems, however many shingles they share. The limit is 256 by default, measured: 99.3% of the 42,850 benchmark
+  problems in ../shared/data have at most 256 tokens (GSM8K at most 184), 83% of the 333 real pages have more
+  (median 792), and the MATH problems above it are nearly all Asymptote code, which is not counted (8 of them
+  merged with a problem whose numbers differ when it was). At the former 512, 2 of the 11 gold pages copied with
+  another view count and copyright year were kept apart (3 with the tokens before operators), and so were most of
+  the planted page copies that `bench_dedup_quality` missed (recall 0.925 with the math-token guard). Comparing
+  only the numbers inside math would not do: GSM8K's numbers are in its prose;
 - the Jaccard check: a pair of two documents whose shingle sets the signature step kept (at most 512 tokens) and
   whose exact Jaccard is below `threshold` (the bands' and rows' even-odds point) is dropped, so no cluster
   chains through a pair LSH proposed by chance.
@@ -81,9 +81,9 @@ class StoredShingleSets:
 
     def __init__(self, folder: Path, ranks: list[int], offsets: np.ndarray):
         n = int(offsets[-1]) if len(offsets) else 0
-        self.sizes = np.zeros(n, dtype=np.int64)
+        self.sizes = np.zeros(n, dtype=np.int32)  # 16 bytes per document in all
         self.starts = np.zeros(n, dtype=np.int64)  # where each set starts in its rank's file
-        self.file_of = np.zeros(n, dtype=np.int64)
+        self.file_of = np.zeros(n, dtype=np.int32)
         self.files: list[np.ndarray] = []
         for r in ranks:
             values, size_path = folder / f"{r:05d}.u32", folder / f"{r:05d}.sizes.npy"
@@ -102,7 +102,7 @@ class StoredShingleSets:
 
     def gather(self, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the sets of `docs` concatenated, their sizes)."""
-        sizes = self.sizes[docs]
+        sizes = self.sizes[docs].astype(np.int64)
         out = np.empty(int(sizes.sum()), dtype=np.uint32)
         dst_start = np.cumsum(sizes) - sizes
         file_of = self.file_of[docs]
