@@ -29,6 +29,12 @@ def dedup(
     ),
     no_minhash: bool = typer.Option(False, "--no-minhash", help="exact URL/text dedup only"),
     no_url: bool = typer.Option(False, "--no-url", help="do not dedup by canonical URL"),
+    number_guard_tokens: int = typer.Option(
+        256,
+        "--number-guard-tokens",
+        help="never merge two documents of at most this many tokens (problem-sized) whose numbers, operators or "
+        "one-letter variables differ (0: off)",
+    ),
 ) -> None:
     """Exact (canonical URL, normalised text) then MinHash LSH near-duplicate removal.
 
@@ -42,10 +48,17 @@ def dedup(
 
     config = _options(
         Config,
-        {"bands": "--bands", "rows": "--rows", "n_grams": "--ngrams", "keep_rule": "--keep"},
+        {
+            "bands": "--bands",
+            "rows": "--rows",
+            "n_grams": "--ngrams",
+            "keep_rule": "--keep",
+            "number_guard_tokens": "--number-guard-tokens",
+        },  # fmt: skip
         bands=bands,
         rows=rows,
         n_grams=n_grams,
+        number_guard_tokens=number_guard_tokens,
         keep_rule=[k.strip() for k in keep.split(",") if k.strip()],
         minhash=not no_minhash,
         exact_url=not no_url,

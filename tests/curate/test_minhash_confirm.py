@@ -185,3 +185,20 @@ def test_short_pages_differing_in_boilerplate_numbers_are_merged(tmp_path: Path,
         ]
     summary, _ = _run(tmp_path, rows)
     assert summary["dropped"] == {"near_duplicate": pages}
+
+
+def test_the_number_guard_is_set_from_the_command_line(tmp_path: Path) -> None:
+    # two copies of a long-enough problem that differ in one number: kept apart by the guard, merged without it
+    rows = [
+        {"id": "a", "text": LONG_PROBLEM + " Give 3 answers."},
+        {"id": "b", "text": LONG_PROBLEM + " Give 4 answers."},
+    ]
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    summary, _ = _run(tmp_path / "on", rows)
+    assert summary["docs_out"] == 2
+    summary, clusters = _run(tmp_path / "off", rows, "--number-guard-tokens", "0")
+    assert summary["docs_out"] == 1 and clusters[0]["removed"] == ["b"]
+    bad = CliRunner().invoke(app, ["dedup", str(tmp_path / "on" / "in.jsonl"), "-o", str(tmp_path / "x"),
+                                   "--number-guard-tokens", "-1"])  # fmt: skip
+    assert bad.exit_code == 2 and "bad option --number-guard-tokens" in " ".join(bad.output.split())
