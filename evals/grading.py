@@ -74,14 +74,15 @@ _NUMBER_THEN_AREA = re.compile(
 # Where a made-up next problem starts: a header at a line's start after a blank line (or after the line giving the
 # final answer): "Question 2:", "Problem 2.", "PROBLEM:", "## Question", "### Problem", "**Problem 3:**",
 # "Example 2.", "Exercise 4", "Q:", "Q3.", "Subproblem 1" (OCW). Not "### Problem Analysis", "Problem solving ...",
-# "Example: ..." (words a solution may start a paragraph with).
+# "Example: ...", "q: 7" (words a solution may start a paragraph with). Only after an answer was given: a header
+# before the final answer is the solution's own ("Example 1: n = 1 gives 1." ... "so \boxed{5}").
 _NEXT_PROBLEM = re.compile(
     r"\n(?P<blank>(?:[ \t]*\n)+)?[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*"
-    r"(?:sub-?problem\b"
+    r"(?:sub-?problem[ \t]*(?:\d+|(?=:))"
     r"|(?:problem|question)(?:[ \t]*#?\d+(?:\.\d+)*)?[ \t]*(?:\*\*|__)?[ \t]*(?:[:.)]|$)"
     r"|(?:example|exercise)[ \t]*#?\d+"
-    r"|q[ \t]*\d*[ \t]*(?:\*\*|__)?[ \t]*:"
-    r"|q[ \t]*\d+[ \t]*[.)])",
+    r"|(?-i:Q)[ \t]*\d*[ \t]*(?:\*\*|__)?[ \t]*:"
+    r"|(?-i:Q)[ \t]*\d+[ \t]*[.)])",
     re.IGNORECASE | re.MULTILINE,
 )
 # A line that gives a final answer: a header right after it starts a new problem, even without a blank line
@@ -100,7 +101,9 @@ _NUMBER_THEN_WORDS = re.compile(
 #    Python golds, OlympiadBench's unbalanced `$`, `NAME = VALUE` golds and `error` tolerance; "the correct answer
 #    is", "Answer: 18", "**Final Answer**\n5", "18, since ...", "therefore 18", "8 (5 + 3)", "5 m^2", \\[...\\];
 #    "#### Step 1: ..." (a markdown heading) is no answer.
-GRADER = "mathmix-grading/4"
+# 5: a header is taken for a made-up next problem only after an answer was given (4 cut solutions with their own
+#    "Example 1:" or "Question:" paragraph before the box); Subproblem needs its number or a colon, Q: its capital.
+GRADER = "mathmix-grading/5"
 _DOLLAR = re.compile(r"(?<!\\)\$")  # a math-mode $, not an escaped \$
 _DISPLAY = re.compile(r"(?<!\\)\$\$")  # display math's $$
 _SCIENTIFIC = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*[eE]\s*([-+]?\d+)$")
@@ -337,6 +340,8 @@ def cut_at_next_problem(text: str) -> str:
     end = _MINERVA_END.search(text)
     end_at = end.end() if end else len(text)
     for match in _NEXT_PROBLEM.finditer(text, 0, end_at):
+        if not _ANSWER_GIVEN.search(text, 0, match.start()):
+            continue  # nothing answered yet: the header is the solution's own
         line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
         if match.group("blank") is not None or _ANSWER_GIVEN.search(line):
             return text[: match.start()]

@@ -164,6 +164,23 @@ def test_a_made_up_next_problem_under_any_header_is_not_graded(output):
     assert not grade(output, "5")["correct"]
 
 
+@pytest.mark.parametrize(
+    "output, gold",
+    [
+        ("Try small cases.\n\nExample 1: n=1 gives 1.\n\nSo the answer is \\boxed{5}.", "5"),
+        ("From Subproblem 0, x=3.\n\nSubproblem 0 gave x = 3, so y = 6.\n\n\\boxed{6}", "6"),
+        ("Let q be the quotient.\n\nq: 7\n\nThus \\boxed{7}", "7"),
+        ("We have\n\nQuestion: is x even? Yes.\n\nso \\boxed{2}", "2"),
+    ],
+)
+def test_a_header_before_the_final_answer_is_the_solutions_own(output, gold):
+    # a made-up next problem comes after an answer; before one, the header is part of the solution (review)
+    from evals.grading import cut_at_next_problem
+
+    assert cut_at_next_problem(output) == output
+    assert grade(output, gold)["correct"]
+
+
 def test_a_made_up_ocw_subproblem_after_minervas_final_answer_is_not_graded():
     # OCW's prompts hold solved subproblems ending so; a base model copies it, then makes up the next subproblem
     output = (
