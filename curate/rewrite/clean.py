@@ -31,20 +31,24 @@ _OPENER = re.compile(
     r"below\s+is\b)",
     re.I,
 )
-# What any other opener ("Here is ...", "Okay, ...") must be about to be taken for a preamble: the answer itself
-# ("Here are the main results:" opens a page's content and stays).
+# What any other opener ("Here is ...", "Okay, ...") must be about to be taken for a preamble: the rewriting itself
+# ("Here is the refined text:", "Here's a cleaned-up version:"). Content nouns alone are not enough: "Here is the
+# solution:" or "Here are the main results:" may open a page's own content, and stay.
 _ABOUT_ANSWER = re.compile(
-    r"\b(?:version|text|rewrit\w*|refined|cleaned|question|solution|answer|response|output|page|extract|"
-    r"evaluation|assessment|score|content|article|document)\b",
+    r"\b(?:version|rewrit\w*|refined|cleaned|improved|revised|reformatted|requested|"
+    r"(?:your|my) (?:evaluation|assessment|score|answer|response))\b",
     re.I,
 )
 # "Sure! " / "Certainly! " before the answer's first sentence: the interjection only, the sentence stays.
 _INTERJECTION = re.compile(r"^(?:sure|certainly|of course|absolutely)!\s+(?=\S)", re.I)
-# A closing paragraph addressed to the user.
+# A closing paragraph addressed to the one who asked for the rewrite, not a page's own closing words ("Feel free
+# to try the exercises below", "If you have any questions about the proof, ask in the forum" stay).
 _SIGNOFF = re.compile(
-    r"^(?:let me know\b|please let me know\b|i hope (?:this|that|it) helps\b|hope (?:this|that|it) helps\b|"
-    r"feel free to\b|if you have any (?:other |more |further )?questions\b|is there anything else\b|"
-    r"happy to help\b|i'd be happy to\b|i would be happy to\b)",
+    r"^(?:(?:please )?let me know if\b|i hope (?:this|that|it) helps\b|hope (?:this|that|it) helps\b|"
+    r"feel free to (?:ask|let me know|reach out)\b|is there anything else\b|happy to help\b|"
+    r"i'?d be happy to\b|i would be happy to\b|if you(?:'d| would) like me to\b|"
+    r"if you have any (?:other |more |further )?questions(?: or [^,.]*)?, (?:feel free|please|let me know|"
+    r"don't hesitate|do not hesitate)\b)",
     re.I,
 )
 _MATHY = re.compile(r"[$\\=^_{}]")  # a paragraph with any of these is not taken for chatter
@@ -133,6 +137,8 @@ def clean_output(text: str, reasoning: str = "") -> tuple[str, str, list[str]]:
     for _ in range(4):  # "Here is ...:" then a fence; a fence holding the prompt's markers ...
         changed = False
         for name, strip in strippers:
+            if name in ("preamble", "signoff") and name in done:
+                continue  # one line before and one paragraph after at most: the next may be the answer's own
             out = strip(text) if text else None
             if out is not None and out != text:
                 text, changed = out, True

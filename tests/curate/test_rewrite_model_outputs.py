@@ -170,6 +170,14 @@ def test_a_clean_answer_is_left_as_it_is():
         "```python\nprint(2 + 3)\n```",  # a code block, not a fence around prose
         "```\nfirst block\n```\n\nThen\n\n```\nsecond block\n```",  # two blocks, not one around the answer
         "A line with </think> in the middle of the text? No: a lone tag only ends reasoning before it.",
+        # a page's own closing and opening words (review of the change: these were stripped, several in a row)
+        "Theorem. Every odd square is 1 mod 8.\n\nFeel free to try the exercises below.",
+        "Intro.\n\nIf you have any questions about the proof, ask in the forum.",
+        "Body of page.\n\nFeel free to skip ahead.\n\nLet me know the answer you get in the comments.",
+        "Here is the solution:\nWe add the numbers.\n\nSo the sum is even.",
+        "Okay, let us find the answer:\nWe add.",
+        "Here is the text of Problem 3:\nLet n be odd.",
+        "Below is the answer table.\n---\nrow",
     ],
 )
 def test_cleaning_does_not_touch_content(text):
@@ -390,3 +398,10 @@ def test_an_overlong_justification_is_shortened_not_dropped():
     kept = verdict.fields["score_justification"]
     assert len(kept) <= S.score_justification_chars[1] and long.startswith(kept) and kept.endswith(".")
     assert verdict.fields["cleaned"] == "justification_truncated"
+
+
+def test_one_sign_off_paragraph_at_most_is_taken_off():
+    out, _, cleaned = clean_output("Body.\n\nSome closing words.\n\nI hope this helps!")
+    assert out == "Body.\n\nSome closing words." and cleaned == ["signoff"]
+    out, _, cleaned = clean_output("Body.\n\nI hope this helps!\n\nLet me know if you want more.")
+    assert out == "Body.\n\nI hope this helps!" and cleaned == ["signoff"]
