@@ -159,7 +159,7 @@ def _tokens_outside_drawings(texts: list[str], counts: np.ndarray) -> np.ndarray
     """Tokens per text, those of Asymptote `[asy]...[/asy]` code left out: the number guard's size. A MATH problem
     with a drawing has 300-900 tokens, nearly all code (its statement: 18-77 of the 8 such problems merged with a
     problem whose numbers differ when their drawings were counted)."""
-    with_asy = [i for i, t in enumerate(texts) if t and "[asy]" in t]
+    with_asy = [i for i, t in enumerate(texts) if t and "[asy]" in t.lower()]  # _ASY_RE ignores case too
     if not with_asy:
         return counts
     out = counts.copy()

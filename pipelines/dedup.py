@@ -75,6 +75,21 @@ def former_default_forms(settings: dict, forms: list[dict]) -> list[dict]:
     ]
 
 
+def refuse_mixed_signatures(signatures: Path, logs: Path, tasks: int) -> None:
+    """Refuse to finish a signature stage that an earlier mathmix began: its ranks hashed other tokens (letters and
+    digits only, no shingle sets kept), so the ranks done now and then would be compared as if alike. Such ranks
+    are known by a `meta/RANK.npy` without its `shingles/RANK.sizes.npy`; once every rank is done (a finished job)
+    they are all alike and the job goes on."""
+    old = [m for m in sorted((signatures / "meta").glob("*.npy")) if not (signatures / "shingles" /
+                                                                            f"{m.stem}.sizes.npy").is_file()]  # fmt: skip
+    done = len(list((logs / "completions").glob("*"))) if (logs / "completions").is_dir() else 0
+    if old and done < tasks:
+        raise ValueError(
+            f"{signatures.parent.parent}: its MinHash signatures were begun by an earlier mathmix, which hashed "
+            f"other tokens ({len(old)} of {tasks} tasks done): delete the folder and run again"
+        )
+
+
 def _settings(config: Config):
     from curate.minhash import MinhashSettings
 
@@ -163,6 +178,7 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
         1,
     )
     if config.minhash:
+        refuse_mixed_signatures(work / "signatures", logs / "3_signatures", tasks)
         exact = ExactDedupFilter(work / "exact_groups")
         sign = FastMinhashSignature(work / "signatures", _settings(config), config.score_key)
         run("3_signatures", [*build_readers(files, work), exact, sign], tasks)

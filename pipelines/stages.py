@@ -9,7 +9,7 @@ What a finished stage read is in its `recipe-stage.json` (pipelines.runner.stage
 sizes, or what the module's optional `inputs_read(config, run_dir, inputs, previous)` names where the stage does
 not read the previous stage's data/ (the classifier's pages, eval's model and benchmark folders), and the digests of
 the files its optional `files_read(config, run_dir, previous)` names besides them (web's model, train's recipe).
-A module's optional `preflight(config, run_dir)` checks, cheaply, what the stage reads that no earlier stage writes
+A module's optional `preflight(config, run_dir, plan=None)` (PLAN: the runner's steps) checks, cheaply, what the stage reads that no earlier stage writes
 (decont's benchmarks), raising OSError or ValueError: `mathmix run` calls it for every stage it is to run before the
 first one starts, and in --dry-run (pipelines.runner.preflight). `SETTINGS_AS_FILES`: settings a recipe stage's
 record holds as the files they name (`files_read`), not as typed (decont's benchmarks).

@@ -202,3 +202,38 @@ def test_the_number_guard_is_set_from_the_command_line(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["dedup", str(tmp_path / "on" / "in.jsonl"), "-o", str(tmp_path / "x"),
                                    "--number-guard-tokens", "-1"])  # fmt: skip
     assert bad.exit_code == 2 and "bad option --number-guard-tokens" in " ".join(bad.output.split())
+
+
+def test_signatures_an_earlier_mathmix_began_are_not_finished_with_other_tokens(tmp_path: Path) -> None:
+    # an earlier mathmix's ranks hashed letters and digits only and kept no shingle sets: a rerun that would finish
+    # the stage beside them is refused; once every rank was done (a finished job) the rerun goes on
+    rows = [{"id": f"d{i}", "text": f"{LONG_PROBLEM} Variant {i} of {w}."} for i, w in enumerate(LETTERS)]
+    out = tmp_path / "out"
+    inputs = []
+    for part in range(2):
+        path = tmp_path / f"in{part}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows[part::2]))
+        inputs.append(str(path))
+    args = ["dedup", *inputs, "-o", str(out), "--workers", "2"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    (
+        out / "work" / "signatures" / "shingles" / "00000.sizes.npy"
+    ).unlink()  # rank 0 as the earlier mathmix left it
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output  # every rank done: a finished job, kept
+    (out / "summary.json").unlink()
+    (out / "logs" / "3_signatures" / "completions" / "00001").unlink()  # rank 1 not done yet
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 2 and "begun by an earlier mathmix" in " ".join(refused.output.split())
+
+
+def test_drawings_in_capitals_are_left_out_of_the_guards_size_too() -> None:
+    from curate.minhash import _tokens_outside_drawings
+
+    texts = [
+        "Find x. [asy] draw((0,0)--(1,1)); [/asy]",
+        "Find x. [ASY] draw((0,0)--(1,1)); [/ASY]",
+        "Find x.",
+    ]
+    counts = np.array([20, 20, 2])
+    assert _tokens_outside_drawings(texts, counts).tolist() == [2, 2, 2]
