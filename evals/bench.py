@@ -22,10 +22,6 @@ from evals.benchmarks import BENCHMARKS, STOPS, build_prompt, find_test_file, lo
 from evals.grading import GRADER, cut_at_next_problem, grade
 from mathmix.cli_util import write_json
 
-# Tokens an output may fall short of the budget by and still count as having reached it: its text is counted
-# again with the tokenizer, and decoding then encoding may merge a token or two.
-BUDGET_SLACK = 2
-
 
 def grade_outputs(
     items: list[dict[str, Any]], outputs: list[str], hits: list[bool] | None = None
@@ -48,31 +44,15 @@ def grade_outputs(
     return records
 
 
-def budget_hits(generator: Any, outputs: list[str], max_new_tokens: int) -> list[bool] | None:
-    """Per output, whether it ran to MAX_NEW_TOKENS without reaching a stop, so its answer was cut by the budget:
-    as the generator saw it (`cut`: vLLM's finish reason, the transformers row's last token), else for a generator
-    that does not say, its text counted with the generator's tokenizer is at least MAX_NEW_TOKENS - `BUDGET_SLACK`
-    tokens long (a stop or the end of text ends it shorter). An output that runs on into a made-up next problem
-    (`cut_at_next_problem`) finished its answer: not counted. None where the generator can tell neither way (the
-    outputs are graded all the same)."""
+def budget_hits(generator: Any, outputs: list[str]) -> list[bool] | None:
+    """Per output, whether it ran to the generation budget without reaching a stop, so its answer was cut: as the
+    generator saw it (`cut`: vLLM's finish reason, the transformers row's last token). An output that runs on into
+    a made-up next problem (`cut_at_next_problem`) finished its answer: not counted. None where the generator does
+    not say (the outputs are graded all the same)."""
     cut = getattr(generator, "cut", None)
-    if isinstance(cut, list) and len(cut) == len(outputs):
-        return [bool(c) and cut_at_next_problem(o) == o for c, o in zip(cut, outputs, strict=True)]
-    try:
-        tokenizer = getattr(generator, "tokenizer", None)
-        if tokenizer is None and hasattr(generator, "llm"):  # vLLM
-            tokenizer = generator.llm.get_tokenizer()
-        if tokenizer is None:
-            return None
-        lengths = (
-            [len(ids) for ids in tokenizer(outputs, add_special_tokens=False)["input_ids"]] if outputs else []
-        )
-    except Exception:  # noqa: BLE001 - a count that cannot be made must not lose the outputs generated
+    if not isinstance(cut, list) or len(cut) != len(outputs):
         return None
-    return [
-        n >= max_new_tokens - BUDGET_SLACK and cut_at_next_problem(output) == output
-        for n, output in zip(lengths, outputs, strict=True)
-    ]
+    return [bool(c) and cut_at_next_problem(o) == o for c, o in zip(cut, outputs, strict=True)]
 
 
 def benchmark_result(name: str, model: str, shots: int, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -328,7 +308,7 @@ def run_bench(
                 outputs = generator.generate(
                     prompts, max_new_tokens, STOPS, progress=lambda n, t=task: progress.advance(t, n)
                 )
-                hits = budget_hits(generator, outputs, max_new_tokens)
+                hits = budget_hits(generator, outputs)
                 result = benchmark_result(
                     name, str(model), len(exemplars), grade_outputs(items, outputs, hits)
                 )

@@ -207,6 +207,12 @@ def last_boxed(text: str) -> str | None:
         # `\boxed 5` (no braces) is legal LaTeX for a single token.
         match = re.match(r"\\boxed\s+([^\s$]+)", text[start:])
         return match.group(1) if match else None
+    end = _closing_brace(text, i)
+    return None if end is None else text[i + 1 : end].strip()
+
+
+def _closing_brace(text: str, i: int) -> int | None:
+    """Index of the `}` that closes the `{` at TEXT[i] (balanced braces), None where it is never closed."""
     depth = 0
     for j in range(i, len(text)):
         if text[j] == "{":
@@ -214,7 +220,7 @@ def last_boxed(text: str) -> str | None:
         elif text[j] == "}":
             depth -= 1
             if depth == 0:
-                return text[i + 1 : j].strip()
+                return j
     return None
 
 
@@ -232,15 +238,9 @@ def _boxes(text: str) -> list[tuple[int, int, str]]:
                 found.append((start, i + bare.end(), bare.group(1)))
             continue
         i = text.index("{", i)
-        depth = 0
-        for j in range(i, len(text)):
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    found.append((start, j + 1, text[i + 1 : j].strip()))
-                    break
+        end = _closing_brace(text, i)
+        if end is not None:
+            found.append((start, end + 1, text[i + 1 : end].strip()))
     return found
 
 

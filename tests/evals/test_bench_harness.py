@@ -473,11 +473,18 @@ def test_default_bench_dir_is_found_from_any_cwd(bench_dir, tmp_path, monkeypatc
 
 
 class WithTokenizer(HandWritten):
-    """HandWritten with the tiny model's tokenizer, as the real generators have: outputs of known token lengths."""
+    """HandWritten that says, as the real generators do (`cut`), which outputs ran to the budget: those of at least
+    max_new_tokens tokens of the tiny model's tokenizer."""
 
     def __init__(self, outputs: list[str], tokenizer):
         super().__init__(outputs)
         self.tokenizer = tokenizer
+
+    def generate(self, prompts, max_new_tokens, stops, progress=None):
+        outputs = super().generate(prompts, max_new_tokens, stops, progress)
+        ids = self.tokenizer(self.outputs[: len(prompts)], add_special_tokens=False)["input_ids"]
+        self.cut = [len(i) >= max_new_tokens for i in ids]
+        return outputs
 
 
 def test_outputs_cut_by_the_generation_budget_are_counted_marked_and_said(tiny_model_dir, bench_dir, tmp_path,
@@ -502,7 +509,7 @@ def test_outputs_cut_by_the_generation_budget_are_counted_marked_and_said(tiny_m
     assert [i["hit_max_new_tokens"] for i in result["items"]] == [False, True, False, False]
     assert [i["correct"] for i in result["items"]] == [True, False, True, True]
     assert "gsm8k: 1 of 4 outputs ran to --max-new-tokens 16 unfinished" in capsys.readouterr().err
-    # a generator that cannot count (no tokenizer): no count, rather than a 0 that was never checked
+    # a generator that does not say: no count, rather than a 0 that was never checked
     summary = run_bench("hand", [("gsm8k", 0)], bench_dir, tmp_path / "o2", generator=HandWritten(outputs))
     assert "hit_max_new_tokens" not in summary["benchmarks"]["gsm8k"]
     assert "hit_max_new_tokens" not in json.loads((tmp_path / "o2/gsm8k.json").read_text())
