@@ -17,8 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-# Columns that are never a curve of their own: W&B's min/max bands and bookkeeping.
-_SKIP_SUFFIXES = ("__MIN", "__MAX", "__step")
+# Columns that are never a curve of their own: W&B's min/max bands and bookkeeping, in any case (`__min` bands
+# written by a script that lower-cased the header were forecast as runs and pooled with them).
+_SKIP_SUFFIXES = ("__min", "__max", "__step")
+# Names that are a compute axis, not a run, whatever the file's chosen axis (`_step`: W&B's run.history() step).
+_COMPUTE_NAMES = ("step", "_step", "compute")
 # A column without a name is a row index (pandas' to_csv writes one as "", read back and written again as
 # "Unnamed: 0"): it rises 0, 1, 2, ... and was forecast as a run in percent, and pooled with the real runs.
 _UNNAMED_RE = re.compile(r"\s*(?:Unnamed: \d+)?\s*")
@@ -26,13 +29,24 @@ _UNNAMED_RE = re.compile(r"\s*(?:Unnamed: \d+)?\s*")
 # Words that say a column is not an accuracy (the forecast fits accuracies; lengths are tracked, not forecast).
 # Matched as whole words of the metric's name (`_`, `/`, spaces and other non-alphanumerics separate words), plural
 # or not: a run called `base_40Btokens` or `longtime_run` is an accuracy; `mean_response_length`, `Wall Time` and
-# verl's `critic/rewards/mean` are not.
+# verl's `critic/rewards/mean` are not. Compute axes (`gpu_hours`, `total_flops`, `consumed_samples`, `epoch`) are
+# here too: a GPU-hours column next to the accuracies was forecast as a run in percent and pooled into their prior.
 _NOT_ACCURACY = (
     "length",
     "lengths",
     "compute",
+    "token",
     "tokens",
+    "rollout",
     "rollouts",
+    "hour",  # gpu_hours, GPU Hours, gpu-hours
+    "minute",
+    "flop",  # flops, total_flops
+    "tflop",
+    "pflop",
+    "petaflop",
+    "sample",  # samples, consumed_samples
+    "iteration",
     "reward",
     "truncated",
     "seconds",
@@ -221,7 +235,7 @@ def read_curves_csv(
         if len(header) == 1 and sep in header[0]:
             raise ValueError(f"{path}: separated by {word}, not commas (export it as a comma-separated CSV)")
     lower = [h.strip().lower() for h in header]
-    wanted = (compute_column or "step").lower()
+    wanted = (compute_column or "step").strip().lower()
     if wanted not in lower:
         found = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
         if compute_column:
@@ -262,8 +276,8 @@ def read_curves_csv(
         for j, name in enumerate(header)
         if j != x_index
         and j not in unnamed
-        and not name.endswith(_SKIP_SUFFIXES)
-        and lower[j] not in ("step", "compute")
+        and not lower[j].endswith(_SKIP_SUFFIXES)
+        and lower[j] not in (*_COMPUTE_NAMES, wanted)  # the chosen axis is never a run, whatever its case
         and (not accuracy_only or is_accuracy_column(name))
     ]
     names = _distinct_names(header, read, path, report)
