@@ -273,7 +273,13 @@ def sample_cmd(
     view: str = typer.Option("corpus", "--view", help="view to sample from (see `mathmix audit schema`)"),
     where: str | None = typer.Option(None, "--where", help='SQL condition, e.g. "math_score < 0.6"'),
     n: int = typer.Option(20, "-n", min=1, help="documents to print"),
-    seed: int = typer.Option(0, "--seed", help="sampling seed (same seed, same documents)"),
+    seed: int = typer.Option(
+        0,
+        "--seed",
+        min=-(2**63),
+        max=2**63 - 1,
+        help="sampling seed, a 64-bit integer (same seed, same documents)",
+    ),
     chars: int = typer.Option(1200, "--chars", min=0, help="print at most this many characters of text"),
 ) -> None:
     """Print a random sample of documents to eyeball. Reads RUN_DIR; writes stdout."""

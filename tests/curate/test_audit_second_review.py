@@ -1,0 +1,72 @@
+"""Audit review findings (second round): a sample spans the whole view, `--seed` is checked, JSON numbers stay
+numbers, a report replaces an older one whole, domains are labelled and counted once, the synthetic web rejects
+are in the web stage's own layout, and a line plot drops to 0 over empty bins."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from curate.audit import AuditSession, sample_documents
+from tests.curate.audit_runs import audit_cli
+
+FILES, ROWS_PER_FILE = 8, 25_000  # past ~82k rows DuckDB's reservoir sample stopped drawing new rows
+
+
+@pytest.fixture(scope="module")
+def big_corpus(tmp_path_factory) -> Path:
+    """A run whose corpus (decont/data) is 8 Parquet files of 25,000 rows each; `pos` = the row's place."""
+    run = tmp_path_factory.mktemp("sample") / "run"
+    data = run / "decont" / "data"
+    data.mkdir(parents=True)
+    con = duckdb.connect()
+    for k in range(FILES):
+        con.execute(
+            f"COPY (SELECT 'doc-' || i AS id, i AS pos, {k} AS file, 'text ' || i AS text "
+            f"FROM range({k * ROWS_PER_FILE}, {(k + 1) * ROWS_PER_FILE}) t(i)) "
+            f"TO '{data / f'{k:05d}.parquet'}' (FORMAT parquet)"
+        )
+    con.close()
+    total = FILES * ROWS_PER_FILE
+    (run / "decont" / "summary.json").write_text(
+        json.dumps({"docs_in": total, "docs_out": total, "dropped": {}})
+    )
+    return run
+
+
+def test_a_sample_spans_the_whole_view_not_its_first_rows(big_corpus):
+    docs = []
+    with AuditSession(big_corpus) as s:
+        for seed in range(5):  # -n 20, the default: DuckDB's reservoir drew all 20 from the first 82k rows
+            sample = sample_documents(s, "corpus", n=20, seed=seed)
+            assert len(sample) == 20 and max(d["pos"] for d in sample) > FILES * ROWS_PER_FILE / 2
+            docs += sample
+    assert {d["file"] for d in docs} == set(range(FILES))  # every file, the last one too
+    mean = sum(d["pos"] for d in docs) / len(docs) / (FILES * ROWS_PER_FILE)
+    assert 0.35 < mean < 0.65
+
+
+def test_a_sample_is_the_same_whatever_the_thread_count_and_changes_with_the_seed(big_corpus):
+    samples = []
+    for threads in (1, 4):
+        with AuditSession(big_corpus, threads=threads) as s:
+            samples.append(sample_documents(s, "corpus", where="file >= 6", n=20, seed=7))
+    assert samples[0] == samples[1] and all(d["file"] >= 6 for d in samples[0])
+    with AuditSession(big_corpus) as s:
+        assert sample_documents(s, "corpus", where="file >= 6", n=20, seed=8) != samples[0]
+
+
+def test_seed_is_any_64_bit_integer_and_a_bad_one_names_the_option(big_corpus):
+    runner = CliRunner()
+    out = runner.invoke(audit_cli(), ["audit", "sample", str(big_corpus), "-n", "2", "--seed", "-1"])
+    assert out.exit_code == 0, out.output
+    assert out.stdout.count("--- [") == 2
+    for seed in (str(2**63), str(-(2**63) - 1)):
+        out = runner.invoke(audit_cli(), ["audit", "sample", str(big_corpus), "-n", "2", "--seed", seed])
+        assert out.exit_code == 2 and "--seed" in out.output and "Parser Error" not in out.output
+    with AuditSession(big_corpus) as s, pytest.raises(ValueError, match="seed"):
+        sample_documents(s, "corpus", seed=2**64)
