@@ -38,7 +38,9 @@ def tokenize(text: str) -> list[str]:
     return TOKEN_RE.findall(text.lower())
 
 
-_ASY_RE = re.compile(r"\[asy\].*?(\[/asy\]|$)", re.S | re.I)
+# An Asymptote drawing: `[asy]` to its `[/asy]` (no other `[asy]` between); without a closing tag, to the end of
+# its paragraph (a blank line). It went to the end of the text: a page that names `[asy]` in passing lost the rest.
+ASY_RE = re.compile(r"\[asy\](?:(?:(?!\[asy\]).)*?\[/asy\]|.*?(?=\n[ \t]*\n|\Z))", re.S | re.I)
 
 
 def normalize_math_text(text: str) -> str:
@@ -46,7 +48,7 @@ def normalize_math_text(text: str) -> str:
 
     Asymptote blocks go because MATH problems share long drawing preambles (`size(150); real ticklen=3; ...`):
     hundreds of equal 13-grams between unrelated problems."""
-    text = unicodedata.normalize("NFKC", _ASY_RE.sub(" ", text) if "[asy]" in text.lower() else text)
+    text = unicodedata.normalize("NFKC", ASY_RE.sub(" ", text) if "[asy]" in text.lower() else text)
     text = text.lower()
     for pattern, repl in _LATEX_SYNONYMS:
         text = pattern.sub(repl, text)

@@ -36,7 +36,8 @@ META_DTYPE = np.dtype(
 # texts of at most this many tokens (problems, short pages) keep their shingle set (<= 2 KiB each) for the cluster
 # stage, which confirms a candidate pair of two of them by its true Jaccard (`curate.minhash_cluster`)
 SHORT_DOC_TOKENS = 512
-_ASY_RE = re.compile(r"\[asy\].*?(\[/asy\]|$)", re.S | re.I)
+# a drawing to its [/asy], or to the end of its paragraph without one (as curate.dedup_text.ASY_RE)
+_ASY_RE = re.compile(r"\[asy\](?:(?:(?!\[asy\]).)*?\[/asy\]|.*?(?=\n[ \t]*\n|\Z))", re.S | re.I)
 _CHUNK = 8192  # shingles per (K x chunk) block: 110 x 8192 x 4 B = 3.6 MB
 _START, _END = np.uint64(0x5DEECE66D2F1A3B7), np.uint64(0xC2B2AE3D27D4EB4F)  # the markers around each text
 
