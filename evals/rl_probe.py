@@ -114,10 +114,31 @@ def _number(text: str) -> Any:
     return text
 
 
+def eos_token_ids(model, tokenizer) -> list[int]:
+    """The ids that end a completion, as TRL's GRPOTrainer takes them: the tokenizer's EOS, then the model's own."""
+    ids = getattr(model.generation_config, "eos_token_id", None)
+    ids = [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
+        ids = [tokenizer.eos_token_id, *ids]
+    return ids
+
+
+def sampling_kwargs(model, tokenizer, temperature: float) -> dict[str, Any]:
+    """`generate` settings that sample as the GRPO rollouts do (TRL's defaults: top_k 0, top_p 1.0, no min_p, no
+    repetition penalty, TRL's EOS ids), whatever the model's generation_config says: left to it, transformers
+    sampled held-out answers with its top_k of 50 and a model's own top_p (Llama 3.2: 0.9), a truncated
+    distribution the policy is never trained on. Temperature 0 is greedy (MATH500), still without a penalty."""
+    fixed: dict[str, Any] = {"repetition_penalty": 1.0, "eos_token_id": eos_token_ids(model, tokenizer)}
+    if temperature <= 0:
+        return {"do_sample": False, "temperature": None, "top_k": None, "top_p": None, "min_p": None, **fixed}
+    return {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0, "min_p": None, **fixed}
+
+
 def _sample(
     model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float, n: int, batch: int
 ) -> list[list[tuple[str, int]]]:
-    """n completions per prompt with the current policy (temperature 0 = greedy)."""
+    """n completions per prompt with the current policy (temperature 0 = greedy), sampled as in training
+    (`sampling_kwargs`)."""
     import torch
 
     tokenizer.padding_side = "left"
@@ -126,7 +147,7 @@ def _sample(
     model.eval()
     for start in range(0, len(prompts), batch):
         enc = tokenizer(prompts[start : start + batch], return_tensors="pt", padding=True).to(model.device)
-        kwargs = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+        kwargs = sampling_kwargs(model, tokenizer, temperature)
         with torch.no_grad():
             out = model.generate(
                 **enc,
