@@ -402,8 +402,24 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, default=str, ensure_ascii=False, allow_nan=False)
 
 
+def plain_number(value: Any) -> Any:
+    """A DECIMAL as a number JSON writes as one (json.dumps would make it a string): int where it is integral
+    (exact: `sum()` of integers is a HUGEINT, which arrives as a DECIMAL(38,0)), else float; lists, dicts and any
+    other value as they are, their DECIMALs converted alike."""
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value.is_finite() and value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: plain_number(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_number(v) for v in value]
+    return value
+
+
 def _json_value(value: Any) -> Any:
-    """A query value as JSON can hold it: NaN/inf -> None, bytes -> base64, INTERVAL -> ISO 8601 duration."""
+    """A query value as JSON can hold it: NaN/inf -> None, bytes -> base64, INTERVAL -> ISO 8601 duration,
+    DECIMAL -> int or float (`plain_number`)."""
+    if isinstance(value, decimal.Decimal):
+        return plain_number(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, bytes):
@@ -443,7 +459,7 @@ def _cell(value: Any, max_width: int) -> str:
     elif isinstance(value, float):
         text = f"{value:.6g}"
     else:
-        text = str(value)
+        text = str(plain_number(value))  # a list of DECIMALs as [1.25, 2], not [Decimal('1.25'), ...]
     text = text.replace("\n", " ").replace("\r", " ")
     return text if len(text) <= max_width else text[: max_width - 1] + "…"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 
-from curate.audit import AuditRefused, AuditSession
+from curate.audit import AuditRefused, AuditSession, plain_number
 from mathmix.cli_util import first_line
 
 TOKEN_COLUMNS = ("token_count", "n_tokens", "num_tokens", "tokens")
@@ -95,7 +95,8 @@ class ReportBuilder:
         except (duckdb.Error, AuditRefused) as err:
             section.notes.append(f"could not be computed: {title}: {first_line(err)}")
             return None
-        rows = [list(r.values()) for r in table.to_pylist()]
+        # DECIMALs (a sum() not cast, a literal 1.5) as numbers: summary.json would hold them as strings
+        rows = [[plain_number(v) for v in r.values()] for r in table.to_pylist()]
         result = ReportTable(key, title, " ".join(sql.split()), table.column_names, rows)
         section.tables.append(result)
         return result

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from curate.audit import AuditSession, sample_documents
+from curate.audit_report import ReportBuilder, Section
 from tests.curate.audit_runs import audit_cli
 
 FILES, ROWS_PER_FILE = 8, 25_000  # past ~82k rows DuckDB's reservoir sample stopped drawing new rows
@@ -70,3 +71,27 @@ def test_seed_is_any_64_bit_integer_and_a_bad_one_names_the_option(big_corpus):
         assert out.exit_code == 2 and "--seed" in out.output and "Parser Error" not in out.output
     with AuditSession(big_corpus) as s, pytest.raises(ValueError, match="seed"):
         sample_documents(s, "corpus", seed=2**64)
+
+
+DECIMALS = "SELECT sum(file) AS files, 1.5 AS lit, [1.25, 2.0] AS list, {'a': 3.5} AS struct FROM corpus"
+
+
+def test_json_writes_sums_and_decimal_literals_as_numbers(big_corpus):
+    out = CliRunner().invoke(audit_cli(), ["audit", "sql", str(big_corpus), DECIMALS, "-f", "json"])
+    assert out.exit_code == 0, out.output
+    files = sum(range(FILES)) * ROWS_PER_FILE  # sum() of integers: a HUGEINT, a DECIMAL(38,0) in Arrow
+    assert json.loads(out.stdout) == [{"files": files, "lit": 1.5, "list": [1.25, 2], "struct": {"a": 3.5}}]
+    out = CliRunner().invoke(audit_cli(), ["audit", "sql", str(big_corpus), DECIMALS])
+    assert "[1.25, 2]" in out.stdout and "Decimal" not in out.stdout
+
+
+def test_a_report_table_holds_sums_as_numbers(big_corpus):
+    from curate.audit_sections import report_data
+
+    with AuditSession(big_corpus) as s:
+        section = Section("x", "X")
+        ReportBuilder(s).add(section, "t", "T", DECIMALS)
+    rows = json.loads(json.dumps(report_data([section]), default=str))["x"]["t"]  # as summary.json writes it
+    assert rows == [
+        {"files": sum(range(FILES)) * ROWS_PER_FILE, "lit": 1.5, "list": [1.25, 2], "struct": {"a": 3.5}}
+    ]
