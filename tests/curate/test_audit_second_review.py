@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from curate.audit import AuditSession, sample_documents
-from curate.audit_report import ReportBuilder, Section
+from curate.audit_report import ReportBuilder, Section, domains_section
 from tests.curate.audit_runs import audit_cli
 
 FILES, ROWS_PER_FILE = 8, 25_000  # past ~82k rows DuckDB's reservoir sample stopped drawing new rows
@@ -95,3 +97,23 @@ def test_a_report_table_holds_sums_as_numbers(big_corpus):
     assert rows == [
         {"files": sum(range(FILES)) * ROWS_PER_FILE, "lit": 1.5, "list": [1.25, 2], "struct": {"a": 3.5}}
     ]
+
+
+def _corpus(run: Path, table: pa.Table) -> Path:
+    (run / "decont" / "data").mkdir(parents=True)
+    pq.write_table(table, run / "decont" / "data" / "00000.parquet")
+    n = table.num_rows
+    (run / "decont" / "summary.json").write_text(json.dumps({"docs_in": n, "docs_out": n, "dropped": {}}))
+    return run
+
+
+def test_top_domains_label_documents_without_url_and_count_www_once(tmp_path):
+    urls = ["https://www.example.org/a", "https://example.org/b", None, None, "HTTPS://WWW.Other.com:8080/x"]
+    domains = ["www.example.org", None, None, None, None]  # the web stage's `domain` keeps www.
+    run = _corpus(tmp_path / "run", pa.table({"id": list("abcde"), "text": ["x" * 8] * 5, "url": urls,
+                                              "domain": domains}))  # fmt: skip
+    with AuditSession(run) as s:
+        section = domains_section(ReportBuilder(s))
+    by_docs = {r[0]: r[1] for r in section.table("by_docs").rows}
+    assert by_docs == {"example.org": 2, "(no url)": 2, "other.com": 1}
+    assert {r[0] for r in section.table("by_tokens").rows} == set(by_docs)
