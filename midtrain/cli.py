@@ -160,12 +160,21 @@ def export_cmd(
     tokenizer: Annotated[
         str | None, typer.Option(help="tokenizer.json or HF folder (default: the run's)")
     ] = None,
-    dtype: Annotated[str, typer.Option(help="bfloat16 | float32 | float16")] = "bfloat16",
+    dtype: Annotated[
+        str,
+        typer.Option(
+            help="bfloat16 | float32 | float16. The default, bfloat16, rounds the fp32 trained weights (what is "
+            "usually published and served); float32 keeps them, and so the trained logits, exactly"
+        ),
+    ] = "bfloat16",
 ) -> None:
     """Export a training checkpoint as a Hugging Face model folder.
 
     Reads CHECKPOINT (DCP shards, config.json, trainer_state.json). Writes OUT/{config.json,
     model.safetensors, generation_config.json, tokenizer files, export.json}.
+
+    The default --dtype bfloat16 rounds the fp32 trained weights to bf16 (the logits move slightly);
+    --dtype float32 gives the trained logits exactly.
     """
     from midtrain.export import EXPORT_FILE, check_export_dir, export_checkpoint, resolve_checkpoint
 
