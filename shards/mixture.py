@@ -3,7 +3,9 @@
 A source has either a `weight` (a share of what the budgets leave of the total) or a `tokens` budget. Without a
 total, weighted sources get the largest total that repeats none of them (one epoch of the scarcest). Each source
 takes whole documents from seeded permutations, epoch after epoch, until its target is met (the last document
-is kept or dropped, whichever lands closer), so per-source token counts are exact and reported. Documents are
+is kept or dropped, whichever lands closer; kept, with `min_tokens`, so the blend holds what a trainer consumes),
+so per-source token counts are exact and reported. A source may read its stream from a later position
+(`SourceStream.skip`: a decay branch goes on where the stable stage left the same shards). Documents are
 interleaved by their token position within their source, so every prefix of the blend holds each source in
 about its share (what a trainer that stops early, or packs sequences, needs).
 
@@ -23,6 +25,7 @@ import json
 import logging
 import os
 import zlib
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -182,25 +185,49 @@ def check_mixture_plan(config: MixtureConfig, total_tokens: int | None) -> dict[
     return targets
 
 
-def select_documents(sizes: np.ndarray, target: int, rng: np.random.Generator) -> np.ndarray:
-    """Document ids (repeating in whole seeded epochs) whose sizes sum as close to `target` as possible."""
+def select_documents(
+    sizes: np.ndarray, target: int, rng: np.random.Generator, skip: int = 0, meet_target: bool = False
+) -> np.ndarray:
+    """Document ids whose sizes sum as close to `target` as possible, read from the source's stream: one seeded
+    permutation per epoch (`rng`), from stream position `skip` (the documents an earlier stage read).
+
+    With `meet_target` the last document is always kept: the sizes sum to at least `target` (a trainer that
+    consumes the whole budget must not run out), at most one document more."""
     available = int(sizes.sum())
     if target <= 0:
         return np.zeros(0, np.int64)
     if available == 0:
         raise ValueError("source has no tokens")
     check_epochs(target, available, len(sizes))
-    full, remaining = divmod(target, available)
-    parts = [rng.permutation(len(sizes)) for _ in range(full)]
-    if remaining:
-        perm = rng.permutation(len(sizes))
-        cum = np.cumsum(sizes[perm])
-        k = int(np.searchsorted(cum, remaining))  # cum[k] >= remaining
+    epoch, start = divmod(skip, len(sizes))
+    for _ in range(epoch):  # the epochs an earlier stage read: drawn so the stream goes on where it left off
+        rng.permutation(len(sizes))
+    parts, have = [], 0
+    while have < target:
+        perm = rng.permutation(len(sizes))[start:]
+        start = 0
+        cum = have + np.cumsum(sizes[perm], dtype=np.int64)
+        if cum[-1] < target:
+            parts.append(perm)
+            have = int(cum[-1])
+            continue
+        k = int(np.searchsorted(cum, target))  # cum[k] >= target
         take = k + 1
-        if k > 0 and remaining - cum[k - 1] < cum[k] - remaining:
+        if not meet_target and k > 0 and target - cum[k - 1] < cum[k] - target:
             take = k
         parts.append(perm[:take])
+        break
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+def top_up(targets: dict[str, int], min_tokens: int) -> dict[str, int]:
+    """`targets` with what they fall short of `min_tokens` (weights rounded down, a budget that is not a whole
+    number of steps: a few tokens) added to the largest one."""
+    short = min_tokens - sum(targets.values())
+    if short <= 0:
+        return targets
+    largest = max(targets, key=lambda name: targets[name])
+    return targets | {largest: targets[largest] + short}
 
 
 def check_token_spaces(config: MixtureConfig) -> list[str]:
@@ -235,6 +262,26 @@ def _token_space(manifest: dict[str, Any]) -> str:
     return f"tokenizer {tokenizer}, vocab {manifest.get('vocab_size')}, eos {manifest.get('eos_id')}"
 
 
+@dataclass(frozen=True)
+class SourceStream:
+    """Where a source's documents are read from: its stream of seeded permutations, one per epoch
+    (`np.random.default_rng([seed, crc32(key)])`), from position `skip`. A blend's own source reads
+    (mixture seed, source name, 0); a decay branch goes on from where the stage it starts from left the same
+    shards' stream."""
+
+    seed: int
+    key: str
+    skip: int = 0
+
+    def as_list(self) -> list[Any]:
+        return [self.seed, self.key, self.skip]
+
+
+def source_prefixes(spec: MixtureSource) -> tuple[str, ...]:
+    """The absolute shard prefixes of a source: two sources with the same ones read the same documents."""
+    return tuple(str(Path(p).resolve()) for path in spec.paths for p in resolve_prefixes(path))
+
+
 class _Source:
     """The shards of one source seen as one list of documents."""
 
@@ -257,6 +304,12 @@ class BlendedDocuments:
     Args:
         config: the mixture.
         total_tokens: tokens in the blend (overrides `config.total_tokens`; None: see the module docstring).
+        cache_dir: where the index is saved and memory-mapped from (None: built in memory).
+        min_tokens: the blend holds at least this many tokens: each source keeps the document that meets its
+            target, and targets short of it (rounding) are topped up on the largest. None: each source's last
+            document is kept or dropped, whichever lands closer to its target (the blend may fall short).
+        streams: per source name, where its documents are read from (default: the mixture's seed and the
+            source's name, from the start).
 
     `len()` documents; `[i]` -> tokens of the i-th document of the blend; `source_of(i)` -> its source name;
     `sizes` -> tokens per blended document; `report()` -> per-source accounting, epochs and repetition;
@@ -264,16 +317,28 @@ class BlendedDocuments:
     """
 
     def __init__(
-        self, config: MixtureConfig, total_tokens: int | None = None, cache_dir: str | Path | None = None
+        self,
+        config: MixtureConfig,
+        total_tokens: int | None = None,
+        cache_dir: str | Path | None = None,
+        *,
+        min_tokens: int | None = None,
+        streams: dict[str, SourceStream] | None = None,
     ) -> None:
         self.config = config
         self.unchecked = check_token_spaces(config)  # paths with no manifest: their tokenizer is unknown
         self.sources = [_Source(spec) for spec in config.sources]
+        self.min_tokens = min_tokens
+        self.streams = {
+            s.name: (streams or {}).get(s.name) or SourceStream(config.seed, s.name) for s in self.sources
+        }
         available = {s.name: int(s.sizes.sum()) for s in self.sources}
         # A branch that produced nothing (e.g. every rewrite rejected) leaves an empty shard folder: its share
         # goes to the other sources, with a warning, rather than failing the whole run.
         self.empty, self.targets = plan_mixture(config, available, total_tokens)
         check_repeats(config, self.targets, available, total_tokens)
+        if min_tokens is not None:
+            self.targets = top_up(self.targets, min_tokens)
         for name in self.empty:
             log.warning(
                 "mixture %s: source %s has no tokens; its share goes to the others", config.name, name
@@ -296,9 +361,16 @@ class BlendedDocuments:
         config = self.config
         source_ids, doc_ids, positions = [], [], []
         for k, src in enumerate(self.sources):
-            rng = np.random.default_rng([config.seed, zlib.crc32(src.name.encode())])
+            stream = self.streams[src.name]
+            rng = np.random.default_rng([stream.seed, zlib.crc32(stream.key.encode())])
             try:
-                docs = select_documents(src.sizes, self.targets[src.name], rng)
+                docs = select_documents(
+                    src.sizes,
+                    self.targets[src.name],
+                    rng,
+                    stream.skip,
+                    meet_target=self.min_tokens is not None,
+                )
             except ValueError as err:
                 raise ValueError(f"mixture {config.name}, source {src.name}: {err}") from None
             sizes = src.sizes[docs]
@@ -321,9 +393,15 @@ class BlendedDocuments:
     def cache_key(self) -> str:
         """Hash of what decides the index: the mixture, the token targets and every source's document sizes."""
         digest = hashlib.sha256()
-        digest.update(
-            json.dumps([self.config.model_dump(mode="json"), self.targets], sort_keys=True).encode()
-        )
+        decided: list[Any] = [self.config.model_dump(mode="json"), self.targets]
+        moved = {
+            name: stream.as_list()
+            for name, stream in self.streams.items()
+            if stream != SourceStream(self.config.seed, name)
+        }
+        if self.min_tokens is not None or moved:  # left out otherwise: the index saved before they existed
+            decided.append({"min_tokens": self.min_tokens, "streams": moved})
+        digest.update(json.dumps(decided, sort_keys=True).encode())
         for src in self.sources:
             digest.update(np.ascontiguousarray(src.sizes).tobytes())
         return digest.hexdigest()[:20]
@@ -357,6 +435,17 @@ class BlendedDocuments:
 
     def source_of(self, i: int) -> str:
         return self.sources[self._source_ids[i]].name
+
+    def streams_after(self, doc: int, offset: int) -> dict[str, SourceStream]:
+        """Each source's stream where a reader of the blend left it at stream position (`doc`, `offset`, as
+        `midtrain.data.StreamPosition`): past every document it began. A reader past the end (it wrapped)
+        has begun them all."""
+        end = min(doc + (offset > 0), len(self))
+        begun = np.bincount(np.asarray(self._source_ids[:end]), minlength=len(self.sources))
+        return {
+            src.name: replace(self.streams[src.name], skip=self.streams[src.name].skip + int(begun[k]))
+            for k, src in enumerate(self.sources)
+        }
 
     @property
     def num_tokens(self) -> int:
