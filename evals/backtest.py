@@ -74,7 +74,7 @@ def forecast_curves(
     `fit_experiment` (the gain prior is pooled), and
     only on their seen parts: the fitter is handed truncated copies, so nothing past ANY curve's fit fraction
     can reach a forecast. The record holds {"run", "predicted_final", "actual_final", "persistence", "target",
-    params, intervals}; `actual_final` is the mean of the last 10% of the points up to the target, or None where
+    posterior medians R0, A, B, Cmid, their 5-95% intervals, MAP}; `actual_final` is the mean of the last 10% of the points up to the target, or None where
     the curve does not reach the target. `pool=False` fits every curve on its own (the ablation in the bench).
     `pool_only`: more runs of the same files that are pooled with CURVES but not forecast themselves (the CLI's
     `--column` picks the runs to show; the others of their file still count in its pooled prior).
@@ -123,6 +123,9 @@ def _from_unit(fit: SigmoidFit, unit: tuple[float, float] | None) -> SigmoidFit:
     if "A" in fit.intervals:
         a_lo, a_hi = fit.intervals["A"]
         fit.intervals["A"] = (lo + (hi - lo) * a_lo, lo + (hi - lo) * a_hi)
+    for key in ("R0", "A"):
+        if key in fit.medians:
+            fit.medians[key] = lo + (hi - lo) * fit.medians[key]
     return fit
 
 
@@ -156,11 +159,13 @@ def _record(
         "persistence": round(float(np.mean(seen.y[-PERSISTENCE_POINTS:])), 6),
         "target": goal,
         "fit_points": len(seen.x),
-        **{key: round(float(v), 6) for key, v in fit.params().items()},
+        # the posterior medians, each inside its interval (the MAP need not be: at a bound, or where the
+        # posterior is skewed, it lies outside the posterior's 5-95%)
+        **{key: round(float(v), 6) for key, v in fit.estimates().items()},
         "sigma": round(fit.sigma * (fit.scale[1] - fit.scale[0]), 6),  # in the curve's own units
+        "intervals": {key: [round(v, 6) for v in pair] for key, pair in fit.intervals.items()},
+        "MAP": {key: round(float(v), 6) for key, v in fit.params().items()},
     }
-    if fit.intervals:
-        record["intervals"] = {key: [round(v, 6) for v in pair] for key, pair in fit.intervals.items()}
     return record, fit
 
 

@@ -77,8 +77,9 @@ def noise_scale(y: np.ndarray) -> float:
 
 @dataclass
 class SigmoidFit:
-    """A fitted curve: MAP parameters (refined off the grid), posterior samples (weighted grid points) and
-    bootstrap intervals. Forecasts and bands use the posterior; `params()` reports the MAP."""
+    """A fitted curve: MAP parameters (refined off the grid), posterior samples (weighted grid points), and the
+    posterior's medians and 5-95% intervals of A, B, Cmid (which always hold the medians). Forecasts and bands use
+    the posterior; `params()` reports the MAP, `estimates()` the posterior medians."""
 
     r0: float
     a: float
@@ -88,7 +89,8 @@ class SigmoidFit:
     scale: tuple[float, float]  # (lo, hi): the fit ran on (y - lo) / (hi - lo)
     samples: np.ndarray  # (k, 4) normalized (r0, a, b, cmid)
     weights: np.ndarray  # (k,)
-    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)  # posterior 5-95%, own units
+    medians: dict[str, float] = field(default_factory=dict)  # posterior medians of R0, A, B, Cmid, own units
     n_points: int = 0
 
     def _unscale(self, values: np.ndarray) -> np.ndarray:
@@ -119,6 +121,10 @@ class SigmoidFit:
         """MAP parameters in the curve's own units."""
         lo, hi = self.scale
         return {"R0": lo + (hi - lo) * self.r0, "A": lo + (hi - lo) * self.a, "B": self.b, "Cmid": self.cmid}
+
+    def estimates(self) -> dict[str, float]:
+        """Posterior medians of R0, A, B, Cmid in the curve's own units: the point each interval is about."""
+        return dict(self.medians)
 
 
 def value_range(y: np.ndarray) -> tuple[float, float]:
@@ -169,7 +175,34 @@ def _grid_fit(x: np.ndarray, y: np.ndarray, sigma: float, priors: Priors, a_sd: 
     samples = np.stack([r0[ib, ic, ia], A_GRID[ia], B_GRID[ib], cmid_grid[ic]], axis=1)
     weights = w[ib, ic, ia] / w[ib, ic, ia].sum()
     best = int(np.argmax(weights))
-    return samples, weights, samples[best]
+    # (5%, 50%, 95%) of each marginal, on [0, 1] for A
+    quantiles = {
+        "A": _grid_quantiles(w.sum(axis=(0, 1)), A_GRID, log=False),
+        "B": _grid_quantiles(w.sum(axis=(1, 2)), B_GRID, log=True),
+        "Cmid": _grid_quantiles(w.sum(axis=(0, 2)), cmid_grid, log=True),
+    }
+    return samples, weights, samples[best], quantiles
+
+
+def _grid_quantiles(
+    mass: np.ndarray, grid: np.ndarray, log: bool, levels: tuple[float, ...] = (0.05, 0.5, 0.95)
+) -> tuple[float, ...]:
+    """Quantiles of a posterior marginal on a grid, each grid point's mass spread evenly over its cell (halfway to
+    its neighbours; the end cells stop at the end points, A's at 0 and 1). Continuous: a marginal on one grid
+    point still has that cell's width, never [v, v] (the bootstrap's intervals had zero width on flat curves,
+    whose residual resamples were all alike)."""
+    axis = np.log(grid) if log else grid
+    mid = (axis[1:] + axis[:-1]) / 2
+    edges = np.concatenate([[axis[0]], mid, [axis[-1]]])
+    cdf = np.concatenate([[0.0], np.cumsum(mass) / mass.sum()])
+    values = np.interp(levels, cdf, edges)  # cdf rises through each cell: linear within it
+    return tuple(float(v) for v in (np.exp(values) if log else values))
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cum, 0.5 * cum[-1])])
 
 
 def _neg_log_posterior(theta, x, y, sigma, priors: Priors, c_last: float, y_max: float, a_sd: float) -> float:
@@ -193,7 +226,9 @@ def _refine(x, y, start, sigma: float, priors: Priors, a_sd: float) -> np.ndarra
     bounds = [
         (0, 1),
         (0, 1),
-        (math.log(0.1), math.log(20.0)),
+        # B on the grid's range, as Cmid (and A on [0, 1]): a MAP off it lay where the posterior has no mass
+        # (B 20 for a jump the grid caps at 8), outside every interval taken from that posterior.
+        (math.log(float(B_GRID[0])), math.log(float(B_GRID[-1]))),
         (math.log(c_lo), math.log(c_last * priors.cmid_span)),
     ]
     args = (x, y, sigma, priors, c_last, float(y.max()), a_sd)
@@ -261,7 +296,9 @@ def fit_sigmoid(
     Args:
         x, y: compute (steps, tokens, GPU-hours) and accuracy; any scale (mapped onto [0, 1] for the fit).
         skip_fraction: early fraction of the points left out of the fit (R0 stays free either way).
-        n_boot: bootstrap resamples (moving blocks of residuals) for intervals on A, B and Cmid.
+        n_boot, seed: not used (kept for callers): the intervals on A, B and Cmid are the posterior's 5-95%
+            quantiles, computed with every fit. A residual bootstrap around the MAP made them too narrow, of zero
+            width on flat curves, and often without the reported value.
         gain_sd: scale of the prior on A above the best value seen, in units of the curve's range (default:
             this curve's own rise, `a_prior_sd`; `fit_experiment` passes the scale pooled over its runs).
     """
@@ -273,38 +310,23 @@ def fit_sigmoid(
     yn = (y - lo) / (hi - lo)
     sigma = noise_scale(yn)
     a_sd = gain_sd if gain_sd is not None else a_prior_sd(yn, priors)
-    samples, weights, best = _grid_fit(x, yn, sigma, priors, a_sd)
+    samples, weights, best, quantiles = _grid_fit(x, yn, sigma, priors, a_sd)
     best = _refine(x, yn, best, sigma, priors, a_sd)
     r0, a, b, cmid = (float(v) for v in best)
-    fit = SigmoidFit(
-        r0, a, b, cmid, sigma=sigma, scale=(lo, hi), samples=samples, weights=weights, n_points=len(x)
+    unscale = {"A": lambda v: lo + (hi - lo) * v, "B": float, "Cmid": float}
+    intervals = {key: (unscale[key](q[0]), unscale[key](q[2])) for key, q in quantiles.items()}
+    medians = {key: unscale[key](q[1]) for key, q in quantiles.items()}
+    medians = {"R0": lo + (hi - lo) * _weighted_median(samples[:, 0], weights), **medians}
+    return SigmoidFit(
+        r0,
+        a,
+        b,
+        cmid,
+        sigma=sigma,
+        scale=(lo, hi),
+        samples=samples,
+        weights=weights,
+        intervals=intervals,
+        medians=medians,
+        n_points=len(x),
     )
-    if n_boot:
-        fit.intervals = _bootstrap(x, yn, fit, n_boot, seed, priors, a_sd)
-    return fit
-
-
-def _bootstrap(
-    x, yn, fit: SigmoidFit, n_boot: int, seed: int, priors: Priors, a_sd: float
-) -> dict[str, tuple[float, float]]:
-    """Percentile intervals (5-95%) of the MAP A, B, Cmid over moving-block residual resamples."""
-    rng = np.random.default_rng(seed)
-    fitted = sigmoid_curve(x, fit.r0, fit.a, fit.b, fit.cmid)
-    resid = yn - fitted
-    block = max(1, int(round(len(x) ** (1 / 3))))  # blocks keep the serial correlation of RL evals
-    draws: list[np.ndarray] = []
-    for _ in range(n_boot):
-        starts = rng.integers(0, max(1, len(x) - block + 1), size=len(x) // block + 1)
-        boot = np.concatenate([resid[s : s + block] for s in starts])[: len(x)]
-        start = np.array([fit.r0, fit.a, fit.b, fit.cmid])
-        draws.append(_refine(x, np.clip(fitted + boot, 0, 1), start, fit.sigma, priors, a_sd))
-    table = np.array(draws)
-    lo, hi = fit.scale
-    out: dict[str, tuple[float, float]] = {}
-    for name, column, unscale in (("A", 1, True), ("B", 2, False), ("Cmid", 3, False)):
-        q5, q95 = (
-            float(lo + (hi - lo) * v) if unscale else float(v)
-            for v in np.percentile(table[:, column], [5, 95])
-        )
-        out[name] = (q5, q95)
-    return out

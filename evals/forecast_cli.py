@@ -34,13 +34,22 @@ _SCALE_HELP = (
 )
 
 
+# --n-boot is a contract (scripts pass it): accepted, checked, and not used since the intervals come from the
+# posterior the forecast already computes (a residual bootstrap around the MAP gave zero-width intervals on flat
+# curves and intervals that missed the reported value).
+_N_BOOT_HELP = (
+    "Deprecated, not used: the A, B, Cmid intervals are the posterior's 5-95% quantiles, with no resampling "
+    "(accepted, >= 0, so that scripts passing it keep working)."
+)
+
+
 def _results_console() -> Console:
     """Results (tables) go to stdout, messages stay on stderr (`console`); piped, a table is not cut to 80 columns."""
     return Console(width=None if sys.stdout.isatty() else 220)
 
 
 def _check_forecast_options(
-    fit_fraction: float, skip_fraction: float, n_boot: int, target: float | None, scale: str
+    fit_fraction: float, skip_fraction: float, n_boot: int | None, target: float | None, scale: str
 ) -> None:
     import math
 
@@ -48,7 +57,7 @@ def _check_forecast_options(
         fail(f"--fit-fraction must be in (0, 1] (got {fit_fraction})")
     if not 0 <= skip_fraction < 1:
         fail(f"--skip-fraction must be in [0, 1) (got {skip_fraction})")
-    if n_boot < 0:
+    if n_boot is not None and n_boot < 0:
         fail(f"--n-boot must be >= 0 (got {n_boot})")
     if target is not None and not (math.isfinite(target) and target > 0):
         fail(f"--target must be a compute > 0 (got {target})")
@@ -154,7 +163,7 @@ def _forecast_all(
     fit_fraction: float,
     target: float | None,
     skip_fraction: float,
-    n_boot: int,
+    n_boot: int | None,
     compute_column: str | None,
     column: str | None,
     scale: str = "auto",
@@ -198,7 +207,7 @@ def _forecast_all(
         if not shown:
             fail(f"no curve in {path} has {MIN_FIT_POINTS} points or more to fit{at}")
         others = [c for c in curves if can_forecast(c, fit_fraction) and all(c is not s for s in shown)]
-        pairs = forecast_curves(shown, fit_fraction, target, skip_fraction, n_boot, pool_only=others)
+        pairs = forecast_curves(shown, fit_fraction, target, skip_fraction, n_boot or 0, pool_only=others)
         # "file" tells apart runs of the same column name read from a folder of CSVs.
         source = {"source": str(path)} if with_source else {}
         results += [
@@ -248,7 +257,7 @@ def forecast_cmd(
     ),
     target: float = typer.Option(None, help="Compute to forecast at (default: each curve's last compute)."),
     skip_fraction: float = typer.Option(0.0, help="Early fraction of the fitted points left out of the fit."),
-    n_boot: int = typer.Option(40, help="Bootstrap resamples for the A, B, Cmid intervals (0: none)."),
+    n_boot: int = typer.Option(None, help=_N_BOOT_HELP),
     compute_column: str = typer.Option(
         None, help="Column to use as compute instead of Step (e.g. rollouts); a CSV without Step needs it."
     ),
@@ -286,7 +295,7 @@ def forecast_cmd(
         fit_fraction,
         target,
         skip_fraction,
-        0 if as_json and out is None else n_boot,  # --json alone prints no interval: no resamples
+        n_boot,
         compute_column,
         column,
         scale,
@@ -353,7 +362,7 @@ def compare_cmd(
         "heldout",
         help="Curve to rank on: columns whose name contains this text, case aside (W&B exports: e.g. test_score).",
     ),
-    n_boot: int = typer.Option(40, help="Bootstrap resamples for the A intervals."),
+    n_boot: int = typer.Option(None, help=_N_BOOT_HELP),
     scale: str = typer.Option("auto", help=_SCALE_HELP),
     out: Path = typer.Option(None, "--out", "-o", help="Write the ranking to OUT (JSON)."),
 ) -> None:
