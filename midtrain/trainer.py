@@ -37,6 +37,10 @@ from midtrain.stage_job import check_stage_job
 from midtrain.stop import TrainingStopped
 from pipelines.job_record import JOB_FILE
 
+# How a stage's blend is ordered (recorded in its checkpoints as `data_order`; see `data_plan`). A checkpoint
+# without the record is order 1: the stage resumes on the blend it began with.
+DATA_ORDER = 2
+
 
 @dataclass
 class Ranks:
@@ -81,15 +85,96 @@ def resolve_start(recipe: TrainRecipe, stage: StageConfig) -> Path | None:
     return path
 
 
-def build_documents(recipe: TrainRecipe, stage: StageConfig):
-    """The stage's blended documents, sized to its token budget (the packer wraps around if it runs out).
+def build_documents(
+    recipe: TrainRecipe, stage: StageConfig, plan: dict[str, Any] | None = None, cache: bool = True
+):
+    """The stage's blended documents, as `plan` (`data_plan`; default: a stage that has not trained) orders them.
 
-    The blend index is cached in the stage folder (`blend_index/`): built once, memory-mapped by every rank.
+    With `cache` the blend index is cached in the stage folder (`blend_index/`): built once, memory-mapped by
+    every rank.
     """
-    from shards.mixture import BlendedDocuments
+    from shards.mixture import BlendedDocuments, SourceStream
 
-    cache = recipe.stage_dir(stage.name) / "blend_index"
-    return BlendedDocuments(stage.build_mixture(recipe.run_dir), total_tokens=stage.tokens, cache_dir=cache)
+    plan = data_plan(recipe, stage) if plan is None else plan
+    cache_dir = recipe.stage_dir(stage.name) / "blend_index" if cache else None
+    mixture = stage.build_mixture(recipe.run_dir)
+    if plan.get("data_order", 1) == 1:  # sized to the budget; may fall a few tokens short (the packer wraps)
+        return BlendedDocuments(mixture, total_tokens=stage.tokens, cache_dir=cache_dir)
+    consumed = stage_steps(recipe, stage) * recipe.trainer.global_batch_tokens
+    streams = {name: SourceStream(*value) for name, value in plan.get("data_streams", {}).items()}
+    return BlendedDocuments(
+        mixture,
+        total_tokens=max(stage.tokens, consumed),
+        cache_dir=cache_dir,
+        min_tokens=consumed + 1,  # + the target of the last window's last input
+        streams=streams,
+    )
+
+
+def stage_steps(recipe: TrainRecipe, stage: StageConfig) -> int:
+    return max(1, stage.tokens // recipe.trainer.global_batch_tokens)
+
+
+def data_plan(
+    recipe: TrainRecipe, stage: StageConfig, resumed: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """How the stage's blend is ordered, recorded in each of its checkpoints (`data_order`, `data_streams`).
+
+    Order 2 (a stage that starts now): the blend holds what the stage consumes, and a decay branch reads each
+    source that has the same shards as its `start_from` stage from where that stage left it
+    (`continued_streams`). Order 1 (`resumed`, a checkpoint written before the record): the blend of mathmix
+    before, sized to the budget, every source read from its start: a stage resumes on the data it began with.
+    """
+    if resumed is not None:
+        kept: dict[str, Any] = {k: resumed[k] for k in ("data_order", "data_streams") if k in resumed}
+        return kept or {"data_order": 1}
+    return {
+        "data_order": DATA_ORDER,
+        "data_streams": {name: s.as_list() for name, s in continued_streams(recipe, stage).items()},
+    }
+
+
+def continued_streams(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]:
+    """For a decay branch of a stage of this recipe: its sources' `SourceStream`s, each going on where that
+    stage's blend left the same shards (what it read is known exactly: its final checkpoint's data position,
+    else the position its planned steps reach). A source new to the branch, or a `start_from` checkpoint
+    folder (whose mixture is not recorded), reads from the start."""
+    from shards.mixture import source_prefixes
+
+    names = [s.name for s in recipe.stages]
+    if stage.start_from not in names:
+        return {}
+    start = recipe.stage(stage.start_from)
+    found = ckpt.list_checkpoints(recipe.stage_dir(start.name) / "checkpoints")
+    final = json.loads((found[-1] / ckpt.STATE_FILE).read_text()) if found else None
+    # the start stage's own cached index where it trained; a stage not trained yet gets no folder made here
+    blend = build_documents(recipe, start, data_plan(recipe, start, final), cache=bool(found))
+    if final is not None:
+        position = final["data"]
+    else:  # not trained yet (a plan, a test): windows of seq_len tokens, steps x batch of them
+        position = _stream_position(
+            blend.sizes, stage_steps(recipe, start) * recipe.trainer.global_batch_tokens
+        )
+    read = blend.streams_after(position["doc"], position["offset"])
+    by_shards = {source_prefixes(spec): read[spec.name] for spec in blend.config.sources}
+    mixture = stage.build_mixture(recipe.run_dir)
+    return {
+        spec.name: by_shards[prefixes]
+        for spec in mixture.sources
+        if (prefixes := source_prefixes(spec)) in by_shards
+    }
+
+
+def _stream_position(sizes, tokens: int) -> dict[str, int]:
+    """The packer's position (doc, offset) after `tokens` tokens of documents of these sizes (wrapping)."""
+    import numpy as np
+
+    total = int(sizes.sum())
+    laps, tokens = divmod(tokens, total)
+    ends = np.cumsum(sizes, dtype=np.int64)
+    doc = int(np.searchsorted(ends, tokens, side="right"))
+    offset = tokens - (int(ends[doc - 1]) if doc else 0)
+    return {"doc": laps * len(sizes) + doc, "offset": offset}
 
 
 def build_optimizer(model, recipe: TrainRecipe) -> torch.optim.Optimizer:
@@ -127,7 +212,7 @@ def train_stage(
         return json.loads((stage_dir / DONE_FILE).read_text())
     tokenizer_sha256 = recipe_tokenizer_print(recipe)
     ranks = setup_ranks(t.device)
-    total_steps = max(1, stage.tokens // t.global_batch_tokens)
+    total_steps = stage_steps(recipe, stage)
     peak_lr = stage.lr or t.lr
 
     model = build_model(recipe.model, ranks.device, ranks.world_size, t.seed, t.intra_document)
@@ -138,14 +223,18 @@ def train_stage(
     # device without a GPU, AdamW refusing its betas) left a stage folder holding only a job.json
     if ranks.rank == 0 and not (stage_dir / JOB_FILE).is_file():
         check_stage_job(recipe, stage, record=True)
+    ckpt_dir = stage_dir / "checkpoints"
+    plan = None
     try:  # a shard damaged since the checks (a truncated .bin) is named in one line
-        documents = build_documents(recipe, stage) if documents is None else documents
+        if documents is None:
+            plan = data_plan(recipe, stage, _latest_state(ckpt_dir))
+            documents = build_documents(recipe, stage, plan)
     except ValueError as err:
         raise TrainRecipeError(f"stage {stage.name}: {err}") from None
     packer = PackedSequences(documents, t.seq_len, t.intra_document)
 
-    ckpt_dir = stage_dir / "checkpoints"
     state = _restore(recipe, stage, model, optimizer, packer, ckpt_dir)
+    state.update(plan or {})  # every checkpoint says how its stream is ordered
     run_tokens_at_start = state["run_tokens"] - state["tokens"]
 
     is_main = ranks.rank == 0
@@ -270,6 +359,12 @@ def _restore(
         state["run_tokens"] = start_state["run_tokens"]
         state["start_from"] = str(start)
     return state
+
+
+def _latest_state(ckpt_dir: Path) -> dict[str, Any] | None:
+    """The trainer state of the stage's latest checkpoint (what a resume goes on from), or None."""
+    found = ckpt.list_checkpoints(ckpt_dir)
+    return json.loads((found[-1] / ckpt.STATE_FILE).read_text()) if found else None
 
 
 def _load(path: Path, model, optimizer, restore_rng: bool = True) -> dict[str, Any]:

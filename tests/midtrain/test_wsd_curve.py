@@ -33,10 +33,13 @@ def test_loss_falls_in_stable_and_faster_in_decay(tiny_shards, tmp_path, mt):
     assert {r["lr"] for r in rows["stable"][2:]} == {0.02}
     # decay: the LR goes to the floor and the loss falls faster than over the last stable window of equal length
     assert rows["decay"][-1]["lr"] < 0.2 * 0.02
+    # measured over the branch's second half (LR under half the peak): its first steps still train near the
+    # peak LR. The branch reads documents the stable stage did not (it used to re-read the stable stage's first
+    # ones, which made its loss fall 0.157 over the whole branch); now 0.134 vs 0.085 (1.6x). Per-step train
+    # losses scatter by ~0.1, so 1.25x is the margin asserted.
     stable_drop = stable[-24:-12].mean() - stable[-12:].mean()
-    decay_drop = stable[-12:].mean() - decay.mean()
-    # measured: 0.157 vs 0.085 (1.9x); per-step train losses scatter by ~0.1, so 1.5x is the margin asserted
-    assert decay_drop > 1.5 * max(stable_drop, 0.01), (stable_drop, decay_drop)
+    decay_drop = stable[-12:].mean() - decay[-DECAY_STEPS // 2 :].mean()
+    assert decay_drop > 1.25 * max(stable_drop, 0.01), (stable_drop, decay_drop)
 
     reference = json.loads(REFERENCE.read_text())
     for stage in ("stable", "decay"):

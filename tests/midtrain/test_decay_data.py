@@ -1,0 +1,125 @@
+"""What a decay branch reads: the documents its stable stage left unread, not the stable stage's first ones.
+
+Every shipped mixture uses seed 1234 and the same source names, so a branch that reads each source from the
+start of its seeded order re-read exactly the stable stage's first documents, in the same order, while most of
+the source was never read. A branch now goes on where its start stage left the same shards. A stage that began
+under the old order (its checkpoints do not record `data_order`) resumes on that order.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from midtrain.checkpoint import STATE_FILE, list_checkpoints
+from midtrain.config import TrainRecipe
+from midtrain.trainer import build_documents
+
+STEPS = 256  # tokens per step of the tiny recipe
+
+
+def _read(documents, state: dict) -> dict[str, list[int]]:
+    """Per source, the document ids a stage began, in the order it read them, up to its final data position."""
+    end = min(state["data"]["doc"] + (state["data"]["offset"] > 0), len(documents))
+    read = defaultdict(list)
+    for i in range(end):
+        read[documents.source_of(i)].append(int(documents._doc_ids[i]))
+    return read
+
+
+def _final_state(recipe: TrainRecipe, stage: str) -> dict:
+    return json.loads(
+        (list_checkpoints(recipe.stage_dir(stage) / "checkpoints")[-1] / STATE_FILE).read_text()
+    )
+
+
+@pytest.fixture
+def branch(tiny_shards, tmp_path, mt):
+    """A trained stable stage (6 steps) and decay branch (4 steps) on sources a (0.7) and b (0.3)."""
+    raw = mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=6 * STEPS, decay_tokens=4 * STEPS)
+    mt.train(raw)
+    return TrainRecipe.model_validate(raw)
+
+
+def test_decay_branch_reads_what_the_stable_stage_left_unread(branch):
+    recipe = branch
+    stable, decay = (recipe.stage(name) for name in ("stable", "decay"))
+    s_state, d_state = _final_state(recipe, "stable"), _final_state(recipe, "decay")
+    # the blends as a stage that starts now builds them: what these stages trained on
+    s_docs, d_docs = build_documents(recipe, stable), build_documents(recipe, decay)
+    s_read, d_read = _read(s_docs, s_state), _read(d_docs, d_state)
+    for name in ("a", "b"):
+        assert d_read[name], name
+        assert not set(d_read[name]) & set(s_read[name]), name  # the old order: all of them
+    # exactly the continuation: the stream the stable stage would have read next, in the same seeded order
+    longer = build_documents(recipe, stable.model_copy(update={"tokens": 40 * STEPS}))
+    for k, name in enumerate(("a", "b")):
+        stream = [int(d) for d, s in zip(longer._doc_ids, longer._source_ids, strict=True) if s == k]
+        skip = len(s_read[name])
+        assert d_state["data_streams"][name] == [7, name, skip]
+        assert d_read[name] == stream[skip : skip + len(d_read[name])], name
+
+
+def test_continuation_uses_the_checkpoint_position_which_is_the_planned_one(branch):
+    from midtrain.trainer import continued_streams
+
+    recipe = branch
+    planned = continued_streams(recipe, recipe.stage("decay"))  # from the final checkpoint's data position
+    shutil.rmtree(recipe.stage_dir("stable") / "checkpoints")  # now from the steps the stage plans
+    assert {n: s.as_list() for n, s in continued_streams(recipe, recipe.stage("decay")).items()} == {
+        n: s.as_list() for n, s in planned.items()
+    }
+
+
+def test_a_source_new_to_the_branch_or_renamed_is_matched_by_its_shards(tiny_shards, tmp_path, mt):
+    from midtrain.trainer import continued_streams
+
+    raw = mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=6 * STEPS, decay_tokens=4 * STEPS)
+    raw["stages"][0]["mixture"] = {"seed": 7, "sources": [{"name": "a", "paths": [str(tiny_shards / "a")],
+                                                           "weight": 1.0}]}  # fmt: skip
+    raw["stages"][1]["mixture"] = {"seed": 9, "sources": [
+        {"name": "web", "paths": [str(tiny_shards / "a")], "weight": 0.5},  # same shards, another name
+        {"name": "b", "paths": [str(tiny_shards / "b")], "weight": 0.5},  # new to the branch
+    ]}  # fmt: skip
+    recipe = TrainRecipe.model_validate(raw)
+    streams = continued_streams(recipe, recipe.stage("decay"))
+    assert set(streams) == {"web"} and streams["web"].seed == 7 and streams["web"].key == "a"
+    assert streams["web"].skip > 0
+
+
+def _strip_records(stage_dir: Path) -> None:
+    """Make the checkpoints look written by a mathmix from before the order was recorded."""
+    for path in list_checkpoints(stage_dir / "checkpoints"):
+        state = json.loads((path / STATE_FILE).read_text())
+        for key in ("data_order", "data_streams"):
+            state.pop(key, None)
+        (path / STATE_FILE).write_text(json.dumps(state))
+
+
+def test_a_stage_begun_under_the_old_order_resumes_on_it(tiny_shards, tmp_path, mt, monkeypatch):
+    import midtrain.trainer as trainer
+
+    raw = mt.recipe(tiny_shards, tmp_path / "old", stable_tokens=6 * STEPS, decay_tokens=8 * STEPS,
+                    keep_checkpoints=2)  # fmt: skip
+    with monkeypatch.context() as old:  # the run of a mathmix before the fix
+        old.setattr(trainer, "DATA_ORDER", 1, raising=False)
+        before = mt.train(raw)
+    for stage in ("stable", "decay"):
+        _strip_records(Path(raw["output_dir"]) / stage)
+    killed = tmp_path / "killed"
+    shutil.copytree(raw["output_dir"], killed)
+    (killed / "decay" / "done.json").unlink()  # killed after step 4 of the decay branch
+    shutil.rmtree(killed / "decay" / "checkpoints" / "step_00000008")
+
+    # a finished run is skipped as it was (its job.json identity has not changed): nothing trains again
+    assert mt.train(raw) == before
+    after = mt.train(raw | {"output_dir": str(killed)})
+    assert [r["loss"] for r in after["decay"]] == [r["loss"] for r in before["decay"]]
+    assert (
+        _final_state(TrainRecipe.model_validate(raw | {"output_dir": str(killed)}), "decay")["data_order"]
+        == 1
+    )
