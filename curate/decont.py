@@ -14,7 +14,9 @@ no problem in particular, and a question without its story ("How many groups of 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -31,11 +33,19 @@ from curate.decont_sources import (
     PROBLEM_FIELDS,
     TEXT_FIELDS,
     benchmark_files,
+    left_out_training_splits,
     problem_texts,
     record_texts,
     say_left_out_training_splits,
 )
-from curate.dedup_text import TOKEN_RE, ngram_hashes, normalize_math_text, token_hashes
+from curate.dedup_text import (
+    CANONICAL_MATH_TOKENS,
+    TOKEN_RE,
+    canonical_math_text,
+    ngram_hashes,
+    normalize_math_text,
+    token_hashes,
+)
 from mathmix.records import read_records
 
 __all__ = [
@@ -54,6 +64,13 @@ __all__ = [
 ]
 
 SHORT_MIN_TOKENS = 8
+# The matcher's version, recorded in a decont job's record and in its saved index: a job or index of another version
+# is not mixed with this one (its tokens and its rule differ).
+# 2: one token per math symbol however written (LaTeX, Unicode, ASCII); template n-grams left out of the index; a
+#    record is matched by min(3, half its n-grams) distinct n-grams, not by one.
+MATCHER = "mathmix-decont/2"
+# A record is matched by this many distinct n-grams at most (fewer where it has fewer: half of them, rounded up).
+MATCH_NGRAMS = 3
 # LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
 _DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
 
@@ -79,8 +96,11 @@ class Overlap:
 
 
 def decont_tokens(text: str) -> list[str]:
-    """Tokens used on both sides of the overlap check."""
-    return _DECONT_TOKEN_RE.findall(normalize_math_text(text).lower())
+    """Tokens used on both sides of the overlap check: a math symbol is one token however it is written (`\\pi`,
+    `π`, `pi`), layout commands and operators none (`curate.dedup_text.CANONICAL_MATH_TOKENS`)."""
+    raw = _DECONT_TOKEN_RE.findall(canonical_math_text(normalize_math_text(text).lower()))
+    canon = CANONICAL_MATH_TOKENS
+    return [c for t in raw if (c := canon.get(t, t))]
 
 
 _CODES: dict[str, int] = {}  # token -> 64-bit hash whose lowest bit says "prose word"
@@ -124,28 +144,79 @@ def _is_specific(tokens: list[str], codes: np.ndarray, min_words: int) -> bool:
     return prose >= min_words and any(t[0].isdigit() or t[0] == "\\" for t in tokens)
 
 
-def _short_problem(record: dict, ngram: int, min_words: int, short_min: int) -> tuple[int, int, int] | None:
-    """(key hash, whole hash, length) of the record's problem statement (its problem fields read in a row)
-    when it is shorter than one n-gram and qualifies for a whole match; else None."""
-    parts = list(dict.fromkeys(problem_texts(record)))  # AMC / AIME repeat the problem as the question
-    tokens = decont_tokens("\n".join(parts)) if short_min else []
-    codes = _token_codes(tokens)
+def _short_problem(
+    tokens: list[str], ngram: int, min_words: int, short_min: int
+) -> tuple[int, int, int] | None:
+    """(key hash, whole hash, length) of a problem statement's TOKENS (its problem fields read in a row) when it
+    is shorter than one n-gram and qualifies for a whole match; else None."""
+    codes = _token_codes(tokens if short_min else [])
     if not (short_min <= len(codes) < ngram and _is_specific(tokens, codes, min_words)):
         return None
     key = int(ngram_hashes(codes[:short_min], short_min)[0])
     return key, int(ngram_hashes(codes, len(codes))[0]), len(codes)
 
 
-def _record_keys(
-    record: dict, ngram: int, min_words: int, short_min: int
-) -> tuple[np.ndarray, tuple[int, int, int] | None]:
-    """(unique n-gram hashes, short-problem key or None) of one benchmark record: what the index holds for it."""
-    texts = record_texts(record)
-    if len(texts) > 1:  # also the fields read in a row, as a page would show them
-        texts.append("\n".join(texts))
-    grams = [g for t in texts if len(g := prose_ngrams(decont_tokens(t), ngram, min_words)[0])]
-    uniq = np.unique(np.concatenate(grams)) if grams else np.empty(0, dtype=np.uint64)
-    return uniq, _short_problem(record, ngram, min_words, short_min)
+@dataclass
+class RecordKeys:
+    """What the index holds of one benchmark record."""
+
+    problem: np.ndarray  # unique n-gram hashes of its problem statement (its problem fields read in a row)
+    grams: np.ndarray  # unique n-gram hashes of all its fields read in a row (the problem's included)
+    whole: tuple[int, int, int] | None  # short-problem key (`_short_problem`)
+    problem_key: bytes  # its statement's tokens hashed: one distinct problem however many records hold it
+
+
+def _unique_ngrams(tokens: list[str], ngram: int, min_words: int) -> np.ndarray:
+    return np.unique(prose_ngrams(tokens, ngram, min_words)[0])
+
+
+def _record_keys(record: dict, ngram: int, min_words: int, short_min: int) -> RecordKeys:
+    """The n-grams, short-problem key and problem identity of one benchmark record.
+
+    The fields are read in a row, as a page would show them (SVAMP / ASDiv: the story, then the question): every
+    n-gram of one field alone is one of them too. AMC / AIME repeat the problem as the question: read once."""
+    texts = list(dict.fromkeys(record_texts(record)))
+    problems = list(dict.fromkeys(problem_texts(record)))
+    tokens = {t: decont_tokens(t) for t in dict.fromkeys([*texts, *problems])}
+    statement = [tok for t in problems for tok in tokens[t]]
+    everything = [tok for t in texts for tok in tokens[t]]
+    key = " ".join(statement or everything).encode()
+    return RecordKeys(
+        problem=_unique_ngrams(statement, ngram, min_words),
+        grams=_unique_ngrams(everything, ngram, min_words),
+        whole=_short_problem(statement, ngram, min_words, short_min),
+        problem_key=hashlib.blake2b(key, digest_size=8).digest(),
+    )
+
+
+def template_ngrams(
+    records: Sequence[RecordKeys], training_files: Sequence[Path], ngram: int, min_words: int
+) -> np.ndarray:
+    """The n-grams that are no evidence of one problem (sorted): those of 2 or more distinct problems (MATH500's
+    problems are MATH test's too: counted once), and those of the training splits left out of the benchmark
+    folders (`gsm8k/train`, `math_hendrycks/train`, MATH8K ...), save their records that are an eval problem
+    itself (PRM800K's split holds 4,500 MATH test problems). "Express your answer in terms of $\\pi$", "m and n are
+    relatively prime positive integers. Find m+n", a solution's "we use the quadratic formula": one such 13-gram
+    dropped a page (17% of MATH train, read as pages, was dropped against the eval sets)."""
+    by_problem: dict[bytes, list[np.ndarray]] = {}
+    for rec in records:
+        by_problem.setdefault(rec.problem_key, []).append(rec.grams)
+    per_problem = [g[0] if len(g) == 1 else np.unique(np.concatenate(g)) for g in by_problem.values()]
+    hashes, counts = np.unique(np.concatenate([np.empty(0, np.uint64), *per_problem]), return_counts=True)
+    parts = [hashes[counts >= 2]]
+    for path in training_files:
+        for _, record in read_records(path):
+            if isinstance(record, dict) and record_texts(record):
+                keys = _record_keys(record, ngram, min_words, 0)
+                if keys.problem_key not in by_problem:
+                    parts.append(keys.grams)
+    return np.unique(np.concatenate(parts))
+
+
+def needed_ngrams(count: int) -> int:
+    """Distinct n-grams that match a record with COUNT of them (in the index): min(3, half of them rounded up).
+    A short problem (1-2 n-grams) is still found whole; a page sharing one n-gram with a long one is not."""
+    return min(MATCH_NGRAMS, math.ceil(count / 2))
 
 
 def _no_records_error(files: Sequence[Path]) -> ValueError:
@@ -187,13 +258,20 @@ def validate_benchmarks(
 
 
 def _checkable(record: dict, ngram: int, min_words: int, short_min: int) -> bool:
-    grams, whole = _record_keys(record, ngram, min_words, short_min)
-    return bool(len(grams)) or whole is not None
+    keys = _record_keys(record, ngram, min_words, short_min)
+    return bool(len(keys.grams)) or keys.whole is not None
 
 
 class BenchmarkIndex:
     """Sorted n-gram hashes of benchmark records, with the record each n-gram came from; plus the problems
     shorter than one n-gram, keyed by their first `short_min_tokens` tokens (0 turns whole matching off).
+
+    Template n-grams (`template_ngrams`) are left out; TRAINING_FILES: where else templates are read (default:
+    the training splits the benchmark folders leave out). A record is matched when a document holds
+    `needed_ngrams` distinct n-grams of its problem statement (of the statement's own count), or as many of all
+    its n-grams (of their count), or its short problem whole. Solution n-grams stay in the index: a page copying a
+    test solution is contaminated too; but one or two of a solution's sentences (`the quadratic formula ...`) never
+    drop a page on their own, and those shared with other problems or training solutions are not there at all.
 
     No checkable record in any file given is a ValueError naming the files; `unused_files` lists the files
     without one when others have some.
@@ -205,44 +283,68 @@ class BenchmarkIndex:
         ngram: int = 13,
         min_words: int = 3,
         short_min_tokens: int = SHORT_MIN_TOKENS,
+        training_files: Sequence[Path] | None = None,
     ):
         if ngram < 1 or short_min_tokens < 0:
             raise ValueError(f"need ngram >= 1 and short_min_tokens >= 0, got {ngram} and {short_min_tokens}")
+        self.matcher = MATCHER
         self.ngram, self.min_words, self.short_min = ngram, min_words, short_min_tokens
         self.records: list[tuple[str, int]] = []  # record id -> (benchmark name, line)
         self.benchmarks: Counter = Counter()  # benchmark -> records read that hold text in a known field
-        # benchmark -> records with no n-gram and no short problem to match whole (no rule can find them)
+        # benchmark -> records with no n-gram (in any field) and no short problem: no rule can find them
         self.too_short: Counter = Counter()
+        # benchmark -> records whose problem statement gives no n-gram and no whole key: a page copying the
+        # problem alone is not found (its solution may be)
+        self.problems_unmatchable: Counter = Counter()
         self.matched_whole: Counter = Counter()  # benchmark -> records with a short problem matched whole
         self.unused_files: list[Path] = []  # files without a checkable record
-        hashes, owners = [], []
-        short: list[tuple[int, int, int, int]] = []  # (key hash, whole hash, length, record)
+        keys: list[RecordKeys] = []
         for name, path in benchmark_files(paths):
-            checkable = len(self.records)
+            checkable = False
             for line_no, record in read_records(path):
                 if not isinstance(record, dict) or not record_texts(record):
                     continue
                 self.benchmarks[name] += 1
-                grams, whole = _record_keys(record, ngram, min_words, short_min_tokens)
-                if not len(grams) and whole is None:
-                    self.too_short[name] += 1
-                    continue
-                rec = len(self.records)
+                keys.append(_record_keys(record, ngram, min_words, short_min_tokens))
                 self.records.append((name, line_no))
-                if len(grams):
-                    hashes.append(grams)
-                    owners.append(np.full(len(grams), rec, dtype=np.int32))
-                if whole is not None:
-                    self.matched_whole[name] += 1
-                    short.append((*whole, rec))
-            if len(self.records) == checkable:
+                checkable |= bool(len(keys[-1].grams)) or keys[-1].whole is not None
+            if not checkable:
                 self.unused_files.append(path)
-        if not self.records:
+        if len(self.unused_files) == len(benchmark_files(paths)):
             raise _no_records_error(self.unused_files)
-        all_hashes = np.concatenate(hashes) if hashes else np.empty(0, dtype=np.uint64)
-        all_owners = np.concatenate(owners) if owners else np.empty(0, dtype=np.int32)
-        order = np.argsort(all_hashes, kind="stable")
-        self.hashes, self.owners = all_hashes[order], all_owners[order]
+        if training_files is None:
+            training_files = [p for files in left_out_training_splits(paths).values() for p in files]
+        template = template_ngrams(keys, training_files, ngram, min_words)
+        self.template_ngrams = len(template)
+        self._build(keys, template)
+
+    def _build(self, keys: list[RecordKeys], template: np.ndarray) -> None:
+        grams = np.concatenate([np.empty(0, np.uint64), *(k.grams for k in keys)])
+        owners = np.repeat(np.arange(len(keys), dtype=np.int32), [len(k.grams) for k in keys])
+        in_problem = np.concatenate([np.empty(0, bool), *(np.isin(k.grams, k.problem) for k in keys)])
+        kept = ~np.isin(grams, template)
+        grams, owners, in_problem = grams[kept], owners[kept], in_problem[kept]
+        n_all = np.bincount(owners, minlength=len(keys))
+        n_problem = np.bincount(owners, weights=in_problem, minlength=len(keys)).astype(np.int64)
+        # per record: distinct n-grams of its problem, and of all its fields, that match it (10**4: none can)
+        self.need = np.array(
+            [
+                [needed_ngrams(p) or 10**4, needed_ngrams(a) or 10**4]
+                for p, a in zip(n_problem, n_all, strict=True)
+            ],
+            dtype=np.int16,
+        ).reshape(-1, 2)
+        short: list[tuple[int, int, int, int]] = []  # (key hash, whole hash, length, record)
+        for rec, (k, (name, _)) in enumerate(zip(keys, self.records, strict=True)):
+            if k.whole is not None:
+                self.matched_whole[name] += 1
+                short.append((*k.whole, rec))
+            elif not n_problem[rec]:
+                self.problems_unmatchable[name] += 1
+                if not n_all[rec]:
+                    self.too_short[name] += 1
+        order = np.argsort(grams, kind="stable")
+        self.hashes, self.owners, self.in_problem = grams[order], owners[order], in_problem[order]
         short.sort()
         self.short_keys = np.array([s[0] for s in short], dtype=np.uint64)
         self.short_wholes = [(whole, length, rec) for _, whole, length, rec in short]
@@ -255,6 +357,7 @@ class BenchmarkIndex:
         tokens = decont_tokens(text)
         codes = _token_codes(tokens)
         by_record: dict[int, list[tuple[int, int]]] = {}  # record -> (start, length) of each match
+        distinct: dict[int, dict[int, bool]] = {}  # record -> {matched n-gram: of its problem}
         grams, starts = _prose_ngrams(codes, self.ngram, self.min_words)
         if len(grams) and len(self.hashes):
             lo = np.searchsorted(self.hashes, grams, side="left")
@@ -262,15 +365,22 @@ class BenchmarkIndex:
             if len(found):
                 hi = np.searchsorted(self.hashes, grams[found], side="right")
                 for i, end in zip(found.tolist(), hi.tolist(), strict=True):
-                    for rec in self.owners[lo[i] : end].tolist():
+                    gram = int(grams[i])
+                    owners, problem = self.owners[lo[i] : end].tolist(), self.in_problem[lo[i] : end].tolist()
+                    for rec, of_problem in zip(owners, problem, strict=True):
                         by_record.setdefault(rec, []).append((int(starts[i]), self.ngram))
+                        distinct.setdefault(rec, {})[gram] = of_problem
         if len(self.short_keys) and len(codes) >= self.short_min:
             self._find_whole(codes, by_record)
         out = []
         for rec, matches in by_record.items():
+            whole = sum(n != self.ngram for _, n in matches)
+            seen = distinct.get(rec, {})
+            need_problem, need_all = self.need[rec].tolist()
+            if not whole and sum(seen.values()) < need_problem and len(seen) < need_all:
+                continue  # template-like: too few of the record's n-grams
             name, line = self.records[rec]
             shown = [" ".join(tokens[p : p + n]) for p, n in matches[:max_ngrams]]
-            whole = sum(n != self.ngram for _, n in matches)
             out.append(Overlap(name, line, n_matched=len(matches), ngrams=shown, whole=whole))
         out.sort(key=lambda o: (-o.n_matched, o.benchmark, o.item))
         return out

@@ -119,3 +119,48 @@ def url_hash(url: str | None) -> int:
     if canon is None:
         return 0
     return int.from_bytes(hashlib.blake2b(canon.encode("utf-8"), digest_size=8).digest(), "little") | 1
+
+
+# Decontamination writes one token for a math symbol however a page spells it: LaTeX (`\pi`), Unicode (`π`) or ASCII
+# (`pi`), and none for layout (`\frac`, `\text`, `\left`) or for operators and relations, which are no tokens in
+# plain text anyway (`=`, `<`, `*`: so `\leq`, `≤` and `<=` alike are none). "The volume of the cylinder is 45π"
+# and "... is $45\pi$" had other tokens, and a page that rendered a test problem's math was not found.
+_UNICODE_MATH = {
+    **dict(zip("αβγδεζηθικλμνξπρστυφχψωϕϑϵς", (
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon phi chi "
+        "psi omega phi theta epsilon sigma").split(), strict=True)),
+    "√": "sqrt", "∛": "sqrt 3", "∜": "sqrt 4", "∞": "infty", "∠": "angle", "△": "triangle", "°": "circ",
+    "∘": "circ", "∈": "in", "∉": "notin", "∪": "cup", "∩": "cap", "∑": "sum", "∏": "prod", "⊥": "perp",
+    "∥": "parallel", "→": "to", "⇒": "to", "⟹": "to", "⌊": "lfloor", "⌋": "rfloor", "⌈": "lceil", "⌉": "rceil",
+    "∫": "int", "≈": "approx", "≡": "equiv", "≅": "cong", "∼": "sim", "⊂": "subset", "⊆": "subseteq",
+    "∀": "forall", "∃": "exists", "∅": "emptyset", "∂": "partial",
+}  # fmt: skip
+_UNICODE_MATH_TABLE = str.maketrans({ch: f" \\{name} " for ch, name in _UNICODE_MATH.items()})
+_DROPPED_COMMANDS = (
+    "times cdot div pm mp ast leq geq neq le ge ne lt gt frac dfrac tfrac cfrac text textbf textit textrm textsf "
+    "texttt textnormal mathrm mathbf mathit mathsf mathtt mathnormal mathbb mathcal boldsymbol mbox hbox operatorname "
+    "left right displaystyle textstyle scriptstyle big bigl bigr bigg biggl biggr dots ldots cdots vdots ddots mid"
+).split()
+_COMMAND_SYNONYMS = {
+    "rightarrow": "to", "longrightarrow": "to", "implies": "to", "varphi": "phi", "vartheta": "theta",
+    "varepsilon": "epsilon", "degree": "circ",
+}  # fmt: skip
+# ASCII spellings of commands (a forum's `sqrt(3x-5)`, `2 pi r`, `90 degrees`)
+_ASCII_COMMANDS = {
+    **{w: w for w in "pi sqrt theta alpha beta gamma delta epsilon lambda sigma omega phi infty sin cos tan log ln".split()},
+    "degrees": "circ",
+}  # fmt: skip
+CANONICAL_MATH_TOKENS: dict[str, str] = {
+    **{f"\\{c}": "" for c in _DROPPED_COMMANDS},
+    **{f"\\{c}": f"\\{to}" for c, to in _COMMAND_SYNONYMS.items()},
+    **{w: f"\\{to}" for w, to in _ASCII_COMMANDS.items()},
+}
+_FRAC_OF_DIGITS = re.compile(r"\\[dtc]?frac\s*(\d)\s*(\d)")  # \frac12 is 1/2, not twelve
+
+
+def canonical_math_text(text: str) -> str:
+    """Unicode math symbols written as the LaTeX command they stand for (`π` -> ` \\pi `), `\\frac12` as `1 2`:
+    the text's tokens then go through `CANONICAL_MATH_TOKENS` (decont)."""
+    if "frac" in text:
+        text = _FRAC_OF_DIGITS.sub(r" \1 \2 ", text)
+    return text.translate(_UNICODE_MATH_TABLE)

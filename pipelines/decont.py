@@ -94,7 +94,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     try:
         check_job(out_dir, identity, "decont run", outputs=OUTPUTS, earlier=earlier)
     except ValueError as err:
-        if refusal := _training_splits_read_before(out_dir, identity, benchmarks):
+        if refusal := _training_splits_read_before(out_dir, identity, benchmarks) or _other_matcher(out_dir):
             raise refusal from err
         raise
     console.print(f"[dim]decont: indexing {len(identity['benchmarks'])} benchmark file(s)[/]")
@@ -140,6 +140,11 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
             # records found only whole (short problems), and records the rules cannot find at all
             "benchmark_records_matched_whole": dict(sorted(index.matched_whole.items())),
             "benchmark_records_unmatchable": dict(sorted(index.too_short.items())),
+            # records whose problem statement alone no rule finds (a page copying only the problem is kept)
+            "benchmark_problems_unmatchable": dict(sorted(index.problems_unmatchable.items())),
+            # n-grams left out of the index: shared by distinct problems, or in the left-out training splits
+            "benchmark_template_ngrams": index.template_ngrams,
+            "matcher": index.matcher,
             # files that held no checkable record (an error when no file holds one)
             "benchmark_files_unused": [str(p) for p in index.unused_files],
             # training splits under the benchmark folders given, not read (a file named is always read)
@@ -196,6 +201,7 @@ def decont_job_identity(
     the files in the order given (before they were sorted) is this job too. SPLIT: the `file_split` field
     (`curate.dedup_io.file_split_field`), none for a folder an earlier mathmix finished.
     """
+    from curate.decont import MATCHER
     from curate.decont_sources import benchmark_files
     from pipelines.job_record import file_digest, job_identity
 
@@ -204,7 +210,7 @@ def decont_job_identity(
     settings = config.model_dump(mode="json", exclude={"benchmarks"}, exclude_defaults=True)
     digests = {f"benchmark {name}": [path, file_digest(path)] for name, path in named}
     identity = job_identity(files, settings, run_dir, command="decont", benchmarks=sorted(p for _, p in named),
-                            tasks=tasks, file_digests=digests, **(split or {}))  # fmt: skip
+                            tasks=tasks, file_digests=digests, matcher=MATCHER, **(split or {}))  # fmt: skip
     given = job_identity([], {}, run_dir, benchmarks=[p for _, p in named])["benchmarks"]
     typed = job_identity([], {}, run_dir, benchmarks=[str(Path(b).resolve()) for b in benchmarks])
     legacy = {k: v for k, v in identity.items() if k not in ("command", "file_digests")}
@@ -238,6 +244,27 @@ def _training_splits_read_before(out_dir: Path, identity: dict, benchmarks: list
         f"{out_dir} holds the output of a decont run that also checked against the training splits now left out "
         f"of the benchmark folders ({names}): this run's output would differ. Write to a new folder, delete this "
         "one to start over, or name those files with --benchmarks to check against them as before"
+    )
+
+
+def _other_matcher(out_dir: Path) -> ValueError | None:
+    """The refusal of a folder holding work of another matcher version (`curate.decont.MATCHER`; none recorded:
+    mathmix-decont/1): its finished tasks kept or dropped documents by other tokens and another rule, and the
+    tasks left would not. None otherwise."""
+    from curate.decont import MATCHER
+    from pipelines.job_record import JOB_FILE
+
+    try:
+        old = json.loads((out_dir / JOB_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(old, dict) or old.get("command") != "decont" or old.get("matcher") == MATCHER:
+        return None
+    earlier = old.get("matcher") or "mathmix-decont/1"
+    return ValueError(
+        f"{out_dir} holds the output of decontamination by an earlier matcher ({earlier}; this is {MATCHER}: other "
+        "tokens, template n-grams left out, a record matched by several n-grams): its documents would be checked "
+        "two ways. Write to a new folder, or delete this one to start over"
     )
 
 
@@ -280,7 +307,11 @@ def check_prompts(
     # a missing prompt file fails before the index; prompt sets are training data: a folder keeps every file
     files = benchmark_files(prompt_files, what="prompt")
     left_out = say_left_out_training_splits(evals)  # eval folders: their training splits are not checked
-    index = BenchmarkIndex(evals, ngram, min_words, short_min_tokens)
+    # templates are read from the eval folders' training splits, never from the prompt sets being checked (MATH8K
+    # checked against bench/ would otherwise find none of its own n-grams)
+    checked = {path.resolve() for _, path in files}
+    training = [p for p in left_out if p.resolve() not in checked]
+    index = BenchmarkIndex(evals, ngram, min_words, short_min_tokens, training_files=training)
     rows: list[dict] = []
     unreadable: list[dict] = []
     hits: Counter = Counter()

@@ -12,7 +12,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from curate.decont import BenchmarkIndex, DecontFilter
+from curate.decont import MATCHER, BenchmarkIndex, DecontFilter
 
 INDEX_FILE = "benchmark_index.pkl"
 
@@ -36,6 +36,8 @@ def load_saved_index(path: str | Path) -> BenchmarkIndex:
     if key not in _LOADED:
         with open(path, "rb") as handle:
             index = pickle.load(handle)  # written by this stage into its own folder
+        if getattr(index, "matcher", None) != MATCHER:  # pickled by another mathmix: other tokens
+            raise ValueError(f"{path}: a benchmark index of another matcher; delete it to build it again")
         _LOADED.clear()
         _LOADED[key] = index
     return _LOADED[key]

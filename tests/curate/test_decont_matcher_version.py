@@ -1,0 +1,46 @@
+"""A decont folder holding the work of an earlier matcher (other tokens, one n-gram a match) is not finished or
+resumed by this one: its documents would be checked two ways. The saved index carries the version too."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+
+from curate.decont import MATCHER
+from pipelines.decont import Config, run_decont
+from pipelines.decont_index import load_saved_index
+from pipelines.executors import ExecutorConfig
+
+PROBLEM = "Tom has 7 apples and buys 4 more apples at the market today. How many apples does he have now?"
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_folder_of_an_earlier_matcher_is_refused_naming_it(tmp_path):
+    docs = _jsonl(
+        tmp_path / "docs.jsonl", [{"id": "a", "text": "Post: " + PROBLEM}, {"id": "b", "text": "Hi."}]
+    )
+    bench = _jsonl(tmp_path / "bench" / "gsm8k" / "test.jsonl", [{"question": PROBLEM, "answer": "11"}])
+    out = tmp_path / "out"
+    summary = run_decont(Config(), [str(docs)], out, ExecutorConfig(tasks=1, workers=1), [str(bench)])
+    assert summary["dropped"]["contaminated"] == 1 and summary["matcher"] == MATCHER
+    record = json.loads((out / "job.json").read_text())
+    assert record["matcher"] == MATCHER
+    del record["matcher"]  # as mathmix-decont/1 wrote it
+    (out / "job.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"earlier matcher \(mathmix-decont/1; this is mathmix-decont/2"):
+        run_decont(Config(), [str(docs)], out, ExecutorConfig(tasks=1, workers=1), [str(bench)])
+
+
+def test_a_saved_index_of_another_matcher_is_not_read(tmp_path):
+    path = tmp_path / "benchmark_index.pkl"
+    path.write_bytes(pickle.dumps({"matcher": None}))
+    with pytest.raises(ValueError, match="another matcher"):
+        load_saved_index(path)
