@@ -8,7 +8,10 @@ are. Everything goes through the real job (`pipelines.decont.run_decont`, 13-gra
 ../shared/data/bench: its eval sets, the training splits left out). Targets: >= 99% of planted problems found
 (among those with at least one 13-gram of prose: problems the index cannot find even unaltered are counted apart),
 0 hits on clean pages. Problems shorter than a 13-gram that the index matches whole are counted on their own rows
-(`whole:`), outside the 13-gram target.
+(`whole:`), outside the 13-gram target. The same problems are pasted again with their math rendered in Unicode
+(`45π`, `√(3x−5)`, `x²`, `≤`) and in forum ASCII (`sqrt(3x-5)`, `pi`, `*`, `(a)/(b)`): recall of each. MATH and
+GSM8K train problems with their solutions (homework pages quoting training data) are a second clean set: the
+share of them dropped is the false-positive rate on math text.
 
     .venv/bin/python bench/bench_decont.py [--planted 1000]
 """
@@ -53,6 +56,39 @@ def perturb(text: str, rng: random.Random) -> str:
     return "".join(w + g for w, g in zip(words, glue, strict=True)).strip()
 
 
+_UNICODE = {
+    r"\times": "×", r"\cdot": "·", r"\leq": "≤", r"\le": "≤", r"\geq": "≥", r"\ge": "≥", r"\neq": "≠",
+    r"\pi": "π", r"\theta": "θ", r"\alpha": "α", r"\infty": "∞", r"\pm": "±", r"\div": "÷", r"\angle": "∠",
+    r"\sqrt": "√", r"\cdots": "⋯", r"\ldots": "…", r"\dots": "…",
+}  # fmt: skip
+_ASCII = {r"\times": "*", r"\cdot": "*", r"\leq": "<=", r"\le": "<=", r"\geq": ">=", r"\ge": ">=", r"\neq": "!=",
+          r"\pm": "+/-", r"\div": "/", r"\cdots": "...", r"\ldots": "...", r"\dots": "..."}  # fmt: skip
+
+
+def _plain_math(text: str, symbols: dict[str, str], degree: str) -> str:
+    """LaTeX as a page without MathJax writes it: \\text{...} unwrapped, fractions as (a)/(b), SYMBOLS replaced."""
+    text = re.sub(r"\\(?:text|mathrm|textbf|mbox|operatorname)\s*\{([^{}]*)\}", r"\1", text)
+    for _ in range(3):
+        text = re.sub(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", r"(\1)/(\2)", text)
+    text = re.sub(r"\\[dt]?frac\s*(\d)(\d)", r"\1/\2", text)
+    text = re.sub(r"\^\{?\\circ\}?", degree, text)
+    for latex in sorted(symbols, key=len, reverse=True):
+        text = re.sub(re.escape(latex) + r"(?![a-zA-Z])", symbols[latex], text)
+    text = re.sub(r"\\(left|right|big|Big|,|;|!|quad|qquad)", "", text)
+    return text.replace("\\$", "$").replace("$", "")
+
+
+def unicode_math(text: str) -> str:
+    """Math rendered in Unicode (`45π`, `√{7}`, `x²`)."""
+    text = re.sub(r"\^\{?2\}?(?![0-9])", "²", re.sub(r"\^\{?3\}?(?![0-9])", "³", text))
+    return _plain_math(text, _UNICODE, "°")
+
+
+def ascii_math(text: str) -> str:
+    """Math typed on a forum (`sqrt{3x-5}`, `pi`, `*`, `<=`, `(a)/(b)`)."""
+    return re.sub(r"\\([a-zA-Z]+)", r"\1", _plain_math(text, _ASCII, " degrees"))
+
+
 def planted_problems(bench: Path, n: int, rng: random.Random) -> list[tuple[str, str]]:
     """(benchmark, problem text) sampled from the eval sets: the problem field only."""
     out = []
@@ -93,6 +129,15 @@ def main() -> None:
     pages = load_pages(args.shared)
     problems = planted_problems(args.shared / "bench", args.planted, rng)
     rows = [{"id": f"clean{i}", "text": p} for i, p in enumerate(pages)]
+    train = [
+        (f"math_train{i}", r["problem"] + "\n\n" + r["solution"])
+        for i, r in enumerate(_records(args.shared / "bench" / "math_hendrycks" / "train.jsonl"))
+    ]
+    train += [
+        (f"gsm8k_train{i}", r["question"] + "\n\n" + r["answer"])
+        for i, r in enumerate(_records(args.shared / "bench" / "gsm8k" / "train.jsonl"))
+    ]
+    rows += [{"id": doc_id, "text": text} for doc_id, text in train]
     index = BenchmarkIndex([args.shared / "bench"])  # only to tell which rule can find each problem at all
     detectable = {}
     for i, (name, problem) in enumerate(problems):
@@ -102,6 +147,11 @@ def main() -> None:
         rows.append(
             {"id": f"planted{i}", "text": page[:cut] + "\n" + perturb(problem, rng) + "\n" + page[cut:]}
         )
+        for kind, render in (("unicode", unicode_math), ("ascii", ascii_math)):
+            if render(problem) != problem:  # only problems with math to render
+                rows.append(
+                    {"id": f"{kind}{i}", "text": page[:cut] + "\n" + render(problem) + "\n" + page[cut:]}
+                )
         hits = index.find(problem)
         rule = "ngram" if any(o.n_matched > o.whole for o in hits) else "whole" if hits else "none"
         detectable[f"planted{i}"] = (name, rule)
@@ -147,10 +197,28 @@ def main() -> None:
         f"short problems matched whole: {whole_found}/{whole_total}; "
         f"found by neither rule: {sum(total.values()) - det_total - whole_total}"
     )
+    for kind in ("unicode", "ascii"):
+        ids = [
+            r["id"]
+            for r in rows
+            if r["id"].startswith(kind) and detectable[f"planted{r['id'][len(kind) :]}"][1] != "none"
+        ]
+        got = sum(i in hit_ids for i in ids)
+        print(
+            f"{kind} rendering: found {got}/{len(ids)} = {got / max(1, len(ids)):.4f} (of the findable problems)"
+        )
+    for prefix, label in (("math_train", "MATH train"), ("gsm8k_train", "GSM8K train")):
+        ids = [doc_id for doc_id, _ in train if doc_id.startswith(prefix)]
+        got = sum(i in hit_ids for i in ids)
+        print(f"{label} problem+solution pages dropped: {got}/{len(ids)} = {got / max(1, len(ids)):.4f}")
     print(
         f"TARGETS planted found = {det_found}/{det_total} = {det_found / max(1, det_total):.4f} (>= 0.99); "
         f"hits on clean pages = {len(clean_hits)} (0) {clean_hits[:5]}"
     )
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 if __name__ == "__main__":
