@@ -8,9 +8,13 @@ number can be re-run with `mathmix audit sql`.
 from __future__ import annotations
 
 import base64
+import errno
 import html
 import io
+import os
 import re
+import shutil
+import tempfile
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -124,7 +128,11 @@ def _figures(section: Section) -> list[tuple[ReportFigure, bytes]]:
 
 
 def render(sections: list[Section], title: str, html_path: Path, md_path: Path | None) -> list[Path]:
-    """Write the HTML report (and the Markdown twin with its PNGs); return the files written."""
+    """Write the HTML report (and the Markdown twin with its PNGs); return the files written.
+
+    Everything is written beside its target first and then renamed onto it, the plot folder as a whole: a report
+    written where an older one is leaves none of the older plots (a section this run lacks, another run's
+    section), and a failure half-way leaves the older report as it was."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"<h1>{html.escape(title)}</h1><p>generated {stamp} by <code>mathmix audit report</code></p>"]
     body.append(
@@ -133,8 +141,8 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
         + "</ul>"
     )
     markdown = [f"# {md_text(title)}", "", f"generated {stamp} by `mathmix audit report`", ""]
-    written = []
     plot_dir = md_path.with_name(md_path.stem + "_plots") if md_path else None
+    pngs: dict[str, bytes] = {}  # file name in plot_dir: PNG
     for section in sections:
         body.append(f"<h2 id='{section.key}'>{html.escape(section.title)}</h2>")
         markdown += [f"## {md_text(section.title)}", ""]
@@ -146,23 +154,85 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
             data = base64.b64encode(png).decode()
             body.append(f"<img alt='{html.escape(figure.title)}' src='data:image/png;base64,{data}'>")
             if plot_dir is not None:
-                plot_dir.mkdir(parents=True, exist_ok=True)
-                path = plot_dir / f"{section.key}_{figure.key}.png"
-                path.write_bytes(png)
-                written.append(path)
+                name = f"{section.key}_{figure.key}.png"
+                pngs[name] = png
                 alt = md_text(figure.title).replace("[", "\\[").replace("]", "\\]")
-                markdown += [f"![{alt}]({plot_dir.name}/{path.name})", ""]
+                markdown += [f"![{alt}]({plot_dir.name}/{name})", ""]
         for table in section.tables:
             body.append(_html_table(table))
             markdown += _md_table(table)
-    html_path.parent.mkdir(parents=True, exist_ok=True)
     page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-    html_path.write_text(page + f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n")
-    written.insert(0, html_path)
+    files = {html_path: page + f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n"}
     if md_path is not None:
-        md_path.write_text("\n".join(markdown) + "\n")
-        written.insert(1, md_path)
-    return written
+        files[md_path] = "\n".join(markdown) + "\n"
+    _replace(files, plot_dir, pngs)
+    return [*files, *(plot_dir / name for name in pngs if plot_dir is not None)]
+
+
+def _replace(files: dict[Path, str], plot_dir: Path | None, pngs: dict[str, bytes]) -> None:
+    """Write `files` and the PNGs of `plot_dir` beside their targets, then rename them onto them: the plot
+    folder first (the Markdown links it), then the files. A device or FIFO (`-o /dev/null`) is written through,
+    and so is a link (to its target)."""
+    staged: list[tuple[Path, Path]] = []  # (written aside, target)
+    try:
+        for path, text in files.items():
+            path = path.resolve() if path.is_symlink() else path
+            if path.exists() and not path.is_file() and not path.is_dir():
+                path.write_text(text)
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            staged.append((Path(name), path))
+            with os.fdopen(fd, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            os.chmod(name, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        if plot_dir is not None:
+            _replace_folder(plot_dir, pngs)
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+
+
+def _replace_folder(folder: Path, pngs: dict[str, bytes]) -> None:
+    """`folder` holds `pngs` and nothing else (no folder where there are none): written as a new folder beside
+    it, swapped in by two renames, the older one then removed. A link to a folder is replaced in its target."""
+    folder = folder.resolve() if folder.is_symlink() else folder
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(
+            errno.ENOTDIR, "not a folder (the Markdown report's plots go there)", str(folder)
+        )
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)) if pngs else None
+    old = (
+        Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent)) if folder.exists() else None
+    )
+    try:
+        for name, png in pngs.items():
+            (new / name).write_bytes(png)  # type: ignore[operator]  # there are pngs: new is a folder
+        if new is not None:
+            new.chmod(0o777 & ~_umask())  # mkdtemp's is 0700: the plot folder as mkdir() makes it
+        if old is not None:
+            os.rename(folder, old / folder.name)
+        if new is not None:
+            try:
+                os.rename(new, folder)
+            except BaseException:
+                if old is not None:  # the older report keeps its plots
+                    os.rename(old / folder.name, folder)
+                raise
+            new = None
+    finally:
+        for aside in (new, old):
+            if aside is not None:
+                shutil.rmtree(aside, ignore_errors=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _html_table(table: ReportTable) -> str:

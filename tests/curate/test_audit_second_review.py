@@ -13,8 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from curate import audit_render
 from curate.audit import AuditSession, sample_documents
 from curate.audit_report import ReportBuilder, Section, domains_section
+from curate.audit_sections import write_report
 from tests.curate.audit_runs import audit_cli
 
 FILES, ROWS_PER_FILE = 8, 25_000  # past ~82k rows DuckDB's reservoir sample stopped drawing new rows
@@ -117,3 +119,44 @@ def test_top_domains_label_documents_without_url_and_count_www_once(tmp_path):
     by_docs = {r[0]: r[1] for r in section.table("by_docs").rows}
     assert by_docs == {"example.org": 2, "(no url)": 2, "other.com": 1}
     assert {r[0] for r in section.table("by_tokens").rows} == set(by_docs)
+
+
+def _small_run(run: Path) -> Path:
+    """A run with a corpus alone (decont/data): no web stage, so no math_score or language plot."""
+    n_chars = [10, 100, 100, 10_000]
+    return _corpus(run, pa.table({"id": list("abcd"), "text": ["x" * n for n in n_chars], "n_chars": n_chars,
+                                  "url": [f"https://site{i}.org/p" for i in range(4)]}))  # fmt: skip
+
+
+def _listing(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+def test_a_report_written_over_an_older_one_leaves_none_of_its_plots(base_run, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    first = write_report(base_run, out / "report.html", out / "report.md")
+    assert (out / "report_plots" / "math_score_hist.png").is_file()
+    second = write_report(_small_run(tmp_path / "small"), out / "report.html", out / "report.md")
+    plots = {Path(f).name for f in second["files"][2:]}
+    assert {"domains_by_docs.png", "lengths_hist.png"} <= plots and "math_score_hist.png" not in plots
+    assert len(first["files"]) > len(second["files"])
+    assert _listing(out) == {"report.html", "report.md", "report_plots"} | {
+        f"report_plots/{p}" for p in plots
+    }
+    assert "math_score_hist.png" not in (out / "report.md").read_text()
+
+
+def test_a_report_that_fails_half_way_leaves_the_older_one_whole(base_run, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    write_report(base_run, out / "report.html", out / "report.md")
+    before = {p: (out / p).read_bytes() for p in _listing(out) if (out / p).is_file()}
+
+    def fail(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(audit_render, "_replace_folder", fail)
+    with pytest.raises(OSError, match="No space"):
+        write_report(_small_run(tmp_path / "small"), out / "report.html", out / "report.md")
+    assert {p: (out / p).read_bytes() for p in _listing(out) if (out / p).is_file()} == before
+    assert not [p for p in _listing(out) if p.startswith(".")]
