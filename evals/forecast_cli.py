@@ -225,9 +225,13 @@ def _forecast_all(
         first = next(results[j][2] for j in keep if j < i and _same(results[j][2], curve))
         _note(f"skipped run {curve.name!r} ({curve.source}): the same run and values as in {first.source}")
     results = [results[i] for i in keep]
-    for _, _, curve, k in results:
+    from evals.forecast_report import fit_flags
+
+    for record, fit, curve, k in results:
+        record["flags"] = fit_flags(fit)
         if note := _falls(curve, k):
             _note(note)
+            record["flags"].append("falls")
     # a back-test (--fit-fraction < 1) whose --target lies inside the fit window compares the forecast with points
     # the fit saw: actual_final looked like a held-out check passed. Said once.
     inside = [c for r, _, c, k in results if r["actual_final"] is not None and r["target"] <= c.x[k - 1]]
@@ -329,11 +333,19 @@ def _print_forecasts(records: list[dict], title: str = "RL forecast") -> None:
     bases = [_base(r["file"]) for r in records]
     ranked = bool(records) and "rank" in records[0]
     show_base = ranked or len(set(bases)) > 1
-    table = Table(title=title)
+    flagged = any(r.get("flags") for r in records)
+    caption = None
+    if flagged:
+        caption = "flags: A or B held at a bound of its range, or a run that falls; " + (
+            "flagged fits are ranked after the others" if ranked else "their A is no measured asymptote"
+        )
+    table = Table(title=title, caption=caption)
     names = ["rank"] * ranked + ["base"] * show_base
-    names += ["run", "A [5-95%]", "B", "Cmid", "predicted", "actual", "persistence"]
+    names += ["run", "A [5-95%]", "B", "Cmid", "predicted", "actual", "persistence"] + ["flags"] * flagged
     for name in names:
-        table.add_column(name, justify="left" if name in ("base", "run") else "right", overflow="fold")
+        table.add_column(
+            name, justify="left" if name in ("base", "run", "flags") else "right", overflow="fold"
+        )
     for r, base in zip(records, bases, strict=True):
         lo_hi = r.get("intervals", {}).get("A")
         a = f"{r['A']:.3f}" + (f" [{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]" if lo_hi else "")
@@ -347,7 +359,7 @@ def _print_forecasts(records: list[dict], title: str = "RL forecast") -> None:
             f"{r['predicted_final']:.3f}",
             actual,
             f"{r['persistence']:.3f}",
-        ]
+        ] + [", ".join(r.get("flags", []))] * flagged
         table.add_row(*row)
     _results_console().print(table)
 

@@ -87,16 +87,38 @@ def _short(name: str, width: int = 60) -> str:
 PERCENT = (0.0, 100.0)
 
 
+AT_BOUND = 0.01  # of the metric's range: a MAP this close to an end of its range is held there by the bound
+
+
+def fit_flags(fit: SigmoidFit) -> list[str]:
+    """What makes a fit's A no measurement: `A at bound` where the posterior's mode (MAP) sits at the top or the
+    bottom of the metric's range (1 for fractions and rewards, 100 in percent; 0, or -1 for rewards), i.e. the
+    curve does not bound its asymptote and the bound does; `B at bound` where the rise is as slow as the B grid
+    allows (a near-straight line in log compute, whose A is the prior's extrapolation). A curve still rising at
+    1.6 points a step was ranked first with A 1.000 [1.000, 1.000]."""
+    from evals.forecast import B_GRID
+
+    flags = []
+    if fit.a <= AT_BOUND or fit.a >= 1 - AT_BOUND:  # fit.a is on [0, 1] of the metric's range
+        flags.append("A at bound")
+    if fit.b <= float(B_GRID[0]) * (1 + AT_BOUND):
+        flags.append("B at bound")
+    return flags
+
+
 def rank_by_asymptote(
     records: list[dict[str, Any]], units: list[tuple[float, float] | None] | None = None
 ) -> list[dict[str, Any]]:
-    """Bases sorted by forecast A (highest first), with the A interval where the bootstrap ran.
+    """Bases sorted by forecast A (highest first), with its posterior 5-95% interval; records with `flags` (A or B
+    at a bound, a run that falls: `fit_flags`, the CLI's falls check) after all the others, by A among themselves.
 
     `units`: each record's unit (`Curve.unit`). Where runs in percent are ranked with runs that are not (one base
     exported in percent, another as fractions), a percent run's A counts as A / 100: a raw 50.5 outranked 0.594.
     """
     factor = fraction_factors(units, len(records))
-    order = sorted(range(len(records)), key=lambda i: -records[i]["A"] * factor[i])
+    order = sorted(
+        range(len(records)), key=lambda i: (bool(records[i].get("flags")), -records[i]["A"] * factor[i])
+    )
     return [{"rank": rank + 1, **records[i]} for rank, i in enumerate(order)]
 
 
