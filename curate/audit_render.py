@@ -69,7 +69,12 @@ def _draw(ax: Any, figure: ReportFigure, series: dict[str, list[tuple[Any, float
     xs = sorted({x for points in series.values() for x, _ in points}, key=str)
     numeric_x = all(isinstance(x, int | float) for x in xs)
     if figure.kind == "line":
+        step = figure.step if numeric_x else None
+        grid = _bins(xs, step) if step else None
         for name, points in series.items():
+            if grid is not None and step:  # each series 0 over the bins it has no row in, not a line across
+                by_bin = {round(x / step): y for x, y in points}
+                points = [(x, by_bin.get(k, 0.0)) for k, x in grid]
             points.sort()
             ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=name)
     elif figure.kind == "barh":
@@ -94,6 +99,16 @@ def _draw(ax: Any, figure: ReportFigure, series: dict[str, list[tuple[Any, float
         for name, points in series.items():
             ax.bar([str(p[0]) for p in points], [p[1] for p in points], label=name)
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+
+
+def _bins(xs: list[Any], step: float) -> list[tuple[int, float]] | None:
+    """(index, lower edge) of every bin of width `step` from the first x to the last (None past 10,000 bins)."""
+    if not xs:
+        return None
+    first, last = round(min(xs) / step), round(max(xs) / step)
+    if last - first > 10_000:
+        return None
+    return [(k, k * step) for k in range(first, last + 1)]
 
 
 def _fmt(value: Any) -> str:

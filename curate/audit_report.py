@@ -63,6 +63,7 @@ class ReportFigure:
     vline: float | None = None
     logy: bool = False
     xlabel: str = ""
+    step: float | None = None  # a line over bins of this width: an empty bin (no row) is drawn as 0
 
 
 @dataclass
@@ -375,7 +376,7 @@ def lengths_section(b: ReportBuilder) -> Section:
     b.add(s, "hist", "Documents per log10(characters) bin of width 0.2",
           "SELECT * EXCLUDE (pos) FROM (" + " UNION ALL ".join(hists) + ") ORDER BY pos, stage, log10_chars")  # fmt: skip
     s.figures.append(ReportFigure("hist", "Length distribution", "hist", "log10_chars", "docs", kind="line",
-                                  series="stage", xlabel="log10(characters)"))  # fmt: skip
+                                  series="stage", xlabel="log10(characters)", step=0.2))  # fmt: skip
     return s
 
 

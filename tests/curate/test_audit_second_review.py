@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from curate import audit_render
 from curate.audit import AuditSession, sample_documents
-from curate.audit_report import ReportBuilder, Section, domains_section
+from curate.audit_report import ReportBuilder, Section, domains_section, lengths_section
 from curate.audit_sections import write_report
 from tests.curate.audit_runs import audit_cli
 
@@ -160,3 +160,20 @@ def test_a_report_that_fails_half_way_leaves_the_older_one_whole(base_run, tmp_p
         write_report(_small_run(tmp_path / "small"), out / "report.html", out / "report.md")
     assert {p: (out / p).read_bytes() for p in _listing(out) if (out / p).is_file()} == before
     assert not [p for p in _listing(out) if p.startswith(".")]
+
+
+def test_the_length_line_drops_to_zero_over_empty_bins(tmp_path):
+    run = _small_run(tmp_path / "run")
+    with AuditSession(run) as s:
+        section = lengths_section(ReportBuilder(s))
+    figure = section.figures[0]
+    drawn: dict[str, tuple[list, list]] = {}
+
+    class Axes:  # records what _draw plots
+        def plot(self, xs, ys, label, **kwargs):
+            drawn[label] = (xs, ys)
+
+    audit_render._draw(Axes(), figure, {"decont": [(r[1], float(r[2])) for r in section.table("hist").rows]})
+    xs, ys = drawn["decont"]
+    assert [round(x, 1) for x in xs] == [round(1 + 0.2 * k, 1) for k in range(16)]  # log10 1.0 to 4.0
+    assert ys == [1, 0, 0, 0, 0, 2] + [0] * 9 + [1]
