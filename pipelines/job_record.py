@@ -211,6 +211,7 @@ def check_job(
     outputs: Collection[str] = (),
     earlier: Sequence[dict[str, Any]] = (),
     run_dir: Path | str | None = None,
+    write: bool = True,
 ) -> bool:
     """Record IDENTITY in OUT/job.json, or refuse (ValueError) when OUT holds the work of a different job.
 
@@ -220,15 +221,27 @@ def check_job(
     `outputs`: the files and folders this job writes in OUT (`data`, `logs` ...); see `take_over`.
     `run_dir`: the folder IDENTITY's `{run_dir}/...` paths stand for (`job_identity`; default OUT's parent), named
     in a refusal by its path: the user gave paths, not the record's placeholder.
+    A record that cannot be read (emptied, cut short, not a mapping) in a folder holding finished work is refused,
+    naming it: taken as no record, it let any job adopt that work. `write=False` checks without writing or
+    clearing anything (`mathmix run --dry-run`).
     Returns True when OUT already held the record of this very job (a rerun: its finished work may be kept),
-    False when it was written now.
+    False when it was written now (or would be).
     """
     out, path = Path(out_dir), Path(out_dir) / filename
     previous: Any = None
     if path.is_file():
         try:
             previous = without_settings(json.loads(path.read_text()), ignore)
-        except ValueError:
+        except (OSError, ValueError) as err:
+            previous, damage = None, str(err)
+        else:
+            damage = "" if isinstance(previous, dict) else "not a mapping"
+        if damage and (progress or has_progress)(out):
+            raise ValueError(
+                f"{path} (the record of what wrote {out_dir}) cannot be read ({damage}), and {out_dir} holds "
+                "finished work: delete the folder to start over, or restore the file"
+            )
+        if damage:  # nothing finished to protect: the record is written anew
             previous = None
     written = previous.pop(OUTPUTS_KEY, None) if isinstance(previous, dict) else None
     identity = _with_unseen_entries(previous, identity)
@@ -245,7 +258,9 @@ def check_job(
             raise ValueError(
                 f"{out_dir} holds the output of {other}; write to a new folder, or delete this one to start over"
             )
-        take_over(out, written, outputs, filename, other)
+        take_over(out, written, outputs, filename, other, delete=write)
+    if not write:
+        return False
     # the outputs that hold nothing yet: only those are this job's to clear if another job takes OUT over
     record = (
         {**identity, OUTPUTS_KEY: [n for n in outputs if not _holds_files(out / n)]} if outputs else identity
@@ -292,12 +307,15 @@ def _closest_form(
     return identity
 
 
-def take_over(out: Path, written: Any, outputs: Collection[str], record_file: str, other: str) -> None:
+def take_over(
+    out: Path, written: Any, outputs: Collection[str], record_file: str, other: str, delete: bool = True
+) -> None:
     """Clear what the job recorded in OUT wrote (nothing of it finished), before another job writes there.
 
     WRITTEN: the outputs that job's record lists, only those that did not exist when it started: nothing else is
     deleted (a user's files, a folder that held files before). Refused (ValueError, naming OTHER) while any of
     this job's OUTPUTS still holds files: new output would mix with files no record says are disposable.
+    DELETE=False: only the refusal (a dry run).
     """
     import shutil
 
@@ -308,7 +326,7 @@ def take_over(out: Path, written: Any, outputs: Collection[str], record_file: st
             f"{out} holds unfinished output of {other}: {', '.join(left)}, which its record does not list as its "
             f"own; delete {' and '.join(left)} (or the folder), or write to a new folder"
         )
-    for name in names:
+    for name in names if delete else ():
         target = out / name
         if target.is_symlink() or target.is_file():
             target.unlink()

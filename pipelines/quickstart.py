@@ -11,7 +11,7 @@ from rich.table import Table
 from mathmix.cli_util import console
 from pipelines.recipe import load_recipe
 from pipelines.run_lock import run_folder_lock
-from pipelines.runner import check_run_folder, run_recipe
+from pipelines.runner import check_run_folder, run_recipe, write_record
 from pipelines.sample import write_sample
 from pipelines.stages import stage_module
 
@@ -85,9 +85,7 @@ def run_quickstart(output_dir: Path, recipe_path: Path | None = None) -> dict:
             f"{previous.get('seconds', '?')} s"
         )
     else:
-        record.write_text(
-            json.dumps({"seconds": total, "stages": list(summaries), "finished_at": stamps}) + "\n"
-        )
+        write_record(record, {"seconds": total, "stages": list(summaries), "finished_at": stamps})
     console.print(
         f"total {total} s; folders are under {output_dir}, the audit report is {output_dir}/audit/report.html"
     )

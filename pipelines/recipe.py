@@ -5,10 +5,11 @@ Every key is validated by pydantic with extra keys forbidden, so a typo is an er
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from mathmix.cli_util import console, format_validation_errors
 from mathmix.yaml_files import load_yaml
@@ -30,6 +31,12 @@ class Recipe(BaseModel):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     # checked when left out too: a recipe with no stage ran nothing, printed nothing and exited 0
     stages: dict[str, Any] = Field(default_factory=dict, validate_default=True)
+    _source: Path | None = PrivateAttr(default=None)  # the file it was read from (load_recipe), for messages
+
+    @property
+    def source(self) -> str:
+        """The recipe file's path, or `the recipe` for one not read from a file."""
+        return str(self._source) if self._source is not None else "the recipe"
 
     @field_validator("stages", mode="before")
     @classmethod
@@ -60,8 +67,37 @@ class Recipe(BaseModel):
         return value.expanduser()  # `~/runs/x` is the user's home, not a folder named `~`
 
 
+# `{name}` in a recipe string: {recipe_dir} is replaced as the recipe is read, {run_dir} where a stage reads it
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+RUN_PLACEHOLDERS = ("run_dir",)
+
+
+def with_recipe_dir(raw: Any, recipe_dir: Path, where: str = "") -> Any:
+    """RAW (a parsed recipe) with `{recipe_dir}` in its strings replaced by RECIPE_DIR; ValueError naming the key of
+    any other placeholder than `{run_dir}` (`{recipe_dir}` was taken literally: a folder named so was made)."""
+    if isinstance(raw, dict):
+        return {
+            k: with_recipe_dir(v, recipe_dir, f"{where}.{k}" if where else str(k)) for k, v in raw.items()
+        }
+    if isinstance(raw, list):
+        return [with_recipe_dir(v, recipe_dir, f"{where}[{i}]") for i, v in enumerate(raw)]
+    if not isinstance(raw, str):
+        return raw
+    unknown = [m for m in PLACEHOLDER.findall(raw) if m not in ("recipe_dir", *RUN_PLACEHOLDERS)]
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown placeholder {', '.join('{' + u + '}' for u in unknown)} in {raw!r} (a recipe knows "
+            "{recipe_dir}, the recipe file's folder, and {run_dir}, the run folder)"
+        )
+    return raw.replace("{recipe_dir}", str(recipe_dir))
+
+
 def load_recipe(path: str | Path) -> Recipe:
-    """Read and validate a recipe YAML file; raise RecipeError naming the file and the bad key."""
+    """Read and validate a recipe YAML file; raise RecipeError naming the file and the bad key.
+
+    `{recipe_dir}` in any string is the recipe file's folder (as in train recipes); other relative paths are
+    relative to the current folder, as they always were; `{run_dir}` is the run folder.
+    """
     path = Path(path)
     if not path.is_file():
         raise RecipeError(f"{path}: recipe file not found")
@@ -78,9 +114,14 @@ def load_recipe(path: str | Path) -> Recipe:
         raise RecipeError(f"{path} is a data mixture (sources): use it with `mathmix shards mix` or in a train "
                           "recipe's stage (mixture: PATH)")  # fmt: skip
     try:
+        raw = with_recipe_dir(raw, path.resolve().parent)
+    except ValueError as err:
+        raise RecipeError(f"{path}: {err}") from None
+    try:
         recipe = Recipe.model_validate(raw)
     except ValidationError as err:
         raise RecipeError(f"{path}: {format_validation_errors(err)}") from None
+    recipe._source = path
     unused = recipe.executor.unused_keys()
     if unused:
         console.print(

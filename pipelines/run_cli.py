@@ -8,12 +8,15 @@ from pathlib import Path
 import typer
 
 from mathmix.cli_util import console, fail
+from mathmix.signals import sigterm_as_ctrl_c
 
 
 def run(
     recipe: Path = typer.Argument(..., help="recipe YAML (see recipes/)"),
     dry_run: bool = typer.Option(
-        False, "--dry-run", help="print the plan (stages, inputs, outputs) and exit"
+        False,
+        "--dry-run",
+        help="print the plan (stages, inputs, outputs) and what the run would do per stage, and exit",
     ),
     output_dir: Path | None = typer.Option(
         None, "-o", "--output-dir", help="override the recipe's output_dir"
@@ -23,6 +26,12 @@ def run(
     """Run a recipe's stages in order. Reads the recipe and its inputs; writes OUTPUT_DIR/STAGE/ per stage.
 
     Each stage is resumable: a rerun skips finished stages (summary.json present) and finished datatrove tasks.
+    SIGTERM stops the run as Ctrl-C does (exit 130, finished work kept).
+
+    --dry-run says per stage what the run would do (complete, skipped / will run / refused: why; exit 2 if any is
+    refused) and writes nothing. Paths in the recipe: `{recipe_dir}` is the recipe file's folder, `{run_dir}` the
+    run folder; any other relative path is relative to the current folder (not the recipe's).
+
     With a Slurm executor and `wait: false`, the run stops after submitting a stage's jobs (exit 0, no summary.json
     for that stage yet): rerun the same command once they have finished; a rerun while they are queued says so,
     and one after a task failed reports it (exit 2) before the next rerun submits it again. With `wait: true`, a
@@ -39,7 +48,8 @@ def run(
     if output_dir is not None:
         parsed.output_dir = output_dir
     try:
-        run_recipe(parsed, dry_run=dry_run, only=only)
+        with sigterm_as_ctrl_c():
+            run_recipe(parsed, dry_run=dry_run, only=only)
     except StageFailed as err:
         if os.environ.get("MATHMIX_DEBUG"):
             raise
@@ -63,7 +73,8 @@ def quickstart(
     from pipelines.runner import StageFailed
 
     try:
-        run_quickstart(output_dir)
+        with sigterm_as_ctrl_c():
+            run_quickstart(output_dir)
     except StageFailed as err:
         if os.environ.get("MATHMIX_DEBUG"):
             raise

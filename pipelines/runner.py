@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -102,13 +103,9 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
         )
     check_run_folder(recipe.output_dir)  # a plan of a run nested in a stage folder is no plan to print
     preflight(recipe, steps, only)  # before the first stage runs, and in a dry run: not hours into the run
+    check_inputs_given(recipe, steps)
     if dry_run:
-        for step in steps:
-            if only and step["stage"] not in only:  # --only: the stages that would run, the others named
-                console.print(f"[dim]{step['stage']}: not run (--only)[/]")
-                continue
-            console.print(f"[bold]{step['stage']}[/]: {step['reads'] or '-'} -> {step['output']}")
-            console.print(f"    {step['config'].model_dump(exclude_defaults=True)}")
+        _dry_run(recipe, steps, only)
         return {}
     made = _folders_to_make(recipe.output_dir)
     try:
@@ -140,6 +137,26 @@ def preflight(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | Non
             raise StageFailed(name, err) from None
 
 
+def check_inputs_given(recipe: Recipe, steps: list[dict[str, Any]]) -> None:
+    """ValueError naming the recipe file where a stage that reads documents has no `inputs` and no earlier stage
+    feeds it (`stages: {dedup: {}}` alone): it passed the dry run and then failed on `no .parquet or .jsonl
+    files in ` (an empty path). Stages that read something else (the classifier's pages, train's shards) and
+    rewrite tasks given their own `task_inputs` are left alone, and so is a stage already complete."""
+    for step in steps:
+        module, config = stage_module(step["stage"]), step["config"]
+        if step["inputs"] or hasattr(module, "READS") or hasattr(module, "inputs_read"):
+            continue
+        if (Path(step["output"]) / "summary.json").is_file():
+            continue
+        tasks = getattr(config, "tasks", None)
+        own = getattr(config, "task_inputs", None) or {}
+        if tasks and all(own.get(task) for task in tasks):
+            continue
+        raise ValueError(
+            f"{recipe.source}: stages.{step['stage']}.inputs is required (no earlier stage feeds it)"
+        )
+
+
 def _folders_to_make(folder: Path) -> list[Path]:
     """FOLDER and those above it that do not exist yet (the deepest first): what a run may create to write in."""
     folder = Path(folder).expanduser().absolute()
@@ -168,37 +185,19 @@ def _run_steps(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | No
             previous[name] = out_dir
             continue
         summary_path = out_dir / "summary.json"
-        later = [Path(s["output"]).name for s in steps[i + 1 :]]  # folders to delete with this one
         existed = out_dir.exists()
         try:
-            inputs = expand_inputs(
-                step["inputs"]
-            )  # globs and ~ expanded: the sizes of what the stage reads count
-            upstream = _upstream(steps, i)
-            _check_upstream(out_dir, name, upstream, later)
-            # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before
-            # the stage runs); folders written before upstream.json existed adopt it.
-            identity, operational = stage_identity(
-                name, step["config"], inputs, recipe.output_dir, previous=previous
-            )
-            kept = summary_path.exists() and _superseded(
-                name, step, inputs, recipe, previous, operational, identity
-            )
+            inputs, kept = _checked_stage(recipe, steps, i, previous)
             if kept:  # finished under a record an earlier mathmix wrote: kept as it is, the record too
                 console.print(f"[yellow]{escape(name)}: {escape(kept)}[/]", soft_wrap=True)
-            else:
-                earlier = earlier_stage_identities(name, inputs, recipe.output_dir, identity, step["config"])
-                _check_stage_job(
-                    out_dir, identity, name, ignore=operational, earlier=earlier, run_dir=recipe.output_dir
-                )
-            _record_upstream(out_dir, upstream)
+            if summary_path.exists():
+                summary = read_record(summary_path, f"the {name} stage's summary")
+                console.print(f"[dim]{name}: already complete ({summary_path}), skipped[/]")
+                summaries[name] = summary
+                previous[name] = out_dir
+                continue
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
-        if summary_path.exists():
-            console.print(f"[dim]{name}: already complete ({summary_path}), skipped[/]")
-            summaries[name] = json.loads(summary_path.read_text())
-            previous[name] = out_dir
-            continue
         console.rule(f"[bold]{name}")
         start = time.time()
         try:
@@ -224,6 +223,124 @@ def _run_steps(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | No
         summaries[name] = summary
         previous[name] = out_dir
     return summaries
+
+
+def _checked_stage(
+    recipe: Recipe,
+    steps: list[dict[str, Any]],
+    i: int,
+    previous: Mapping[str, Path],
+    write: bool = True,
+) -> tuple[list[str], str | None]:
+    """The checks before step I runs or is skipped: (its inputs, globs and ~ expanded; what to say of a finished
+    stage kept under an earlier mathmix's record, else None). OSError or ValueError for a stage to refuse.
+
+    WRITE: record the stage's identity and upstream.json (a run); False checks the same without writing (a dry
+    run, which is then refused where the run would be)."""
+    step = steps[i]
+    name, out_dir = step["stage"], Path(step["output"])
+    later = [Path(s["output"]).name for s in steps[i + 1 :]]  # folders to delete with this one
+    inputs = expand_inputs(step["inputs"])  # the sizes of what the stage reads count
+    upstream = _upstream(steps, i)
+    _check_upstream(out_dir, name, upstream, later)
+    # A finished stage is kept, and a killed one resumed, only for the same recipe block (recorded before the
+    # stage runs); folders written before upstream.json existed adopt it.
+    identity, operational = stage_identity(name, step["config"], inputs, recipe.output_dir, previous=previous)
+    kept = (out_dir / "summary.json").exists() and _superseded(
+        name, step, inputs, recipe, previous, operational, identity
+    )
+    if not kept:
+        earlier = earlier_stage_identities(name, inputs, recipe.output_dir, identity, step["config"])
+        _check_stage_job(
+            out_dir,
+            identity,
+            name,
+            ignore=operational,
+            earlier=earlier,
+            run_dir=recipe.output_dir,
+            write=write,
+        )
+    if write:
+        _record_upstream(out_dir, upstream)
+    return inputs, kept or None
+
+
+def _dry_run(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | None) -> None:
+    """Print each stage's plan and what a run would do with it (`complete, skipped`, `will run`, `refused: ...`),
+    checking what the run checks (`_checked_stage`) without writing; StageFailed for the first stage the run
+    would refuse, once every stage is printed. The plan alone listed every stage as to run, a changed setting the
+    run refuses included, and exited 0."""
+    previous: dict[str, Path] = {}
+    redone: list[str] = []  # stages before this one that the run would run (their summary.json changes)
+    refused: StageFailed | None = None
+    for i, step in enumerate(steps):
+        name, out_dir = step["stage"], Path(step["output"])
+        if only and name not in only:  # --only: the stages that would run, the others named
+            console.print(f"[dim]{name}: not run (--only)[/]")
+            previous[name] = out_dir
+            continue
+        console.print(f"[bold]{name}[/]: {step['reads'] or '-'} -> {step['output']}")
+        console.print(f"    {step['config'].model_dump(exclude_defaults=True)}")
+        if refused is not None:
+            console.print(f"    [dim]not reached ({refused.stage} is refused)[/]")
+            continue
+        try:
+            if redone:  # its inputs do not exist yet, or will change: a folder holding work is refused then
+                _check_after_redone(out_dir, name, redone, [Path(s["output"]).name for s in steps[i + 1 :]])
+                status = "will run"
+            else:
+                _, kept = _checked_stage(recipe, steps, i, previous, write=False)
+                if (out_dir / "summary.json").exists():
+                    read_record(out_dir / "summary.json", f"the {name} stage's summary")
+                    status = "complete, skipped" + (f" ({kept})" if kept else "")
+                else:
+                    status = "will run"
+        except (OSError, ValueError) as err:
+            refused = StageFailed(name, err)
+            console.print(f"    [bold red]refused:[/] {escape(str(err))}", soft_wrap=True)
+            continue
+        console.print(f"    {escape(status)}", soft_wrap=True)
+        if status == "will run":
+            redone.append(name)
+        previous[name] = out_dir
+    if refused is not None:
+        raise refused
+
+
+def _check_after_redone(out_dir: Path, name: str, redone: list[str], later: list[str]) -> None:
+    """ValueError where OUT holds work built from earlier stages that the run will redo first (`_check_upstream`
+    refuses it then, once they are redone)."""
+    if (out_dir / UPSTREAM_FILE).is_file() and has_progress(out_dir):
+        after = f" and the stages after it ({', '.join(later)})" if later else ""
+        raise ValueError(
+            f"{out_dir} was built from earlier output: {', '.join(redone)} will be redone before {name} runs. "
+            f"Delete {out_dir}{after} to redo {'them' if later else 'it'} from the new input"
+        )
+
+
+def read_record(path: Path, what: str) -> Any:
+    """The JSON in PATH, a record or summary mathmix wrote; ValueError naming it where it cannot be read (cut short,
+    emptied): a damaged record taken as none adopted a changed stage, and a damaged summary stopped the run on a
+    JSON error that named no file."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(
+            f"{path} ({what}) cannot be read ({err}); delete {path.parent} to redo that stage, or restore the file"
+        ) from None
+
+
+def write_record(path: Path, value: Any) -> None:
+    """Write PATH whole or not at all (a temporary file renamed over it): a run killed mid-write left it cut short.
+    An OSError names PATH (a full disk said only `[Errno 28] No space left on device`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(json.dumps(value, indent=1) + "\n")
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
 
 
 def _forget_unstarted_stage(out_dir: Path, made_now: bool) -> None:
@@ -289,13 +406,10 @@ def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:
                 f"{step['stage']}, which comes before {name} in this recipe, has not finished (no {summary}); "
                 f"run it first (without --only, or with --only {step['stage']})"
             )
-        try:
-            recorded = json.loads((out / UPSTREAM_FILE).read_text())
-        except (OSError, ValueError):
-            recorded = {}  # a folder from before upstream.json: nothing to compare
-        stale = [
-            s for s in hashes if isinstance(recorded, dict) and s in recorded and recorded[s] != hashes[s]
-        ]
+        record = out / UPSTREAM_FILE
+        # a folder from before upstream.json: nothing to compare; a damaged one is refused, not taken as none
+        recorded = _upstream_record(record, step["stage"]) if record.is_file() else {}
+        stale = [s for s in hashes if s in recorded and recorded[s] != hashes[s]]
         if stale:
             later = ", ".join(str(Path(t["output"]).name) for t in steps[j + 1 :])
             raise ValueError(
@@ -433,6 +547,7 @@ def _check_stage_job(
     ignore: Collection[str] = (),
     earlier: list[dict[str, Any]] | None = None,
     run_dir: Path | None = None,
+    write: bool = True,
 ) -> None:
     """`check_job` for a recipe stage, where Slurm jobs still queued count as work: a recipe edited while they were
     queued used to be taken as a new job, and the stage then kept those jobs' output under the new settings.
@@ -449,6 +564,7 @@ def _check_stage_job(
             ignore=ignore,  # a record from before they were left out still matches
             earlier=earlier or (),
             run_dir=run_dir,
+            write=write,
         )
     except ValueError as err:
         if live and not has_progress(out_dir):
@@ -474,10 +590,7 @@ def _check_upstream(out_dir: Path, name: str, upstream: dict[str, str], later: l
     path = out_dir / UPSTREAM_FILE
     if not path.is_file() or not has_progress(out_dir):
         return
-    try:
-        recorded = json.loads(path.read_text())
-    except ValueError:
-        return
+    recorded = _upstream_record(path, name)
     changed = [stage for stage in upstream if recorded.get(stage) != upstream[stage]]
     if not changed:
         return
@@ -489,6 +602,16 @@ def _check_upstream(out_dir: Path, name: str, upstream: dict[str, str], later: l
     )
 
 
+def _upstream_record(path: Path, name: str) -> dict[str, str]:
+    """A stage's upstream.json; ValueError naming it where it is damaged (emptied, cut short, not a mapping)."""
+    recorded = read_record(path, f"what the {name} stage was built from")
+    if not isinstance(recorded, dict):
+        raise ValueError(
+            f"{path} (what the {name} stage was built from) is not a mapping; delete {path.parent} to redo that "
+            "stage, or restore the file"
+        )
+    return recorded
+
+
 def _record_upstream(out_dir: Path, upstream: dict[str, str]) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / UPSTREAM_FILE).write_text(json.dumps(upstream, indent=1) + "\n")
+    write_record(out_dir / UPSTREAM_FILE, upstream)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pipelines.recipe import RecipeError, load_recipe
-from pipelines.runner import plan
+from pipelines.runner import StageFailed, plan
 
 RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 
@@ -163,7 +163,8 @@ def test_dry_run_shows_only_the_stages_only_selects(tmp_path, capsys):
     recipe.write_text(
         f"name: r\noutput_dir: {tmp_path / 'run'}\nstages:\n  web: {{inputs: [a.warc.gz]}}\n  dedup: {{}}\n"
     )
-    run_recipe(load_recipe(recipe), dry_run=True, only=["dedup"])
+    with pytest.raises(StageFailed, match="web, which comes before dedup in this recipe, has not finished"):
+        run_recipe(load_recipe(recipe), dry_run=True, only=["dedup"])  # refused as the run is: web never ran
     err = " ".join(capsys.readouterr().err.split())
     assert (
         "web: not run (--only)" in err
