@@ -8,9 +8,11 @@ pasted in, and bad records (empty, binary labelled text/html, an image).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import random
+import uuid
 from pathlib import Path
 
 from pipelines.sample_pages import MATH_TOPICS, NONMATH_TOPICS, math_page, nonmath_page, word_problems
@@ -87,8 +89,16 @@ def write_pages(out: Path, rng: random.Random, contaminant: str) -> list[tuple[s
     return records
 
 
-def write_warc(path: Path, records: list[tuple[str, str, bytes, str]]) -> int:
-    """Pack the pages plus three bad records into a gzipped WARC; returns the number of response records."""
+def record_id(seed: int, index: int, url: str) -> str:
+    """The WARC-Record-ID of the sample's INDEX-th record: a UUID from the seed, the place and the URL, the same on
+    every machine (warcio's own is a random uuid4: every fresh quickstart gave every document another id)."""
+    digest = hashlib.sha256(f"mathmix-sample:{seed}:{index}:{url}".encode()).digest()
+    return f"<urn:uuid:{uuid.UUID(bytes=digest[:16], version=4)}>"
+
+
+def write_warc(path: Path, records: list[tuple[str, str, bytes, str]], seed: int = 0) -> int:
+    """Pack the pages plus three bad records into a gzipped WARC; returns the number of response records.
+    Record ids come from SEED and each record's URL (`record_id`)."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
@@ -107,7 +117,7 @@ def write_warc(path: Path, records: list[tuple[str, str, bytes, str]]) -> int:
                 "response",
                 payload=io.BytesIO(body),
                 http_headers=http,
-                warc_headers_dict={"WARC-Date": date},
+                warc_headers_dict={"WARC-Date": date, "WARC-Record-ID": record_id(seed, i, url)},
             )
             writer.write_record(record)
     return len(records) + len(bad)
@@ -120,7 +130,7 @@ def write_sample(out: Path, seed: int = 0) -> dict:
     bench = write_benchmarks(out, rng)
     contaminant = bench["math500"][0]["problem"] + " " + bench["math500"][0]["solution"]
     records = write_pages(out, rng, contaminant)
-    n = write_warc(out / "pages.warc.gz", records)
+    n = write_warc(out / "pages.warc.gz", records, seed)
     counts = {
         "warc_records": n,
         "math_pages": sum(r[1] == "math" for r in records),
