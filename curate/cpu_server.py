@@ -5,6 +5,9 @@ Run by datatrove's `CustomServer` hook (`python cpu_server.py --port N --model P
 HTTP (no web framework to install) and generates one request at a time under a lock: on a CPU, a batch of
 requests is not faster than the same requests in turn for the small models this is meant for.
 
+The server exits when the process that started it dies (`exit_with_parent`): started by datatrove with
+`asyncio.create_subprocess_exec`, it stayed (~400 MB) after a SIGKILL or SIGTERM of `mathmix run`.
+
 Errors follow what datatrove's client does with them: 400 (bad JSON, prompt too long) is final for that
 request; 503 (generation failed) is worth a retry; the server never answers 500, which would stop the run.
 """
@@ -219,7 +222,29 @@ def serve(
         server.server_close()
 
 
+def exit_with_parent(poll_s: float = 0.5) -> threading.Thread:
+    """Watch this process's parent from a daemon thread and exit (os._exit) once it is gone (this process is
+    reparented), within POLL_S. A thread, not PR_SET_PDEATHSIG alone: that signal follows the parent's *thread*
+    that started this process, and comes from the kernel only where the starter asked before exec."""
+    import os
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        sys.stderr.write(f"cpu_server: the process that started it ({parent}) is gone; exiting\n")
+        os._exit(0)
+
+    if parent == 1:  # the starter died before this line: reparented to init already
+        os._exit(0)
+    thread = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(argv: list[str] | None = None) -> None:
+    exit_with_parent()  # first: the model takes seconds to load, and the starter may die meanwhile
     parser = argparse.ArgumentParser(
         description="OpenAI-compatible server over a transformers causal LM (CPU)."
     )

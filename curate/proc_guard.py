@@ -10,6 +10,11 @@ running, which kept the forkserver and the resource tracker alive after `mathmix
 Here each of them asks Linux for PR_SET_PDEATHSIG: SIGKILL when its parent dies. A kill of `mathmix` then ends the
 chain from the top (Manager and forkserver, pool workers, extraction workers); the resource tracker exits by
 itself once no process holds its pipe. Elsewhere than Linux these are no-ops.
+
+The rewrite stage's inference server (curate/cpu_server.py, vLLM, SGLang) is no fork but a program datatrove starts
+with `asyncio.create_subprocess_exec`, which runs no fork hook: it stayed, ~400 MB on CPU and a whole GPU with vLLM,
+once `mathmix` was killed. Within `forks_die_with_parent` such programs get PR_SET_PDEATHSIG too, set between fork
+and exec (`preexec_fn`, which datatrove's calls pass through to subprocess.Popen).
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -51,6 +57,44 @@ def die_with_parent() -> bool:
     return True
 
 
+def _exec_dies_with_parent(parent: int, prctl: Callable[..., int]) -> Callable[[], None]:
+    """A `preexec_fn` asking for SIGKILL when PARENT dies, in the child between fork and exec (the request outlives
+    exec); the child dies at once where PARENT died before it asked. PRCTL is looked up before the fork: the child
+    only calls it."""
+
+    def request() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return request
+
+
+def _create_subprocess_exec(real: Callable[..., Any]) -> Callable[..., Any]:
+    """`asyncio.create_subprocess_exec` that, within `forks_die_with_parent`, starts programs that die with this
+    process (see the module's note)."""
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        if _forks_die_with_parent and "preexec_fn" not in kwargs and sys.platform.startswith("linux"):
+            try:
+                prctl = ctypes.CDLL(None, use_errno=True).prctl
+            except (OSError, AttributeError):
+                return real(*args, **kwargs)
+            kwargs["preexec_fn"] = _exec_dies_with_parent(os.getpid(), prctl)
+        return real(*args, **kwargs)
+
+    create.__wrapped__ = real  # type: ignore[attr-defined]
+    return create
+
+
+def _guard_asyncio_subprocesses() -> None:
+    """Wrap `asyncio.create_subprocess_exec` once (datatrove looks it up on the module at each call)."""
+    import asyncio
+
+    if not hasattr(asyncio.create_subprocess_exec, "__wrapped__"):
+        asyncio.create_subprocess_exec = _create_subprocess_exec(asyncio.create_subprocess_exec)
+
+
 def _after_fork_in_child() -> None:
     global _parent_at_fork, _pid
     _parent_at_fork, _pid = _pid, os.getpid()
@@ -65,8 +109,10 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 @contextlib.contextmanager
 def forks_die_with_parent() -> Iterator[None]:
     """Within: every child this process forks (os.fork, multiprocessing's fork start method, as datatrove's Manager
-    process) dies with it. Not subprocesses, which exec without running Python's fork hooks."""
+    process) dies with it, and so does every program started by `asyncio.create_subprocess_exec` (the rewrite
+    stage's inference server). Not other subprocesses, which exec without running Python's fork hooks."""
     global _forks_die_with_parent
+    _guard_asyncio_subprocesses()
     _forks_die_with_parent += 1
     try:
         yield
@@ -109,5 +155,6 @@ def setup_forkserver() -> None:
     if frame is None:
         return
     die_with_parent()  # if the parent died already, no pool worker holds the 'alive' pipe yet: the loop ends
+    _guard_asyncio_subprocesses()  # a pool worker's inference server
     _forks_die_with_parent += 1
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -7,12 +7,17 @@ The handler only notes the signal: the step in flight finishes, and all ranks ag
 all-reduce each step), since a checkpoint is a collective. Repeats are ignored: Slurm signals every process of a
 job and torchrun forwards the same signal again, so a second one must not kill the worker mid-checkpoint (Ctrl-C,
 SIGINT, still stops at once).
+
+`mathmix run` and `mathmix quickstart` take SIGTERM as Ctrl-C instead (`sigterm_as_ctrl_c`): they stop at once, and
+finished tasks are kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
@@ -61,6 +66,26 @@ class StopOnSignal:
         flag = torch.tensor(self.signum, dtype=torch.int32, device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         return int(flag.item())
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """Within: SIGTERM stops the process as Ctrl-C does (KeyboardInterrupt: the run's pool, its inference server
+    and its lock are ended the way Ctrl-C ends them, and `interrupted` is printed), for `mathmix run` and
+    `mathmix quickstart`. A plain SIGTERM used to kill `mathmix` with nothing to end what it had started. Outside
+    the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def exit_stopped(err: StoppedBySignal, show: bool = True):
