@@ -24,7 +24,6 @@ KEPT_FRACTION = (
 def pandas_peer(run: Path) -> float:
     """The same four tables with pandas over the same files; returns seconds."""
     import pandas as pd
-    import pyarrow.parquet as pq
 
     start = time.time()
     corpus = pd.read_parquet(run / "decont" / "data", columns=["domain", "n_chars"])
@@ -32,16 +31,11 @@ def pandas_peer(run: Path) -> float:
         docs=("n_chars", "size"), tokens=("tokens", "sum")
     )
     web = pd.read_parquet(run / "web" / "data", columns=["lang", "math_score", "n_chars"])
-    # web rejects come from datatrove exclusion writers: fields inside a `metadata` struct
-    meta = pq.read_table(run / "web" / "rejects", columns=["metadata"]).flatten()
-    rejects = (
-        meta.select(["metadata.lang", "metadata.math_score"])
-        .rename_columns(["lang", "math_score"])
-        .to_pandas()
-    )
+    # web rejects as the web stage writes them: flat files, one per filter step (pipelines/web.py REJECT_SCHEMA)
+    rejects = pd.read_parquet(run / "web" / "rejects", columns=["lang", "math_score"])
     pd.concat([web["lang"], rejects["lang"]]).value_counts()
     for frame in (web, rejects):
-        (frame["math_score"] * 20).clip(upper=19).floordiv(1).value_counts()
+        (frame["math_score"].dropna() * 20).clip(upper=19).floordiv(1).value_counts()
     web["n_chars"].quantile([0.1, 0.5, 0.9])
     return time.time() - start
 

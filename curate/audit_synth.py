@@ -2,8 +2,9 @@
 audit without running the pipeline. DuckDB generates it from a hash of the row number (no randomness), so the
 same `n_docs` always gives the same folder, and millions of rows take seconds.
 
-What each stage writes here follows its module: web (pipelines/web.py columns; datatrove exclusion writers in
-rejects/<Step>/ with a `metadata` struct and `filter_reason`; the scorer threshold only in logs/executor.json),
+What each stage writes here follows its module: web (pipelines/web.py columns; flat rejects files
+rejects/000_<Step>-00000.parquet in its REJECT_SCHEMA, `reason` and `step` top-level, no math_score on the language
+filter's; the scorer threshold only in logs/executor.json),
 dedup (flat columns, rejects with `reason`, clusters.jsonl), decont (contamination.jsonl with `overlaps`, `hits_per_benchmark`),
 branches/<task>/ (+ throughput.json, branches/summary.json), shards (manifest.json `sources` + per-source ones).
 """
@@ -81,18 +82,25 @@ def build_synthetic_run(run_dir: str | Path, n_docs: int = 2000) -> Path:
     return run
 
 
+# The web stage's rejects (pipelines/web.py REJECT_SCHEMA), one flat file per filter step and task.
+REJECT_COLUMNS = """id, url, domain, reason, step, 'synthetic.warc.gz' AS source_file,
+    (1000 * split_part(id, '-', 2)::BIGINT) AS warc_offset, lang, lang_score::DOUBLE AS lang_score,
+    CASE WHEN step = 'MathLanguageFilter' THEN NULL ELSE 5.0 END::DOUBLE AS prefilter_score,
+    CASE WHEN step = 'MathLanguageFilter' THEN NULL ELSE math_score END::DOUBLE AS math_score,
+    n_chars, text"""
+
+
 def _web(con: duckdb.DuckDBPyConnection, run: Path, n_docs: int) -> None:
     step = f"CASE WHEN lang <> 'en' THEN 'MathLanguageFilter' WHEN math_score < {MATH_THRESHOLD} THEN 'MathScoreFilter' END"
-    reason = "CASE WHEN lang <> 'en' THEN 'language' ELSE 'math_score' END"
+    reason = "CASE WHEN lang <> 'en' THEN 'language' ELSE 'low_math_score' END"
     con.execute(f"CREATE TEMP TABLE judged AS SELECT *, {step} AS step, {reason} AS reason FROM pages")
     kept = _copy(
         con, "SELECT * EXCLUDE (step, reason) FROM judged WHERE step IS NULL", run / "web/data/00000.parquet"
     )
-    meta = "{'url': url, 'domain': domain, 'lang': lang, 'lang_score': lang_score, 'math_score': math_score, "
-    meta += "'filter_reason': reason}"
-    for name in ("MathLanguageFilter", "MathScoreFilter"):  # datatrove exclusion writers: default adapter
-        _copy(con, f"SELECT text, id, {meta} AS metadata FROM judged WHERE step = '{name}'",
-              run / f"web/rejects/{name}/00000.parquet")  # fmt: skip
+    # The language filter runs before the scorer: its rejects have no math_score (nor a prefilter score).
+    for name in ("MathLanguageFilter", "MathScoreFilter"):
+        _copy(con, f"SELECT {REJECT_COLUMNS} FROM judged WHERE step = '{name}'",
+              run / f"web/rejects/000_{name}-00000.parquet")  # fmt: skip
     dropped = dict(
         con.execute("SELECT reason, count(*) FROM judged WHERE step IS NOT NULL GROUP BY 1").fetchall()
     )

@@ -177,3 +177,44 @@ def test_the_length_line_drops_to_zero_over_empty_bins(tmp_path):
     xs, ys = drawn["decont"]
     assert [round(x, 1) for x in xs] == [round(1 + 0.2 * k, 1) for k in range(16)]  # log10 1.0 to 4.0
     assert ys == [1, 0, 0, 0, 0, 2] + [0] * 9 + [1]
+
+
+def test_the_synthetic_web_rejects_are_in_the_web_stages_own_layout(base_run):
+    from pipelines.web import REJECT_SCHEMA
+
+    files = sorted((base_run / "web" / "rejects").iterdir())
+    assert [f.name for f in files] == [
+        "000_MathLanguageFilter-00000.parquet",
+        "000_MathScoreFilter-00000.parquet",
+    ]
+    for f in files:
+        schema = pq.read_schema(f)
+        assert [(c.name, c.type) for c in schema] == [(c.name, c.type) for c in REJECT_SCHEMA]
+        rows = pq.read_table(f, columns=["step", "reason"]).to_pylist()
+        assert {r["step"] for r in rows} == {f.name[4:].split("-")[0]}
+    with AuditSession(base_run) as s:
+        reasons = s.rows(
+            "SELECT step, reason, count(*) AS n FROM rejects WHERE stage = 'web' GROUP BY ALL ORDER BY 1"
+        )
+    assert [(r["step"], r["reason"]) for r in reasons] == [
+        ("MathLanguageFilter", "language"),
+        ("MathScoreFilter", "low_math_score"),
+    ]
+
+
+def test_rejects_of_datatrove_s_default_adapter_still_read(tmp_path):
+    """A pipeline of one's own whose exclusion writer keeps datatrove's default adapter: a `metadata` struct
+    holding `filter_reason`, in rejects/<Step>/ (no stage of mathmix writes this; the views still read it)."""
+    run = _small_run(tmp_path / "run")
+    folder = run / "decont" / "rejects" / "MyFilter"
+    folder.mkdir(parents=True)
+    meta = [{"url": "https://a.org/x", "filter_reason": "too_short", "math_score": 0.25}, {"url": None}]
+    pq.write_table(
+        pa.table({"id": ["r1", "r2"], "text": ["t", "u"], "metadata": meta}), folder / "00000.parquet"
+    )
+    with AuditSession(run) as s:
+        rows = s.rows("SELECT id, url, reason, math_score FROM rejects ORDER BY id")
+    assert rows == [
+        {"id": "r1", "url": "https://a.org/x", "reason": "too_short", "math_score": 0.25},
+        {"id": "r2", "url": None, "reason": "MyFilter", "math_score": None},
+    ]

@@ -52,12 +52,11 @@ def test_document_views_match_the_parquet_files(session, run_dir):
     assert session.rows("SELECT * FROM corpus ORDER BY id") == session.rows(
         "SELECT * FROM decont ORDER BY id"
     )
-    # web rejects were written by datatrove exclusion writers: their metadata struct is flattened into columns
-    rejected = {r["id"]: r["metadata"] for r in _parquet_rows(run_dir / "web" / "rejects")}
-    got = session.rows("SELECT id, url, math_score, reason FROM rejects WHERE stage = 'web'")
+    # web rejects as the web stage writes them: flat files with `reason` and `step` (pipelines/web.py)
+    rejected = {r["id"]: r for r in _parquet_rows(run_dir / "web" / "rejects")}
+    got = session.rows("SELECT id, url, math_score, reason, step FROM rejects WHERE stage = 'web'")
     assert len(got) == len(rejected)
-    assert all(rejected[r["id"]]["url"] == r["url"] for r in got)
-    assert all(rejected[r["id"]]["filter_reason"] == r["reason"] for r in got)
+    assert all({k: rejected[r["id"]][k] for k in r} == r for r in got)
 
 
 def test_branches_rejects_stats_shards(session, run_dir):
@@ -66,7 +65,7 @@ def test_branches_rejects_stats_shards(session, run_dir):
     }
     assert tasks == {t: len(_parquet_rows(run_dir / "branches" / t / "data")) for t in ("qa", "refine")}
     rejects = Counter((r["stage"], r["reason"]) for r in session.rows("SELECT stage, reason FROM rejects"))
-    web_rejects = Counter(r["metadata"]["filter_reason"] for r in _parquet_rows(run_dir / "web" / "rejects"))
+    web_rejects = Counter(r["reason"] for r in _parquet_rows(run_dir / "web" / "rejects"))
     assert {k[1]: v for k, v in rejects.items() if k[0] == "web"} == dict(web_rejects)
     assert rejects[("dedup", "near_duplicate")] == len(_parquet_rows(run_dir / "dedup" / "rejects"))
     for folder in ("web", "dedup", "decont", "branches", "branches/qa", "shards"):
