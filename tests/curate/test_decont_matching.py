@@ -122,3 +122,29 @@ def test_problem_statements_no_rule_finds_are_counted(shared_data: Path) -> None
     index = BenchmarkIndex([shared_data / "bench" / "math500" / "test.jsonl"])
     assert index.find("Simplify $\\sqrt{242}$.") == []
     assert index.problems_unmatchable["math500/test"] >= 30 > index.too_short["math500/test"]
+
+
+OCW = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared"
+    / "data"
+    / "bench"
+    / "octothinker_eval"
+    / "ocw"
+    / "test.jsonl"
+)
+
+
+@pytest.mark.skipif(not OCW.is_file(), reason=f"real benchmark data absent: {OCW} (../shared/data)")
+def test_a_preamble_shared_by_sub_questions_is_a_passage_not_a_template(tmp_path):
+    rows = _load(OCW)
+    # lines 13, 23, 52: one star's 49-word preamble (a blackbody of given luminosity and temperature) and 3 sub-questions
+    group = [13, 23, 52]
+    preamble = rows[13]["problem"].split("\n\n")[0]
+    assert preamble.startswith("Preamble:") and all(rows[i]["problem"].startswith(preamble) for i in group)
+    bench = _jsonl(tmp_path / "bench" / "ocw" / "test.jsonl", rows)
+    index = BenchmarkIndex([bench])
+    for item in group:
+        page = "Homework help, please.\n\n" + rows[item]["problem"] + "\n\nI am stuck on this one."
+        found = {o.item for o in index.find(page) if o.benchmark == "ocw/test"}
+        assert item in found  # the sub-question quoted with its preamble; its siblings may be matched too
