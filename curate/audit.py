@@ -472,10 +472,11 @@ def sample_documents(
 ) -> list[dict[str, Any]]:
     """A reproducible random sample of up to n rows of `view` matching `where` (which passes the same check).
 
-    The rows with the n smallest hashes of (all their columns, seed): a uniform sample without replacement over
+    The rows with the n smallest hashes of (the whole row as one struct, seed): a uniform sample without replacement over
     the whole view, the same for the same seed whatever the thread count or file order. DuckDB's
     `USING SAMPLE reservoir(n ROWS) REPEATABLE (seed)` is not: over a streamed scan it drew all 20 rows of a
-    1M-row corpus from its first 8%.
+    1M-row corpus from its first 8%. Not `hash(COLUMNS(*), seed)`: that expands to one sort key per column, so
+    the rows were ordered by their first column's hash (a view opening with `kind` gave one kind only).
     """
     if view not in session.relations:
         raise AuditRefused(f"no view {view!r} in this run; views: {', '.join(session.relations) or 'none'}")
@@ -483,7 +484,7 @@ def sample_documents(
         raise ValueError(f"seed {seed} is not a 64-bit integer ({SEED_RANGE[0]} to {SEED_RANGE[1]})")
     condition = f"WHERE {where}" if where else ""
     sql = (
-        f'SELECT * FROM (SELECT * FROM "{view}" {condition}) '
-        f"ORDER BY hash(COLUMNS(*), $seed::BIGINT) LIMIT {int(n)}"
+        f'SELECT row_.* FROM (SELECT * FROM "{view}" {condition}) row_ '
+        f"ORDER BY hash(row_, $seed::BIGINT) LIMIT {int(n)}"
     )
     return session.rows(sql, {"seed": int(seed)})

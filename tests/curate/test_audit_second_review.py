@@ -65,6 +65,26 @@ def test_a_sample_is_the_same_whatever_the_thread_count_and_changes_with_the_see
         assert sample_documents(s, "corpus", where="file >= 6", n=20, seed=8) != samples[0]
 
 
+def test_a_sample_hashes_the_whole_row_not_its_first_column(tmp_path):
+    """`hash(COLUMNS(*), seed)` expanded to one sort key per column: a view whose first column has few values
+    (dedup_clusters opens with `kind`) was sampled from one value of it only."""
+    run = tmp_path / "run"
+    data = run / "decont" / "data"
+    data.mkdir(parents=True)
+    con = duckdb.connect()
+    con.execute(
+        "COPY (SELECT i % 3 AS kind, 'doc-' || i AS id, 'text ' || i AS text FROM range(3000) t(i)) "
+        f"TO '{data / '00000.parquet'}' (FORMAT parquet)"
+    )
+    con.close()
+    (run / "decont" / "summary.json").write_text(
+        json.dumps({"docs_in": 3000, "docs_out": 3000, "dropped": {}})
+    )
+    with AuditSession(run) as s:
+        for seed in range(3):
+            assert len({d["kind"] for d in sample_documents(s, "corpus", n=20, seed=seed)}) == 3
+
+
 def test_seed_is_any_64_bit_integer_and_a_bad_one_names_the_option(big_corpus):
     runner = CliRunner()
     out = runner.invoke(audit_cli(), ["audit", "sample", str(big_corpus), "-n", "2", "--seed", "-1"])
