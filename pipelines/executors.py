@@ -269,7 +269,8 @@ def _ctrl_c_kept_across_forks() -> Iterator[None]:
     noted (KeyboardInterrupt), after ending the child the fork made (no Process object holds it: its start was cut
     short). A SIGINT ignored or left to C (SIG_IGN, SIG_DFL) is left alone, and so are forks from other threads
     (only the main thread may set handlers). In the child the handler is restored and a Ctrl-C noted there is
-    dropped: the parent got it too, and ends it.
+    dropped: the parent got it too, and ends it. SIGTERM alike where a Python handler is set for it
+    (`mathmix.signals.sigterm_as_ctrl_c` raises KeyboardInterrupt on it, and lost it the same way).
     """
     import os
     import signal
@@ -278,25 +279,38 @@ def _ctrl_c_kept_across_forks() -> Iterator[None]:
     real_fork = os.fork
 
     def fork() -> int:
-        previous = signal.getsignal(signal.SIGINT)
-        if not callable(previous) or threading.current_thread() is not threading.main_thread():
+        if threading.current_thread() is not threading.main_thread():
             return real_fork()
-        noted: list[Any] = []
-        signal.signal(signal.SIGINT, lambda signum, frame: noted.append(frame))
+        # SIGINT, and SIGTERM where `sigterm_as_ctrl_c` made it raise too: Python-level handlers only
+        previous = {
+            sig: handler
+            for sig in (signal.SIGINT, signal.SIGTERM)
+            if callable(handler := signal.getsignal(sig))
+        }
+        if not previous:
+            return real_fork()
+        noted: list[tuple[Any, Any]] = []
+
+        def restore_and_deliver() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if noted:
+                signum, frame = noted[0]
+                previous[signum](signum, frame)  # the default SIGINT handler raises KeyboardInterrupt
+
+        for sig in previous:
+            signal.signal(sig, lambda signum, frame: noted.append((signum, frame)))
         try:
             pid = None if noted else real_fork()
         except BaseException:
-            signal.signal(signal.SIGINT, previous)
-            if noted:
-                previous(signal.SIGINT, noted[0])
+            restore_and_deliver()
             raise
         if pid == 0:
-            signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             return 0
         try:
-            signal.signal(signal.SIGINT, previous)
-            if noted:
-                previous(signal.SIGINT, noted[0])  # the default handler raises KeyboardInterrupt
+            restore_and_deliver()
         except BaseException:
             if pid:
                 os.kill(pid, signal.SIGKILL)

@@ -307,26 +307,32 @@ def test_ctrl_c_while_the_manager_starts_ends_the_run(tmp_path, sessions):
     assert not left, "still running 5 s after Ctrl-C:\n" + "\n".join(left)
 
 
-def test_ctrl_c_during_the_fork_of_the_manager_ends_the_run(tmp_path, sessions):
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_the_fork_of_the_manager_ends_the_run(tmp_path, sessions, sig):
     """Ctrl-C landing while `mathmix` forks datatrove's Manager process (sent here from an at-fork hook, where one
     that arrives during the fork is first handled): Python drops an exception raised in an at-fork hook ('Exception
     ignored in: <function _releaseLock ...>'), so the KeyboardInterrupt was lost and the run went on: 7 of 240
-    Ctrl-Cs sent in the first 0.3 s of a stage. Now the run stops, and leaves no process."""
+    Ctrl-Cs sent in the first 0.3 s of a stage. Now the run stops, and leaves no process. SIGTERM alike under
+    `sigterm_as_ctrl_c` (`mathmix run`/`quickstart`), which raises KeyboardInterrupt on it."""
     (tmp_path / "steps.py").write_text(STEPS)
     script = tmp_path / "fork.py"
+    body = _run_busy(tmp_path)
+    if sig == "SIGTERM":
+        body = "    with sigterm_as_ctrl_c():\n" + "".join(f"    {line}\n" for line in body.splitlines())
     script.write_text(
         "import os, signal\n"
+        "from mathmix.signals import sigterm_as_ctrl_c\n"
         "from pipelines.executors import ExecutorConfig\n"
         "import steps\n"
         "sent = []\n"
         "def ctrl_c_in_the_fork():\n"
         "    if not sent:  # the first fork: the Manager's\n"
         "        sent.append(os.getpid())\n"
-        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        f"        os.kill(os.getpid(), signal.{sig})\n"
         "        for _ in range(1000):  # handled here, inside the hook\n"
         "            pass\n"
         "if __name__ == '__main__':\n"
-        "    os.register_at_fork(before=ctrl_c_in_the_fork)\n" + _run_busy(tmp_path)
+        "    os.register_at_fork(before=ctrl_c_in_the_fork)\n" + body
     )
     with open(tmp_path / "out", "w") as stdout, open(tmp_path / "err", "w") as stderr:
         proc = sessions([sys.executable, str(script)], stdout=stdout, stderr=stderr)
