@@ -244,7 +244,8 @@ def exit_with_parent(poll_s: float = 0.5) -> threading.Thread:
 
 
 def main(argv: list[str] | None = None) -> None:
-    exit_with_parent()  # first: the model takes seconds to load, and the starter may die meanwhile
+    """datatrove's `CustomServer` entry (`python cpu_server.py --port N ...`): exits with its starter. A server of
+    one's own, which should outlive the shell that started it, is `mathmix rewrite serve`."""
     parser = argparse.ArgumentParser(
         description="OpenAI-compatible server over a transformers causal LM (CPU)."
     )
@@ -254,7 +255,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--max-context", type=int, default=0, help="cap on prompt + completion tokens")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help and a bad option answer whoever started it
+    exit_with_parent()  # before the model loads (seconds), and the starter may die meanwhile
     serve(args.model, args.port, args.host, args.dtype, args.threads, args.max_context)
 
 

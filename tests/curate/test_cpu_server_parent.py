@@ -101,3 +101,23 @@ def test_the_cpu_server_exits_when_its_starter_is_killed(tmp_path):
     time.sleep(1)  # it watches its parent from its first line, before torch and the model load (seconds)
     _kill(starter, server)
     assert "Application startup complete" not in log.read_text()  # it did not wait for the model to load
+
+
+def test_help_answers_even_when_init_started_it(monkeypatch, capsys):
+    """The parent watch ran before argparse: started by PID 1 (a container's init), even `--help` exited 0 at
+    once, printing nothing."""
+    import os
+
+    import pytest
+
+    from curate import cpu_server
+
+    monkeypatch.setattr(os, "getppid", lambda: 1)
+
+    def exited(code: int) -> None:
+        raise AssertionError(f"os._exit({code}) before --help was answered")
+
+    monkeypatch.setattr(os, "_exit", exited)
+    with pytest.raises(SystemExit) as done:
+        cpu_server.main(["--help"])
+    assert done.value.code == 0 and "--max-context" in capsys.readouterr().out
