@@ -7,6 +7,7 @@ stage's) -> for each step: LR from tokens, micro-batches with gradient accumulat
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -40,6 +41,7 @@ from pipelines.job_record import JOB_FILE
 # How a stage's blend is ordered (recorded in its checkpoints as `data_order`; see `data_plan`). A checkpoint
 # without the record is order 1: the stage resumes on the blend it began with.
 DATA_ORDER = 2
+_log = logging.getLogger("mathmix.midtrain")
 
 
 @dataclass
@@ -86,12 +88,16 @@ def resolve_start(recipe: TrainRecipe, stage: StageConfig) -> Path | None:
 
 
 def build_documents(
-    recipe: TrainRecipe, stage: StageConfig, plan: dict[str, Any] | None = None, cache: bool = True
+    recipe: TrainRecipe,
+    stage: StageConfig,
+    plan: dict[str, Any] | None = None,
+    cache: bool = True,
+    write_cache: bool = True,
 ):
     """The stage's blended documents, as `plan` (`data_plan`; default: a stage that has not trained) orders them.
 
     With `cache` the blend index is cached in the stage folder (`blend_index/`): built once, memory-mapped by
-    every rank.
+    every rank; without `write_cache` an index cached there is read, else the index is built in memory.
     """
     from shards.mixture import BlendedDocuments, SourceStream
 
@@ -99,7 +105,9 @@ def build_documents(
     cache_dir = recipe.stage_dir(stage.name) / "blend_index" if cache else None
     mixture = stage.build_mixture(recipe.run_dir)
     if plan.get("data_order", 1) == 1:  # sized to the budget; may fall a few tokens short (the packer wraps)
-        return BlendedDocuments(mixture, total_tokens=stage.tokens, cache_dir=cache_dir)
+        return BlendedDocuments(
+            mixture, total_tokens=stage.tokens, cache_dir=cache_dir, write_cache=write_cache
+        )
     consumed = stage_steps(recipe, stage) * recipe.trainer.global_batch_tokens
     streams = {name: SourceStream(*value) for name, value in plan.get("data_streams", {}).items()}
     return BlendedDocuments(
@@ -108,7 +116,21 @@ def build_documents(
         cache_dir=cache_dir,
         min_tokens=consumed + 1,  # + the target of the last window's last input
         streams=streams,
+        write_cache=write_cache,
     )
+
+
+def documents_plan(documents) -> dict[str, Any] | None:
+    """The `data_plan` record of blended documents built by `build_documents` (None for other documents)."""
+    from shards.mixture import BlendedDocuments, SourceStream
+
+    if not isinstance(documents, BlendedDocuments):
+        return None
+    if documents.min_tokens is None:
+        return {"data_order": 1}
+    seed = documents.config.seed
+    moved = {n: s.as_list() for n, s in documents.streams.items() if s != SourceStream(seed, n)}
+    return {"data_order": DATA_ORDER, "data_streams": moved}
 
 
 def stage_steps(recipe: TrainRecipe, stage: StageConfig) -> int:
@@ -138,17 +160,35 @@ def continued_streams(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]
     """For a decay branch of a stage of this recipe: its sources' `SourceStream`s, each going on where that
     stage's blend left the same shards (what it read is known exactly: its final checkpoint's data position,
     else the position its planned steps reach). A source new to the branch, or a `start_from` checkpoint
-    folder (whose mixture is not recorded), reads from the start."""
+    folder (whose mixture is not recorded), reads from the start. A start-stage source the branch does not read
+    needs no shards; where they are gone (the start blend cannot be rebuilt) the shared sources read from their
+    start, with a warning. The start stage's cached blend index is read, never written."""
     from shards.mixture import source_prefixes
 
     names = [s.name for s in recipe.stages]
     if stage.start_from not in names:
         return {}
     start = recipe.stage(stage.start_from)
+    branch = {spec.name: source_prefixes(spec) for spec in stage.build_mixture(recipe.run_dir).sources}
+    # the start stage's sources the branch reads too: one it does not read needs no shards (they may be gone)
+    shared = set(branch.values()) & {_prefixes(spec) for spec in start.build_mixture(recipe.run_dir).sources}
+    if not shared:
+        return {}
     found = ckpt.list_checkpoints(recipe.stage_dir(start.name) / "checkpoints")
     final = json.loads((found[-1] / ckpt.STATE_FILE).read_text()) if found else None
-    # the start stage's own cached index where it trained; a stage not trained yet gets no folder made here
-    blend = build_documents(recipe, start, data_plan(recipe, start, final), cache=bool(found))
+    try:  # the index cached in the start stage's folder where it trained; nothing is written there
+        blend = build_documents(
+            recipe, start, data_plan(recipe, start, final), bool(found), write_cache=False
+        )
+    except (OSError, ValueError) as err:
+        _log.warning(
+            "stage %s: its sources shared with stage %s are read from their start: that stage's blend cannot "
+            "be rebuilt (%s)",
+            stage.name,
+            start.name,
+            first_line(err),
+        )
+        return {}
     if final is not None:
         position = final["data"]
     else:  # not trained yet (a plan, a test): windows of seq_len tokens, steps x batch of them
@@ -157,12 +197,18 @@ def continued_streams(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]
         )
     read = blend.streams_after(position["doc"], position["offset"])
     by_shards = {source_prefixes(spec): read[spec.name] for spec in blend.config.sources}
-    mixture = stage.build_mixture(recipe.run_dir)
-    return {
-        spec.name: by_shards[prefixes]
-        for spec in mixture.sources
-        if (prefixes := source_prefixes(spec)) in by_shards
-    }
+    return {name: by_shards[prefixes] for name, prefixes in branch.items() if prefixes in by_shards}
+
+
+def _prefixes(spec) -> tuple[str, ...] | None:
+    """`source_prefixes`, or None for a source whose shards cannot be found (they match no source of a branch
+    that reads them: its own would not be found either)."""
+    from shards.mixture import source_prefixes
+
+    try:
+        return source_prefixes(spec)
+    except (OSError, ValueError):
+        return None
 
 
 def _stream_position(sizes, tokens: int) -> dict[str, int]:
@@ -224,17 +270,19 @@ def train_stage(
     if ranks.rank == 0 and not (stage_dir / JOB_FILE).is_file():
         check_stage_job(recipe, stage, record=True)
     ckpt_dir = stage_dir / "checkpoints"
-    plan = None
-    try:  # a shard damaged since the checks (a truncated .bin) is named in one line
+    # a shard damaged or gone since the checks (a truncated .bin, a removed folder) is named in one line
+    try:
         if documents is None:
             plan = data_plan(recipe, stage, _latest_state(ckpt_dir))
             documents = build_documents(recipe, stage, plan)
-    except ValueError as err:
-        raise TrainRecipeError(f"stage {stage.name}: {err}") from None
+        else:  # what the given documents are, else what a resume without them would build
+            plan = documents_plan(documents) or data_plan(recipe, stage, _latest_state(ckpt_dir))
+    except (OSError, ValueError) as err:
+        raise TrainRecipeError(f"stage {stage.name}: {first_line(err)}") from None
     packer = PackedSequences(documents, t.seq_len, t.intra_document)
 
     state = _restore(recipe, stage, model, optimizer, packer, ckpt_dir)
-    state.update(plan or {})  # every checkpoint says how its stream is ordered
+    state.update(plan)  # every checkpoint says how its stream is ordered
     run_tokens_at_start = state["run_tokens"] - state["tokens"]
 
     is_main = ranks.rank == 0

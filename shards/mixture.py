@@ -305,6 +305,8 @@ class BlendedDocuments:
         config: the mixture.
         total_tokens: tokens in the blend (overrides `config.total_tokens`; None: see the module docstring).
         cache_dir: where the index is saved and memory-mapped from (None: built in memory).
+        write_cache: with False, `cache_dir` is only read: an index saved there is memory-mapped, else the index
+            is built in memory and nothing is written (the folder of a finished stage).
         min_tokens: the blend holds at least this many tokens: each source keeps the document that meets its
             target, and targets short of it (rounding) are topped up on the largest. None: each source's last
             document is kept or dropped, whichever lands closer to its target (the blend may fall short).
@@ -324,6 +326,7 @@ class BlendedDocuments:
         *,
         min_tokens: int | None = None,
         streams: dict[str, SourceStream] | None = None,
+        write_cache: bool = True,
     ) -> None:
         self.config = config
         self.unchecked = check_token_spaces(config)  # paths with no manifest: their tokenizer is unknown
@@ -346,7 +349,7 @@ class BlendedDocuments:
         if cache_dir is None:
             self._source_ids, self._doc_ids, self.sizes = self._build()
         else:
-            self._source_ids, self._doc_ids, self.sizes = self._cached(Path(cache_dir))
+            self._source_ids, self._doc_ids, self.sizes = self._cached(Path(cache_dir), write_cache)
         for row in self.report()["sources"]:
             if row["repeated"]:
                 log.warning(
@@ -406,11 +409,17 @@ class BlendedDocuments:
             digest.update(np.ascontiguousarray(src.sizes).tobytes())
         return digest.hexdigest()[:20]
 
-    def _cached(self, cache_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The index from `cache_dir` (memory-mapped), built and saved first by whichever process gets the lock."""
-        cache_dir.mkdir(parents=True, exist_ok=True)
+    def _cached(self, cache_dir: Path, write: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The index from `cache_dir` (memory-mapped), built and saved first by whichever process gets the lock;
+        without `write`, built in memory where it is not saved there (each file is saved whole, by a rename)."""
         stem = f"blend-{self.cache_key()}"
         paths = [cache_dir / f"{stem}.{name}.npy" for name in ("source", "doc", "size")]
+        if not write:
+            if not all(p.is_file() for p in paths):
+                return self._build()
+            arrays = [np.load(p, mmap_mode="r") for p in paths]
+            return arrays[0], arrays[1], arrays[2]
+        cache_dir.mkdir(parents=True, exist_ok=True)
         with open(cache_dir / f"{stem}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # other ranks wait here while the first one builds
             if not all(p.exists() for p in paths):

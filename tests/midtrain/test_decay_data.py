@@ -123,3 +123,69 @@ def test_a_stage_begun_under_the_old_order_resumes_on_it(tiny_shards, tmp_path, 
         _final_state(TrainRecipe.model_validate(raw | {"output_dir": str(killed)}), "decay")["data_order"]
         == 1
     )
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
+
+
+def test_a_branch_needs_only_the_shards_it_reads(tiny_shards, tmp_path, mt, caplog):
+    """A source of the start stage the branch does not read may be gone; a shared one whose start blend can no
+    longer be rebuilt (another source's shards are missing) is read from its start, with a warning saying why."""
+    from midtrain.trainer import continued_streams, train_recipe
+
+    raw = mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=6 * STEPS, decay_tokens=4 * STEPS)
+    raw["stages"][1]["mixture"] = {"seed": 7, "sources": [{"name": "b", "paths": [str(tiny_shards / "b")],
+                                                           "weight": 1.0}]}  # fmt: skip
+    recipe = TrainRecipe.model_validate(raw)
+    train_recipe(recipe, ["stable"], progress=False)
+    stable_dir = recipe.stage_dir("stable")
+    before = _files(stable_dir)
+    continued = continued_streams(recipe, recipe.stage("decay"))
+    assert set(continued) == {"b"} and continued["b"].skip > 0  # b goes on where the stable stage left it
+
+    shutil.rmtree(tiny_shards / "a")
+    with caplog.at_level("WARNING", logger="mathmix"):
+        train_recipe(recipe, ["decay"], progress=False)
+    state = _final_state(recipe, "decay")
+    assert state["data_order"] == 2 and state["data_streams"] == {}  # b from its start
+    warned = [r.getMessage() for r in caplog.records if r.name.startswith("mathmix")]
+    assert len(warned) == 1 and "\n" not in warned[0] and str(tiny_shards / "a") in warned[0], warned
+    assert _files(stable_dir) == before  # nothing written into the finished stage's folder
+
+
+def test_a_branch_writes_nothing_into_its_start_stage(branch):
+    """The start stage's blend is rebuilt in memory where its cached index is gone, not saved in its folder."""
+    from midtrain.trainer import continued_streams
+
+    recipe = branch
+    shutil.rmtree(recipe.stage_dir("stable") / "blend_index")
+    before = _files(recipe.stage_dir("stable"))
+    streams = continued_streams(recipe, recipe.stage("decay"))
+    assert {n: s.as_list() for n, s in streams.items()} == _final_state(recipe, "decay")["data_streams"]
+    assert _files(recipe.stage_dir("stable")) == before
+
+
+def test_a_stage_given_its_documents_records_their_order(tiny_shards, tmp_path, mt):
+    from midtrain.trainer import data_plan, train_recipe, train_stage
+
+    raw = mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=6 * STEPS, decay_tokens=4 * STEPS)
+    recipe = TrainRecipe.model_validate(raw)
+    train_recipe(recipe, ["stable"], progress=False)
+    decay = recipe.stage("decay")
+    train_stage(recipe, "decay", progress=False, documents=build_documents(recipe, decay))
+    state = _final_state(recipe, "decay")
+    assert state["data_order"] == 2
+    assert state["data_streams"] == data_plan(recipe, decay)["data_streams"]
+    assert all(streams[2] > 0 for streams in state["data_streams"].values())
+
+
+def test_shards_gone_since_the_checks_fail_in_one_line_naming_the_stage(tiny_shards, tmp_path, mt):
+    from midtrain.config import TrainRecipeError
+    from midtrain.trainer import train_stage
+
+    recipe = TrainRecipe.model_validate(mt.recipe(tiny_shards, tmp_path / "run", stable_tokens=2 * STEPS))
+    shutil.rmtree(tiny_shards / "b")
+    with pytest.raises(TrainRecipeError, match=r"^stage stable: .*shards/b: no shard folder") as err:
+        train_stage(recipe, "stable", progress=False)
+    assert "\n" not in str(err.value)
