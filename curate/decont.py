@@ -10,6 +10,8 @@ Problems shorter than one n-gram (`Solve the equation $2^{5x-1}=30$.`) are match
 The statement is the record's problem fields read in a row (a SVAMP story and its question together), and it
 qualifies only with 3 prose words and a number or LaTeX command: "What is the area of the shaded region?" names
 no problem in particular, and a question without its story ("How many groups of 3 can you make?") neither.
+A longer problem whose n-grams are all templates (sibling problems share its stem; the numbers that tell them
+apart lie in no prose n-gram) is matched whole the same way.
 """
 
 from __future__ import annotations
@@ -149,8 +151,14 @@ def _short_problem(
 ) -> tuple[int, int, int] | None:
     """(key hash, whole hash, length) of a problem statement's TOKENS (its problem fields read in a row) when it
     is shorter than one n-gram and qualifies for a whole match; else None."""
+    return _whole_key(tokens, min_words, short_min) if len(tokens) < ngram else None
+
+
+def _whole_key(tokens: list[str], min_words: int, short_min: int) -> tuple[int, int, int] | None:
+    """(key hash of the first SHORT_MIN tokens, whole hash, length) of a statement's TOKENS, matched whole when
+    at least SHORT_MIN long and specific (`_is_specific`); else None (and always with SHORT_MIN 0)."""
     codes = _token_codes(tokens if short_min else [])
-    if not (short_min <= len(codes) < ngram and _is_specific(tokens, codes, min_words)):
+    if not (short_min <= len(codes) and _is_specific(tokens, codes, min_words)):
         return None
     key = int(ngram_hashes(codes[:short_min], short_min)[0])
     return key, int(ngram_hashes(codes, len(codes))[0]), len(codes)
@@ -164,6 +172,10 @@ class RecordKeys:
     grams: np.ndarray  # unique n-gram hashes of all its fields read in a row (the problem's included)
     sequence: np.ndarray  # the same n-grams in the order of the text, repeats kept (for `passage_ngrams`)
     whole: tuple[int, int, int] | None  # short-problem key (`_short_problem`)
+    # whole-statement key of a statement of one n-gram or more (`_whole_key`): used only when the index keeps
+    # none of its problem n-grams (all templates: a sibling problem shares every prose n-gram of it). None for
+    # a problem with a drawing: its `[asy]` is not read, and it may be all that tells it from its sibling
+    statement: tuple[int, int, int] | None
     problem_key: bytes  # its statement's tokens hashed: one distinct problem however many records hold it
 
 
@@ -188,6 +200,11 @@ def _record_keys(record: dict, ngram: int, min_words: int, short_min: int) -> Re
         grams=np.unique(sequence),
         sequence=sequence,
         whole=_short_problem(statement, ngram, min_words, short_min),
+        statement=(
+            _whole_key(statement, min_words, short_min)
+            if len(statement) >= ngram and not any("[asy]" in t.lower() for t in problems)
+            else None
+        ),
         problem_key=hashlib.blake2b(key, digest_size=8).digest(),
     )
 
@@ -346,7 +363,10 @@ class BenchmarkIndex:
         # benchmark -> records whose problem statement gives no n-gram and no whole key: a page copying the
         # problem alone is not found (its solution may be)
         self.problems_unmatchable: Counter = Counter()
-        self.matched_whole: Counter = Counter()  # benchmark -> records with a short problem matched whole
+        # benchmark -> records matched whole (short problems, and those below)
+        self.matched_whole: Counter = Counter()
+        # benchmark -> of those, records whose problem is one n-gram or longer, all its n-grams templates
+        self.templated_whole: Counter = Counter()
         self.unused_files: list[Path] = []  # files without a checkable record
         keys: list[RecordKeys] = []
         for name, path in benchmark_files(paths):
@@ -395,9 +415,16 @@ class BenchmarkIndex:
         ).reshape(-1, 2)
         short: list[tuple[int, int, int, int]] = []  # (key hash, whole hash, length, record)
         for rec, (k, (name, _)) in enumerate(zip(keys, self.records, strict=True)):
-            if k.whole is not None:
+            whole = k.whole
+            if whole is None and not n_problem[rec] and len(k.problem):
+                # every n-gram of its problem is a template (a sibling problem with other numbers shares them
+                # all): the page must hold the whole statement, its numbers included
+                whole = k.statement
+                if whole is not None:
+                    self.templated_whole[name] += 1
+            if whole is not None:
                 self.matched_whole[name] += 1
-                short.append((*k.whole, rec))
+                short.append((*whole, rec))
             elif not n_problem[rec]:
                 self.problems_unmatchable[name] += 1
                 if not n_all[rec]:
@@ -415,7 +442,7 @@ class BenchmarkIndex:
         """Overlaps of `text` with benchmark records (empty list when clean), most matched first."""
         tokens = decont_tokens(text)
         codes = _token_codes(tokens)
-        by_record: dict[int, list[tuple[int, int]]] = {}  # record -> (start, length) of each match
+        by_record: dict[int, list[tuple[int, int, bool]]] = {}  # record -> (start, length, whole) per match
         distinct: dict[int, dict[int, bool]] = {}  # record -> {matched n-gram: of its problem}
         grams, starts = _prose_ngrams(codes, self.ngram, self.min_words)
         if len(grams) and len(self.hashes):
@@ -427,24 +454,24 @@ class BenchmarkIndex:
                     gram = int(grams[i])
                     owners, problem = self.owners[lo[i] : end].tolist(), self.in_problem[lo[i] : end].tolist()
                     for rec, of_problem in zip(owners, problem, strict=True):
-                        by_record.setdefault(rec, []).append((int(starts[i]), self.ngram))
+                        by_record.setdefault(rec, []).append((int(starts[i]), self.ngram, False))
                         distinct.setdefault(rec, {})[gram] = of_problem
         if len(self.short_keys) and len(codes) >= self.short_min:
             self._find_whole(codes, by_record)
         out = []
         for rec, matches in by_record.items():
-            whole = sum(n != self.ngram for _, n in matches)
+            whole = sum(w for _, _, w in matches)
             seen = distinct.get(rec, {})
             need_problem, need_all = self.need[rec].tolist()
             if not whole and sum(seen.values()) < need_problem and len(seen) < need_all:
                 continue  # template-like: too few of the record's n-grams
             name, line = self.records[rec]
-            shown = [" ".join(tokens[p : p + n]) for p, n in matches[:max_ngrams]]
+            shown = [" ".join(tokens[p : p + n]) for p, n, _ in matches[:max_ngrams]]
             out.append(Overlap(name, line, n_matched=len(matches), ngrams=shown, whole=whole))
         out.sort(key=lambda o: (-o.n_matched, o.benchmark, o.item))
         return out
 
-    def _find_whole(self, codes: np.ndarray, by_record: dict[int, list[tuple[int, int]]]) -> None:
+    def _find_whole(self, codes: np.ndarray, by_record: dict[int, list[tuple[int, int, bool]]]) -> None:
         """Short problems that occur whole in the document: a key hit, then the whole hash checked."""
         keys = ngram_hashes(codes, self.short_min)
         lo = np.searchsorted(self.short_keys, keys, side="left")
@@ -457,7 +484,7 @@ class BenchmarkIndex:
                     pos + length <= len(codes)
                     and int(ngram_hashes(codes[pos : pos + length], length)[0]) == whole
                 ):
-                    by_record.setdefault(rec, []).append((pos, length))
+                    by_record.setdefault(rec, []).append((pos, length, True))
                 j += 1
 
 

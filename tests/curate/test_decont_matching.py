@@ -148,3 +148,32 @@ def test_a_preamble_shared_by_sub_questions_is_a_passage_not_a_template(tmp_path
         page = "Homework help, please.\n\n" + rows[item]["problem"] + "\n\nI am stuck on this one."
         found = {o.item for o in index.find(page) if o.benchmark == "ocw/test"}
         assert item in found  # the sub-question quoted with its preamble; its siblings may be matched too
+
+
+MATH = OCW.parents[2] / "math_hendrycks"
+
+
+@pytest.mark.skipif(not MATH.is_dir(), reason=f"real benchmark data absent: {MATH} (../shared/data)")
+@pytest.mark.parametrize(
+    ("test_lines", "train_lines", "item"),
+    [
+        # The real numbers $a,$ $b,$ $c,$ and $d$ satisfy \[a^2 + b^2 + c^2 + 519 = d + 36 \sqrt{...}\]: train's
+        # sibling has `+ 1 = d + \sqrt{a + b + c - d}`; every prose n-gram is the shared stem's
+        ([2433], [3905], 0),
+        # Our club has 25 members ... at most one office? Two test siblings (other last clauses), one in train
+        ([1425, 3631, 4120], [5566], 1),
+    ],
+)
+def test_a_problem_whose_ngrams_are_all_its_siblings_is_matched_whole(
+    tmp_path: Path, test_lines: list[int], train_lines: list[int], item: int
+) -> None:
+    test, train = _load(MATH / "test.jsonl"), _load(MATH / "train.jsonl")
+    rows = [test[i] for i in test_lines]
+    _jsonl(tmp_path / "bench" / "math" / "test.jsonl", rows)
+    _jsonl(tmp_path / "bench" / "math" / "train.jsonl", [train[i] for i in train_lines])
+    index = BenchmarkIndex([tmp_path / "bench"])
+    page = "Homework help forum, please help!\n\n" + rows[item]["problem"] + "\n\nThanks in advance."
+    assert [(o.item, o.whole) for o in index.find(page)] == [(item, 1)]
+    assert index.problems_unmatchable["math/test"] == 0 < index.templated_whole["math/test"]
+    # the whole statement, numbers included: the training sibling (the same stem, other numbers) is no hit
+    assert index.find("Homework help forum, please help!\n\n" + train[train_lines[0]]["problem"]) == []
