@@ -174,11 +174,10 @@ def continued_streams(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]
     shared = set(branch.values()) & {_prefixes(spec) for spec in start.build_mixture(recipe.run_dir).sources}
     if not shared:
         return {}
-    found = ckpt.list_checkpoints(recipe.stage_dir(start.name) / "checkpoints")
-    final = json.loads((found[-1] / ckpt.STATE_FILE).read_text()) if found else None
+    final = _latest_state(recipe.stage_dir(start.name) / "checkpoints")
     try:  # the index cached in the start stage's folder where it trained; nothing is written there
         blend = build_documents(
-            recipe, start, data_plan(recipe, start, final), bool(found), write_cache=False
+            recipe, start, data_plan(recipe, start, final), final is not None, write_cache=False
         )
     except (OSError, ValueError) as err:
         _log.warning(

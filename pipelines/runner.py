@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from mathmix.cli_util import console, print_summary
+from mathmix.cli_util import console, print_summary, write_json
 from mathmix.paths import expand_inputs
 from pipelines.executors import JobsSubmitted, live_submissions
 from pipelines.job_record import (
@@ -331,15 +330,11 @@ def read_record(path: Path, what: str) -> Any:
 
 
 def write_record(path: Path, value: Any) -> None:
-    """Write PATH whole or not at all (a temporary file renamed over it): a run killed mid-write left it cut short.
-    An OSError names PATH (a full disk said only `[Errno 28] No space left on device`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    """`write_json` (whole or not at all: a run killed mid-write left a record cut short), with an OSError that
+    names PATH (a full disk said only `[Errno 28] No space left on device`)."""
     try:
-        tmp.write_text(json.dumps(value, indent=1) + "\n")
-        os.replace(tmp, path)
+        write_json(path, value)
     except OSError as err:
-        tmp.unlink(missing_ok=True)
         raise OSError(err.errno, err.strerror or str(err), str(path)) from err
 
 
