@@ -47,20 +47,26 @@ _OTHER_SCORE = re.compile(
 )  # fmt: skip
 _NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 _LINE_OPENING = re.compile(r"[\s*#>\-•]*")
+
+
 # A label as models write it, at the start of a line: `Question:`, `**Question**:`, `**Question:**`, `## Question:`,
-# `1. Question:`, `Question 1:`. Stars after the colon are the label's only when it opened with stars:
-# `Question: **Bob** has...` keeps Bob's. Searched for, not anchored at the start: a preamble ("Here is a question
-# from the page:") or a fence before it made the row `wrong_format`.
-_Q_LABEL = (
-    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\d{1,2}[.)][ \t]*)?(?P<o1>\*\*)?[ \t]*question(?:[ \t]+\d{1,2})?(?:[ \t]*\*\*)?"
-    r"[ \t]*[:.](?(o1)(?:\*\*)?)"
-)
-_QA = re.compile(
-    _Q_LABEL + r"\s*(?P<q>.+?)\n"
-    r"[ \t]*(?:#{1,6}[ \t]*)?(?P<o2>\*\*)?[ \t]*(?:solution|answer)(?:[ \t]*\*\*)?[ \t]*[:.](?(o2)(?:\*\*)?)\s*(?P<s>.+)$",
-    re.I | re.S | re.M,
-)
-_NEXT_QUESTION = re.compile(_Q_LABEL, re.I | re.M)
+# `1. Question:`, `Question 1:`; `Problem:` / `Q:` for a question, `Solution:` / `Answer:` / (after `Q:` only) `A:`
+# for its answer; or a heading alone on its line, `### Question` / `**Problem**`, the text on the lines below. Stars
+# after the colon are the label's only when it opened with stars: `Question: **Bob** has...` keeps Bob's. Searched
+# for, not anchored at the start: a preamble ("Here is a question from the page:") or a fence before it made the
+# row `wrong_format`. `A:` answers only `Q:`: after `Problem:` it is a multiple-choice option ("A: 3 / B: 4").
+def _label(names: str, seps: str) -> re.Pattern[str]:
+    return re.compile(
+        r"^[ \t]*(?P<h>#{1,6}[ \t]*)?(?:\d{1,2}[.)][ \t]*)?(?P<o>\*\*)?[ \t]*"
+        rf"(?P<name>{names})(?:[ \t]+\d{{1,2}})?(?:[ \t]*\*\*)?[ \t]*"
+        rf"(?:[{seps}](?(o)(?:\*\*)?)|(?(h)(?=[ \t]*$)|(?(o)(?=[ \t]*$)|(?!))))",
+        re.I | re.M,
+    )
+
+
+_QUESTION_LABEL = _label("question|problem|q", ":.")
+_ANSWER_LABEL = _label("solution|answer", ":.")
+_SHORT_ANSWER_LABEL = _label("solution|answer|a", ":")
 _GSM8K_ANSWER = re.compile(r"####\s*(.+?)\s*$")
 
 
@@ -179,27 +185,54 @@ class QAParse:
     extra_pairs: bool  # a second `Question:` after the first solution: the solution ends before it
 
 
+def _question_labels(text: str, start: int = 0) -> list[re.Match[str]]:
+    """Question labels from `start`; `Q.` is not one (`Q:` only), nor `Question` alone on a line without markup."""
+    found = []
+    for m in _QUESTION_LABEL.finditer(text, start):
+        if m.group("name").lower() == "q" and not m.group(0).rstrip("* \t").endswith(":"):
+            continue
+        found.append(m)
+    return found
+
+
 def find_qa(text: str) -> QAParse | None:
-    """The first 'Question: ...\\nSolution: ...' pair of a text, or None when the format is not there.
+    """The first question/solution pair of a text (labels as `_label` reads them), or None when the format is not
+    there, or when a second question comes before the first answer (which question the solution answers is not
+    known: `Question: A / Question: B / Solution: ...` kept A and B as one question).
 
     Two pairs in one output (`Question: A / Solution: ... / Question: B / Solution: ...`) kept B's question in A's
-    solution, and B's boxed answer as the row's: the solution is cut at the next question label.
+    solution, and B's boxed answer as the row's: the solution is cut at the next question label of the same name
+    (`Question` / `Problem` / `Q`), so that a solution's own line "Problem: ..." under `Question:` stays.
     """
     text = text.strip()
-    m = _QA.search(text)
-    if not m:
+    labels = _question_labels(text)
+    # A heading with the label written again below it (`## Question` then `Question: ...`) is one label.
+    while len(labels) > 1 and not text[labels[0].end() : labels[1].start()].strip():
+        labels.pop(0)
+    if not labels:
         return None
-    question, solution = m.group("q").strip(), m.group("s").strip()
-    nxt = _NEXT_QUESTION.search(solution)
+    first = labels[0]
+    name = first.group("name").lower()
+    answer_label = _SHORT_ANSWER_LABEL if name == "q" else _ANSWER_LABEL
+    # the answer label is on a later line than the question's first words
+    rest = text[first.end() :]
+    line_end = text.find("\n", first.end() + len(rest) - len(rest.lstrip()))
+    ans = answer_label.search(text, line_end + 1) if line_end >= 0 else None
+    if ans is None:
+        return None
+    if any(m.start() < ans.start() for m in labels[1:]):
+        return None  # two questions before one answer
+    question, solution = text[first.end() : ans.start()].strip(), text[ans.end() :].strip()
+    nxt = next((m for m in _question_labels(solution) if m.group("name").lower() == name), None)
     if nxt:
         solution = solution[: nxt.start()].strip()
     if not question or not solution:
         return None
-    return QAParse(question, solution, preamble=bool(text[: m.start()].strip()), extra_pairs=bool(nxt))
+    return QAParse(question, solution, preamble=bool(text[: first.start()].strip()), extra_pairs=bool(nxt))
 
 
 def parse_qa(text: str) -> tuple[str, str] | None:
-    """(question, solution) of the first 'Question: ...\\nSolution: ...' pair, or None (see `find_qa`)."""
+    """(question, solution) of the first question/solution pair, or None (see `find_qa`)."""
     parsed = find_qa(text)
     return (parsed.question, parsed.solution) if parsed else None
 
