@@ -197,7 +197,11 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str | None, str | No
     Returns (text, charset), the charset the WHATWG name of the encoding that decoded the page (`gbk` for a page
     labelled `gb2312`, `windows-1252` for `iso-8859-1`), or (None, None) when nothing decodes the bytes without
     a flood of errors.
+    A UTF-8 byte order mark (EF BB BF) first wins over all of these, as in browsers (WHATWG `decode`: BOM sniffing
+    comes before any label), and is not part of the text.
     """
+    if body.startswith(codecs.BOM_UTF8):
+        return _decode_utf8(body[len(codecs.BOM_UTF8) :])
     if not body.isascii():
         try:
             return body.decode("utf-8"), "utf-8"
@@ -222,6 +226,15 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str | None, str | No
             return body.decode(codec), name
         except UnicodeDecodeError:
             continue
+    return _decode_utf8(body)
+
+
+def _decode_utf8(body: bytes) -> tuple[str | None, str | None]:
+    """UTF-8, strictly; else with the bad bytes replaced (`utf-8-replace`); (None, None) for a flood of them."""
+    try:
+        return body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
     text = body.decode("utf-8", errors="replace")
     if text.count("\ufffd") > max(16, len(text) // 50):
         return None, None

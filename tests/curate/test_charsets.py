@@ -106,3 +106,23 @@ def test_real_pages_in_other_charsets_still_decode(shared_data, url, charset):
                 assert got == charset and text is not None and "\ufffd" not in text
                 return
     raise AssertionError(f"{url} not found")
+
+
+@pytest.mark.parametrize(
+    "declared, meta",
+    [
+        (None, ""),
+        ("windows-1252", ""),
+        (None, '<meta charset="iso-8859-1">'),
+        ("gb2312", '<meta charset="gbk">'),
+    ],
+)
+def test_a_utf8_bom_wins_over_the_labels_and_is_not_text(declared, meta):
+    """A page whose bytes start with a UTF-8 byte order mark is UTF-8, whatever its header or <meta> says, as in
+    browsers (WHATWG: BOM sniffing first). The BOM stayed in the text (U+FEFF first), and where the rest was not
+    strict UTF-8 (one bad byte) the page was read in the declared charset: `ï»¿` and mojibake."""
+    page = f"{meta}<p>Soit x ∈ ℝ, café</p>"
+    body = b"\xef\xbb\xbf" + page.encode("utf-8")
+    assert decode_html(body, declared) == (page, "utf-8")
+    text, charset = decode_html(body + b"<p>\xff</p>", declared)  # one stray byte: replaced, still UTF-8
+    assert (text, charset) == (page + "<p>\ufffd</p>", "utf-8-replace")

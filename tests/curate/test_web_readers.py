@@ -284,3 +284,13 @@ def test_an_empty_folder_or_a_zero_byte_file_among_the_inputs_is_said(tmp_path, 
     )
     input_files([str(tmp_path / "good")])
     assert "add no page" not in capsys.readouterr().err
+
+
+def test_a_bom_page_in_a_warc_is_read_as_utf8_without_the_bom(tmp_path):
+    page = "<html><body><p>Soit x ∈ ℝ, café au lait</p></body></html>"
+    _warc(
+        tmp_path / "a.warc",
+        [("https://bom.example/", b"\xef\xbb\xbf" + page.encode(), "text/html; charset=latin1")],
+    )
+    docs, _ = _read(tmp_path, [str(tmp_path / "a.warc")])
+    assert [(d.text, d.metadata["charset"]) for d in docs] == [(page, "utf-8")]
