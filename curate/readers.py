@@ -343,7 +343,30 @@ class WebPageReader(BaseDiskReader):
             yield from self._read_jsonl(path)
 
     def _read_warc(self, path: str) -> Iterator[Document]:
-        """Read every record; after a malformed one, resume at the next record boundary instead of giving up."""
+        """Read every record; after a malformed one, resume at the next record boundary instead of giving up.
+
+        The records it cannot read are counted, and named in one warning line per file (its first, with the
+        number of others), so that the file of a count is found among thousands without a line per record."""
+        self._damage: list[tuple[int | None, str, str]] = []  # (offset, counted as, why) of this file's
+        try:
+            yield from self._warc_records(path)
+        finally:
+            if self._damage:
+                from loguru import logger
+
+                offset, reason, why = self._damage[0]
+                more = len(self._damage) - 1
+                others = (
+                    f" (and {more} more unreadable record{'s' if more > 1 else ''} in it)" if more else ""
+                )
+                logger.warning(f"{path}: offset {offset}: {why}; counted as {reason}{others}")
+
+    def _damaged(self, reason: str, path: str, offset: int | None, why: str, url: str | None = None) -> None:
+        """Drop an unreadable WARC record under `reason`, noting it for the file's warning line."""
+        self._damage.append((offset, reason, why))
+        self._drop(reason, path, offset, url)
+
+    def _warc_records(self, path: str) -> Iterator[Document]:
         from warcio.archiveiterator import ArchiveIterator
 
         size = Path(path).stat().st_size
@@ -372,7 +395,8 @@ class WebPageReader(BaseDiskReader):
                     # the last record, declaring more bytes than the file holds: cut off, not malformed
                     cut = start >= size and cut_short(path, failed)
                     self.stat_update("docs_in")
-                    self._drop("truncated_record" if cut else "warc_read_error", path, failed)
+                    why = "cut off by the end of the file" if cut else f"{type(err).__name__}: {err}".strip()
+                    self._damaged("truncated_record" if cut else "warc_read_error", path, failed, why[:300])
                     self.stat_update(f"warc_error_{type(err).__name__}")
                     end = start if start < size else end
                     if start >= size:
@@ -380,13 +404,14 @@ class WebPageReader(BaseDiskReader):
         # warcio stops quietly at a truncated gzip member: bytes left after the last record are a lost record.
         if size - end > 8:
             self.stat_update("docs_in")
-            self._drop("truncated_record", path, end)
+            self._damaged("truncated_record", path, end, f"{size - end} bytes after the last record, cut off")
 
     def _warc_record(self, record, iterator, path: str, arc: bool = False) -> Document | None:
         if not (record.rec_headers.get_header("Content-Length") or "").strip().isdigit():
             # not a record: a line of text that warcio took for an ARC header (`a b c d warc`), a broken header
             self.stat_update("warc_error_content_length")
-            self._drop("warc_read_error", path, iterator.get_record_offset())
+            why = "no Content-Length: not a WARC record"
+            self._damaged("warc_read_error", path, iterator.get_record_offset(), why)
             return None
         try:
             headers = record.rec_headers
@@ -394,7 +419,8 @@ class WebPageReader(BaseDiskReader):
             iterator.read_to_end(record)
             offset, length = iterator.get_record_offset(), iterator.get_record_length()
             if getattr(record.raw_stream, "limit", 0) > 0:  # the file ended inside this record
-                self._drop("truncated_record", path, offset, record.rec_headers.get_header("WARC-Target-URI"))
+                url = record.rec_headers.get_header("WARC-Target-URI")
+                self._damaged("truncated_record", path, offset, "cut off by the end of the file", url)
                 return None
             http = record.http_headers
             status = int(http.get_statuscode() or 200) if http else 200
@@ -408,8 +434,9 @@ class WebPageReader(BaseDiskReader):
                 "fetch_date": headers.get_header("WARC-Date"),
                 "content_type": (content_type or "").split(";")[0].strip().lower() or None,
             }
-        except Exception:
-            self._drop("bad_record", path)
+        except Exception as err:
+            why = f"{type(err).__name__}: {err}"[:300]
+            self._damaged("bad_record", path, iterator.get_record_offset(), why)
             return None
         if status != 200 and not self.keep_non_200:
             self._drop("http_status", path, offset, provenance["url"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -294,3 +295,26 @@ def test_a_bom_page_in_a_warc_is_read_as_utf8_without_the_bom(tmp_path):
     )
     docs, _ = _read(tmp_path, [str(tmp_path / "a.warc")])
     assert [(d.text, d.metadata["charset"]) for d in docs] == [(page, "utf-8")]
+
+
+def test_unreadable_warc_records_are_named_in_one_warning_line_per_file(tmp_path):
+    """A bad WARC record was counted under warc_read_error with no line naming its file: which of 1,000 WARCs
+    is damaged could not be told. Each file with unreadable records now gets one warning (not one per record)
+    naming it, the first one's offset and why, and how many more there are."""
+    good = tmp_path / "good.warc"
+    _warc(good, [(f"https://ok.example/{i}", b"<p>page %d</p>" % i, "text/html") for i in range(3)])
+    data = good.read_bytes()
+    second, third = data.index(b"WARC/1", 10), data.rindex(b"WARC/1")
+    garbage = b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 12\r\n\r\nnot http at all\r\n\r\n"
+    mixed = tmp_path / "mixed.warc"
+    mixed.write_bytes(data[:second] + garbage + data[second:third] + garbage + data[third:])
+    docs, summary = _read(tmp_path, [str(mixed), str(good)])
+    errors = summary["dropped"]["warc_read_error"]
+    assert len(docs) == 6 and errors >= 2 and summary["dropped"] == {"warc_read_error": errors}
+    log = (tmp_path / "logs" / "logs" / "task_00000.log").read_text()
+    warnings = [line for line in log.splitlines() if "WARNING" in line and "warc_read_error" in line]
+    assert len(warnings) == 1, log[-3000:]
+    named = re.search(rf"{re.escape(str(mixed))}: offset (\d+): ", warnings[0])
+    assert named and second - 4 <= int(named.group(1)) <= second, warnings  # the end of the last good record
+    assert "Error: " in warnings[0] and f"(and {errors - 1} more unreadable records in it)" in warnings[0]
+    assert str(good) not in log.split("WARNING", 1)[-1]
