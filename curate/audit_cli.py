@@ -126,7 +126,8 @@ def sql_cmd(
 
     import duckdb
 
-    from curate.audit import AuditRefused, AuditSyntaxError, check_output_path, output_format, write_result
+    from curate.audit import AuditRefused, AuditSyntaxError, check_output_path
+    from curate.audit_output import output_format, write_result
 
     path = output_option(output, "file")
     try:

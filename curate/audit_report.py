@@ -15,7 +15,8 @@ from typing import Any
 
 import duckdb
 
-from curate.audit import AuditRefused, AuditSession, plain_number
+from curate.audit import AuditRefused, AuditSession
+from curate.audit_output import plain_number
 from mathmix.cli_util import first_line
 
 TOKEN_COLUMNS = ("token_count", "n_tokens", "num_tokens", "tokens")
