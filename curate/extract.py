@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from curate.dom_rewrite import MACRO_DEFS, rewrite_tree, strip_sentinels
+from curate.dom_sites import drop_site_chrome
 from curate.extract_text import finalize_text, has_tex_renderer
 
 ENGINES = ("fast", "clean")
@@ -78,6 +79,7 @@ def extract_strict(html: str, url: str | None = None, engine: str = "fast") -> s
     if nesting_probe(tree.body) > MAX_DOM_DEPTH:
         raise PageTooDeep(f"elements nested deeper than {MAX_DOM_DEPTH}")
     tex_page = has_tex_renderer(tree)
+    drop_site_chrome(tree)
     rewrite_tree(tree, headings=engine == "fast", tex_page=tex_page)
     if engine == "fast":
         raw = _extract_fast(tree)
@@ -102,6 +104,7 @@ def _rewritten_for_clean(html: str, tex_page: bool):
     from resiliparse.parse.html import HTMLTree
 
     tree = HTMLTree.parse(html)
+    drop_site_chrome(tree)
     rewrite_tree(tree, headings=False, tex_page=tex_page)
     return tree
 
