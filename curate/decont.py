@@ -16,10 +16,7 @@ apart lie in no prose n-gram) is matched whole the same way.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +27,19 @@ import numpy as np
 from datatrove.data import Document
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
+from curate.decont_keys import (
+    MATCH_NGRAMS,
+    PASSAGE_RUN,
+    SHORT_MIN_TOKENS,
+    RecordKeys,
+    is_member,
+    needed_ngrams,
+    passage_ngrams,
+    record_keys,
+    shared_ngrams,
+    template_ngrams,
+    training_ngrams,
+)
 from curate.decont_sources import (
     BENCH_SUFFIXES,
     PROBLEM_FIELDS,
@@ -40,41 +50,39 @@ from curate.decont_sources import (
     record_texts,
     say_left_out_training_splits,
 )
-from curate.dedup_text import (
-    CANONICAL_MATH_TOKENS,
-    TOKEN_RE,
-    canonical_math_text,
-    ngram_hashes,
-    normalize_math_text,
-    token_hashes,
-)
+from curate.decont_tokens import coded_prose_ngrams, decont_tokens, prose_ngrams, token_codes
+from curate.dedup_text import ngram_hashes
 from mathmix.records import read_records
 
 __all__ = [
     "BENCH_SUFFIXES",
     "PROBLEM_FIELDS",
     "TEXT_FIELDS",
+    "MATCH_NGRAMS",
+    "PASSAGE_RUN",
+    "SHORT_MIN_TOKENS",
     "BenchmarkIndex",
     "DecontFilter",
     "Overlap",
+    "RecordKeys",
     "benchmark_files",
+    "decont_tokens",
     "find_overlaps",
+    "needed_ngrams",
+    "passage_ngrams",
+    "prose_ngrams",
+    "template_ngrams",
     "problem_texts",
     "read_records",
     "record_texts",
     "validate_benchmarks",
 ]
 
-SHORT_MIN_TOKENS = 8
 # The matcher's version, recorded in a decont job's record and in its saved index: a job or index of another version
 # is not mixed with this one (its tokens and its rule differ).
 # 2: one token per math symbol however written (LaTeX, Unicode, ASCII); template n-grams left out of the index; a
 #    record is matched by min(3, half its n-grams) distinct n-grams, not by one.
 MATCHER = "mathmix-decont/2"
-# A record is matched by this many distinct n-grams at most (fewer where it has fewer: half of them, rounded up).
-MATCH_NGRAMS = 3
-# LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
-_DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
 
 
 @dataclass
@@ -95,195 +103,6 @@ class Overlap:
             "ngrams": self.ngrams,
             "whole": self.whole,
         }
-
-
-def decont_tokens(text: str) -> list[str]:
-    """Tokens used on both sides of the overlap check: a math symbol is one token however it is written (`\\pi`,
-    `π`, `pi`), layout commands and operators none (`curate.dedup_text.CANONICAL_MATH_TOKENS`)."""
-    raw = _DECONT_TOKEN_RE.findall(canonical_math_text(normalize_math_text(text).lower()))
-    canon = CANONICAL_MATH_TOKENS
-    return [c for t in raw if (c := canon.get(t, t))]
-
-
-_CODES: dict[str, int] = {}  # token -> 64-bit hash whose lowest bit says "prose word"
-
-
-def _token_codes(tokens: list[str]) -> np.ndarray:
-    """Stable token hashes (cached per process) with the lowest bit set for prose words."""
-    try:
-        return np.fromiter(map(_CODES.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
-    except KeyError:
-        if len(_CODES) > 2_000_000:
-            _CODES.clear()
-        missing = list(set(tokens).difference(_CODES))
-        for tok, h in zip(missing, token_hashes(missing).tolist(), strict=True):
-            _CODES[tok] = (h & ~1) | int(len(tok) > 1 and tok.isalpha())
-        return np.fromiter(map(_CODES.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
-
-
-def prose_ngrams(tokens: list[str], ngram: int, min_words: int) -> tuple[np.ndarray, np.ndarray]:
-    """(hashes, start positions) of the n-grams holding at least `min_words` prose words.
-
-    A prose word has two or more letters and is not a LaTeX command: n-grams made only of formula pieces
-    (`sqrt 3 r 1 r 2 ...`) are common to unrelated pages and would be false hits.
-    """
-    return _prose_ngrams(_token_codes(tokens), ngram, min_words)
-
-
-def _prose_ngrams(codes: np.ndarray, ngram: int, min_words: int) -> tuple[np.ndarray, np.ndarray]:
-    hashes = ngram_hashes(codes, ngram)
-    if not len(hashes) or min_words <= 0:
-        return hashes, np.arange(len(hashes))
-    csum = np.concatenate([[0], np.cumsum(codes & np.uint64(1), dtype=np.int64)])
-    keep = np.nonzero(csum[ngram:] - csum[: len(hashes)] >= min_words)[0]
-    return hashes[keep], keep
-
-
-def _is_specific(tokens: list[str], codes: np.ndarray, min_words: int) -> bool:
-    """A short problem worth matching whole: enough prose words to be a sentence, and a number or a LaTeX
-    command (a lone letter such as the `s` of `Fred's` does not make "How many ... in a block?" specific)."""
-    prose = int((codes & np.uint64(1)).sum())
-    return prose >= min_words and any(t[0].isdigit() or t[0] == "\\" for t in tokens)
-
-
-def _short_problem(
-    tokens: list[str], ngram: int, min_words: int, short_min: int
-) -> tuple[int, int, int] | None:
-    """(key hash, whole hash, length) of a problem statement's TOKENS (its problem fields read in a row) when it
-    is shorter than one n-gram and qualifies for a whole match; else None."""
-    return _whole_key(tokens, min_words, short_min) if len(tokens) < ngram else None
-
-
-def _whole_key(tokens: list[str], min_words: int, short_min: int) -> tuple[int, int, int] | None:
-    """(key hash of the first SHORT_MIN tokens, whole hash, length) of a statement's TOKENS, matched whole when
-    at least SHORT_MIN long and specific (`_is_specific`); else None (and always with SHORT_MIN 0)."""
-    codes = _token_codes(tokens if short_min else [])
-    if not (short_min <= len(codes) and _is_specific(tokens, codes, min_words)):
-        return None
-    key = int(ngram_hashes(codes[:short_min], short_min)[0])
-    return key, int(ngram_hashes(codes, len(codes))[0]), len(codes)
-
-
-@dataclass
-class RecordKeys:
-    """What the index holds of one benchmark record."""
-
-    problem: np.ndarray  # unique n-gram hashes of its problem statement (its problem fields read in a row)
-    grams: np.ndarray  # unique n-gram hashes of all its fields read in a row (the problem's included)
-    sequence: np.ndarray  # the same n-grams in the order of the text, repeats kept (for `passage_ngrams`)
-    whole: tuple[int, int, int] | None  # short-problem key (`_short_problem`)
-    # whole-statement key of a statement of one n-gram or more (`_whole_key`): used only when the index keeps
-    # none of its problem n-grams (all templates: a sibling problem shares every prose n-gram of it). None for
-    # a problem with a drawing: its `[asy]` is not read, and it may be all that tells it from its sibling
-    statement: tuple[int, int, int] | None
-    problem_key: bytes  # its statement's tokens hashed: one distinct problem however many records hold it
-
-
-def _unique_ngrams(tokens: list[str], ngram: int, min_words: int) -> np.ndarray:
-    return np.unique(prose_ngrams(tokens, ngram, min_words)[0])
-
-
-def _record_keys(record: dict, ngram: int, min_words: int, short_min: int) -> RecordKeys:
-    """The n-grams, short-problem key and problem identity of one benchmark record.
-
-    The fields are read in a row, as a page would show them (SVAMP / ASDiv: the story, then the question): every
-    n-gram of one field alone is one of them too. AMC / AIME repeat the problem as the question: read once."""
-    texts = list(dict.fromkeys(record_texts(record)))
-    problems = list(dict.fromkeys(problem_texts(record)))
-    tokens = {t: decont_tokens(t) for t in dict.fromkeys([*texts, *problems])}
-    statement = [tok for t in problems for tok in tokens[t]]
-    everything = [tok for t in texts for tok in tokens[t]]
-    key = " ".join(statement or everything).encode()
-    sequence = prose_ngrams(everything, ngram, min_words)[0]
-    return RecordKeys(
-        problem=_unique_ngrams(statement, ngram, min_words),
-        grams=np.unique(sequence),
-        sequence=sequence,
-        whole=_short_problem(statement, ngram, min_words, short_min),
-        statement=(
-            _whole_key(statement, min_words, short_min)
-            if len(statement) >= ngram and not any("[asy]" in t.lower() for t in problems)
-            else None
-        ),
-        problem_key=hashlib.blake2b(key, digest_size=8).digest(),
-    )
-
-
-def template_ngrams(
-    records: Sequence[RecordKeys], training_files: Sequence[Path], ngram: int, min_words: int
-) -> np.ndarray:
-    """The n-grams that are no evidence of one problem (sorted): those of 2 or more distinct problems (MATH500's
-    problems are MATH test's too: counted once), and those of the training splits left out of the benchmark
-    folders (`gsm8k/train`, `math_hendrycks/train`, MATH8K ...), save their records that are an eval problem
-    itself (PRM800K's split holds 4,500 MATH test problems). "Express your answer in terms of $\\pi$", "m and n are
-    relatively prime positive integers. Find m+n", a solution's "we use the quadratic formula": one such 13-gram
-    dropped a page (17% of MATH train, read as pages, was dropped against the eval sets). Of the shared ones, a
-    record keeps those of its own passages (`passage_ngrams`): the index leaves out the rest."""
-    return np.union1d(shared_ngrams(records), training_ngrams(records, training_files, ngram, min_words))
-
-
-def shared_ngrams(records: Sequence[RecordKeys]) -> np.ndarray:
-    """The n-grams (sorted) of 2 or more distinct problems (records with one problem statement count once)."""
-    by_problem: dict[bytes, list[np.ndarray]] = {}
-    for rec in records:
-        by_problem.setdefault(rec.problem_key, []).append(rec.grams)
-    per_problem = [g[0] if len(g) == 1 else np.unique(np.concatenate(g)) for g in by_problem.values()]
-    hashes, counts = np.unique(np.concatenate([np.empty(0, np.uint64), *per_problem]), return_counts=True)
-    return hashes[counts >= 2]
-
-
-def training_ngrams(
-    records: Sequence[RecordKeys], training_files: Sequence[Path], ngram: int, min_words: int
-) -> np.ndarray:
-    """The n-grams (sorted) of the training splits' records that are no eval problem (`template_ngrams`)."""
-    problems = {rec.problem_key for rec in records}
-    parts = [np.empty(0, np.uint64)]
-    for path in training_files:
-        for _, record in read_records(path):
-            if isinstance(record, dict) and record_texts(record):
-                keys = _record_keys(record, ngram, min_words, 0)
-                if keys.problem_key not in problems:
-                    parts.append(keys.grams)
-    return np.unique(np.concatenate(parts))
-
-
-def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """np.isin for a sorted, unique SORTED_SET, without sorting it again (it is large; VALUES are few)."""
-    if not len(sorted_set):
-        return np.zeros(len(values), bool)
-    pos = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
-    return sorted_set[pos] == values
-
-
-# A run of this many consecutive n-grams of a record, each shared with another distinct problem, is a passage
-# (`passage_ngrams`), not a template phrase.
-PASSAGE_RUN = 15
-
-
-def passage_ngrams(record: RecordKeys, shared: np.ndarray, run: int = PASSAGE_RUN) -> np.ndarray:
-    """The shared n-grams (sorted) that are the record's own passages: those in a run of RUN or more consecutive
-    n-grams of its text (`RecordKeys.sequence`) all in SHARED (n-grams of 2 or more distinct problems).
-
-    An OCW preamble shared by its sub-questions, a problem restated in two sets (Minerva's and OCW's copies),
-    near-copies with one number changed share a long run; a template phrase gives a few shared n-grams in a row.
-    RUN = 15: of the shared runs in MATH test, SVAMP, ASDiv, college math, 68-97% are under 10 n-grams (templates;
-    those of 15+ are near-copies or copied solution lines); 97% of the OCW records that share any have one of 15+."""
-    seq = record.sequence
-    if len(seq) < run or not len(shared):
-        return np.empty(0, np.uint64)
-    is_shared = _member(seq, shared)
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], is_shared.astype(np.int8), [0]])))
-    starts, ends = edges[0::2], edges[1::2]
-    long = (ends - starts) >= run
-    if not long.any():
-        return np.empty(0, np.uint64)
-    return np.unique(np.concatenate([seq[a:b] for a, b in zip(starts[long], ends[long], strict=True)]))
-
-
-def needed_ngrams(count: int) -> int:
-    """Distinct n-grams that match a record with COUNT of them (in the index): min(3, half of them rounded up).
-    A short problem (1-2 n-grams) is still found whole; a page sharing one n-gram with a long one is not."""
-    return min(MATCH_NGRAMS, math.ceil(count / 2))
 
 
 def _no_records_error(files: Sequence[Path]) -> ValueError:
@@ -325,7 +144,7 @@ def validate_benchmarks(
 
 
 def _checkable(record: dict, ngram: int, min_words: int, short_min: int) -> bool:
-    keys = _record_keys(record, ngram, min_words, short_min)
+    keys = record_keys(record, ngram, min_words, short_min)
     return bool(len(keys.grams)) or keys.whole is not None
 
 
@@ -375,7 +194,7 @@ class BenchmarkIndex:
                 if not isinstance(record, dict) or not record_texts(record):
                     continue
                 self.benchmarks[name] += 1
-                keys.append(_record_keys(record, ngram, min_words, short_min_tokens))
+                keys.append(record_keys(record, ngram, min_words, short_min_tokens))
                 self.records.append((name, line_no))
                 checkable |= bool(len(keys[-1].grams)) or keys[-1].whole is not None
             if not checkable:
@@ -387,7 +206,7 @@ class BenchmarkIndex:
         shared = shared_ngrams(keys)
         training = training_ngrams(keys, training_files, ngram, min_words)
         # per record: its shared n-grams kept as its passages (never one of a training split)
-        passages = [p[~_member(p, training)] for p in (passage_ngrams(k, shared) for k in keys)]
+        passages = [p[~is_member(p, training)] for p in (passage_ngrams(k, shared) for k in keys)]
         template = np.union1d(shared, training)
         self.template_ngrams = len(
             np.setdiff1d(template, np.concatenate([np.empty(0, np.uint64), *passages]))
@@ -441,10 +260,10 @@ class BenchmarkIndex:
     def find(self, text: str, max_ngrams: int = 5) -> list[Overlap]:
         """Overlaps of `text` with benchmark records (empty list when clean), most matched first."""
         tokens = decont_tokens(text)
-        codes = _token_codes(tokens)
+        codes = token_codes(tokens)
         by_record: dict[int, list[tuple[int, int, bool]]] = {}  # record -> (start, length, whole) per match
         distinct: dict[int, dict[int, bool]] = {}  # record -> {matched n-gram: of its problem}
-        grams, starts = _prose_ngrams(codes, self.ngram, self.min_words)
+        grams, starts = coded_prose_ngrams(codes, self.ngram, self.min_words)
         if len(grams) and len(self.hashes):
             lo = np.searchsorted(self.hashes, grams, side="left")
             found = np.flatnonzero(self.hashes[np.minimum(lo, len(self.hashes) - 1)] == grams)

@@ -1,0 +1,105 @@
+"""The tokens decontamination compares, on both sides: a benchmark record's and a web document's.
+
+A math symbol is one token however a page spells it: LaTeX (`\\pi`), Unicode (`π`) or ASCII (`pi`); layout
+commands and operators are none. LaTeX commands keep their backslash so that they never count as prose words
+(`prose_ngrams`). Shared by the index (`curate.decont`) and the record keys (`curate.decont_keys`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from curate.dedup_text import TOKEN_RE, ngram_hashes, normalize_math_text, token_hashes
+
+# One token for a math symbol however a page spells it: LaTeX (`\pi`), Unicode (`π`) or ASCII (`pi`), and none for
+# layout (`\frac`, `\text`, `\left`) or for operators and relations, which are no tokens in plain text anyway
+# (`=`, `<`, `*`: so `\leq`, `≤` and `<=` alike are none). "The volume of the cylinder is 45π" and "... is $45\pi$"
+# had other tokens, and a page that rendered a test problem's math was not found.
+_UNICODE_MATH = {
+    **dict(zip("αβγδεζηθικλμνξπρστυφχψωϕϑϵς", (
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon phi chi "
+        "psi omega phi theta epsilon sigma").split(), strict=True)),
+    "√": "sqrt", "∛": "sqrt 3", "∜": "sqrt 4", "∞": "infty", "∠": "angle", "△": "triangle", "°": "circ",
+    "∘": "circ", "∈": "in", "∉": "notin", "∪": "cup", "∩": "cap", "∑": "sum", "∏": "prod", "⊥": "perp",
+    "∥": "parallel", "→": "to", "⇒": "to", "⟹": "to", "⌊": "lfloor", "⌋": "rfloor", "⌈": "lceil", "⌉": "rceil",
+    "∫": "int", "≈": "approx", "≡": "equiv", "≅": "cong", "∼": "sim", "⊂": "subset", "⊆": "subseteq",
+    "∀": "forall", "∃": "exists", "∅": "emptyset", "∂": "partial",
+}  # fmt: skip
+_UNICODE_MATH_TABLE = str.maketrans({ch: f" \\{name} " for ch, name in _UNICODE_MATH.items()})
+_DROPPED_COMMANDS = (
+    "times cdot div pm mp ast leq geq neq le ge ne lt gt frac dfrac tfrac cfrac text textbf textit textrm textsf "
+    "texttt textnormal mathrm mathbf mathit mathsf mathtt mathnormal mathbb mathcal boldsymbol mbox hbox operatorname "
+    "left right displaystyle textstyle scriptstyle big bigl bigr bigg biggl biggr dots ldots cdots vdots ddots mid"
+).split()
+_COMMAND_SYNONYMS = {
+    "rightarrow": "to", "longrightarrow": "to", "implies": "to", "varphi": "phi", "vartheta": "theta",
+    "varepsilon": "epsilon", "degree": "circ",
+}  # fmt: skip
+# ASCII spellings of commands (a forum's `sqrt(3x-5)`, `2 pi r`, `90 degrees`)
+_ASCII_COMMANDS = {
+    **{w: w for w in "pi sqrt theta alpha beta gamma delta epsilon lambda sigma omega phi infty sin cos tan log ln".split()},
+    "degrees": "circ",
+}  # fmt: skip
+CANONICAL_MATH_TOKENS: dict[str, str] = {
+    **{f"\\{c}": "" for c in _DROPPED_COMMANDS},
+    **{f"\\{c}": f"\\{to}" for c, to in _COMMAND_SYNONYMS.items()},
+    **{w: f"\\{to}" for w, to in _ASCII_COMMANDS.items()},
+}
+_FRAC_OF_DIGITS = re.compile(r"\\[dtc]?frac\s*(\d)\s*(\d)")  # \frac12 is 1/2, not twelve
+
+
+def canonical_math_text(text: str) -> str:
+    """Unicode math symbols written as the LaTeX command they stand for (`π` -> ` \\pi `), `\\frac12` as `1 2`:
+    the text's tokens then go through `CANONICAL_MATH_TOKENS` (decont)."""
+    if "frac" in text:
+        text = _FRAC_OF_DIGITS.sub(r" \1 \2 ", text)
+    return text.translate(_UNICODE_MATH_TABLE)
+
+
+# LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
+_DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
+
+
+def decont_tokens(text: str) -> list[str]:
+    """Tokens used on both sides of the overlap check: a math symbol is one token however it is written (`\\pi`,
+    `π`, `pi`), layout commands and operators none (`CANONICAL_MATH_TOKENS`)."""
+    raw = _DECONT_TOKEN_RE.findall(canonical_math_text(normalize_math_text(text).lower()))
+    canon = CANONICAL_MATH_TOKENS
+    return [c for t in raw if (c := canon.get(t, t))]
+
+
+_CODES: dict[str, int] = {}  # token -> 64-bit hash whose lowest bit says "prose word"
+
+
+def token_codes(tokens: list[str]) -> np.ndarray:
+    """Stable token hashes (cached per process) with the lowest bit set for prose words."""
+    try:
+        return np.fromiter(map(_CODES.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    except KeyError:
+        if len(_CODES) > 2_000_000:
+            _CODES.clear()
+        missing = list(set(tokens).difference(_CODES))
+        for tok, h in zip(missing, token_hashes(missing).tolist(), strict=True):
+            _CODES[tok] = (h & ~1) | int(len(tok) > 1 and tok.isalpha())
+        return np.fromiter(map(_CODES.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
+def prose_ngrams(tokens: list[str], ngram: int, min_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, start positions) of the n-grams holding at least `min_words` prose words.
+
+    A prose word has two or more letters and is not a LaTeX command: n-grams made only of formula pieces
+    (`sqrt 3 r 1 r 2 ...`) are common to unrelated pages and would be false hits.
+    """
+    return coded_prose_ngrams(token_codes(tokens), ngram, min_words)
+
+
+def coded_prose_ngrams(codes: np.ndarray, ngram: int, min_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """`prose_ngrams` of tokens already coded (`token_codes`)."""
+    hashes = ngram_hashes(codes, ngram)
+    if not len(hashes) or min_words <= 0:
+        return hashes, np.arange(len(hashes))
+    csum = np.concatenate([[0], np.cumsum(codes & np.uint64(1), dtype=np.int64)])
+    keep = np.nonzero(csum[ngram:] - csum[: len(hashes)] >= min_words)[0]
+    return hashes[keep], keep
