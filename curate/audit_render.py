@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import hashlib
 import html
 import io
 import os
@@ -145,9 +146,10 @@ def _figures(section: Section) -> list[tuple[ReportFigure, bytes]]:
 def render(sections: list[Section], title: str, html_path: Path, md_path: Path | None) -> list[Path]:
     """Write the HTML report (and the Markdown twin with its PNGs); return the files written.
 
-    Everything is written beside its target first and then renamed onto it, the plot folder as a whole: a report
-    written where an older one is leaves none of the older plots (a section this run lacks, another run's
-    section), and a failure half-way leaves the older report as it was."""
+    Everything is written beside its target first and then renamed onto it: a report written where an older one is
+    leaves none of the older plots (a section this run lacks, another run's section), and a failure half-way
+    leaves the older report as it was. The Markdown links its plots in `<stem>_plots.<hash>/` (see
+    `_replace`), which `<stem>_plots` links to."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = [f"<h1>{html.escape(title)}</h1><p>generated {stamp} by <code>mathmix audit report</code></p>"]
     body.append(
@@ -157,22 +159,24 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
     )
     markdown = [f"# {md_text(title)}", "", f"generated {stamp} by `mathmix audit report`", ""]
     plot_dir = md_path.with_name(md_path.stem + "_plots") if md_path else None
-    pngs: dict[str, bytes] = {}  # file name in plot_dir: PNG
-    for section in sections:
+    drawn = [_figures(section) for section in sections]  # first: a plot not drawn is a note of its section
+    # file name in plot_dir: PNG
+    pngs = {
+        f"{s.key}_{f.key}.png": png for s, figures in zip(sections, drawn, strict=True) for f, png in figures
+    }
+    shown = _versioned(plot_dir, pngs) if plot_dir is not None and md_path is not None else None
+    for section, figures in zip(sections, drawn, strict=True):
         body.append(f"<h2 id='{section.key}'>{html.escape(section.title)}</h2>")
         markdown += [f"## {md_text(section.title)}", ""]
-        figures = _figures(section)  # first: a plot that cannot be drawn is a note of the section
         for note in section.notes:
             body.append(f"<p class='note'>{html.escape(note)}</p>")
             markdown += [f"> {md_text(note)}", ""]
         for figure, png in figures:
             data = base64.b64encode(png).decode()
             body.append(f"<img alt='{html.escape(figure.title)}' src='data:image/png;base64,{data}'>")
-            if plot_dir is not None:
-                name = f"{section.key}_{figure.key}.png"
-                pngs[name] = png
+            if shown is not None:
                 alt = md_text(figure.title).replace("[", "\\[").replace("]", "\\]")
-                markdown += [f"![{alt}]({plot_dir.name}/{name})", ""]
+                markdown += [f"![{alt}]({shown.name}/{section.key}_{figure.key}.png)", ""]
         for table in section.tables:
             body.append(_html_table(table))
             markdown += _md_table(table)
@@ -180,15 +184,35 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
     files = {html_path: page + f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>\n"}
     if md_path is not None:
         files[md_path] = "\n".join(markdown) + "\n"
+    else:
+        pngs = {}
     _replace(files, plot_dir, pngs)
     return [*files, *(plot_dir / name for name in pngs if plot_dir is not None)]
 
 
+def _versioned(plot_dir: Path, pngs: dict[str, bytes]) -> Path:
+    """`<stem>_plots.<hash of the plots>`: the folder the Markdown links (the same plots, the same folder)."""
+    digest = hashlib.sha256()
+    for name in sorted(pngs):
+        digest.update(f"{name}\0{len(pngs[name])}\0".encode() + pngs[name])
+    return plot_dir.with_name(f"{plot_dir.name}.{digest.hexdigest()[:12]}")
+
+
 def _replace(files: dict[Path, str], plot_dir: Path | None, pngs: dict[str, bytes]) -> None:
-    """Write `files` and the PNGs of `plot_dir` beside their targets, then rename them onto them: the plot
-    folder first (the Markdown links it), then the files. A device or FIFO (`-o /dev/null`) is written through,
-    and so is a link (to its target)."""
+    """Write `files` and the PNGs of `plot_dir` beside their targets, then rename them onto them. A device or FIFO
+    (`-o /dev/null`) is written through, and so is a link (to its target).
+
+    The plots go to a folder named by their hash (`_versioned`), which the Markdown links, in this order: that
+    folder is complete, then the report is renamed onto the older one, then `plot_dir` is pointed at the folder
+    (a link swapped by one rename) and the older folders are removed. A reader never opens a report whose
+    plots are not all there (swapping one fixed folder by two renames left it missing in between); a rerun
+    with the same plots writes the same folder, and only the current one is left."""
+    if plot_dir is not None and not plot_dir.is_symlink() and plot_dir.exists() and not plot_dir.is_dir():
+        raise NotADirectoryError(
+            errno.ENOTDIR, "not a folder (the Markdown report's plots go there)", str(plot_dir)
+        )
     staged: list[tuple[Path, Path]] = []  # (written aside, target)
+    written: Path | None = None  # a plot folder this call made (removed again if the report is not renamed)
     try:
         for path, text in files.items():
             path = path.resolve() if path.is_symlink() else path
@@ -201,47 +225,69 @@ def _replace(files: dict[Path, str], plot_dir: Path | None, pngs: dict[str, byte
             with os.fdopen(fd, "w", encoding="utf-8") as stream:
                 stream.write(text)
             os.chmod(name, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
-        if plot_dir is not None:
-            _replace_folder(plot_dir, pngs)
+        current = _versioned(plot_dir, pngs) if plot_dir is not None and pngs else None
+        if current is not None:
+            written = _write_plot_folder(current, pngs)
         for tmp, path in staged:
             os.replace(tmp, path)
+        written = None
+        if plot_dir is not None:
+            _point_to(plot_dir, current)
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
+        if written is not None:
+            shutil.rmtree(written, ignore_errors=True)
 
 
-def _replace_folder(folder: Path, pngs: dict[str, bytes]) -> None:
-    """`folder` holds `pngs` and nothing else (no folder where there are none): written as a new folder beside
-    it, swapped in by two renames, the older one then removed. A link to a folder is replaced in its target."""
-    folder = folder.resolve() if folder.is_symlink() else folder
-    if folder.exists() and not folder.is_dir():
-        raise NotADirectoryError(
-            errno.ENOTDIR, "not a folder (the Markdown report's plots go there)", str(folder)
-        )
+def _write_plot_folder(folder: Path, pngs: dict[str, bytes]) -> Path | None:
+    """`folder` holding `pngs` and nothing else, written aside and renamed into place; None where it already
+    did (a rerun), else the folder made."""
+    if folder.is_dir() and not folder.is_symlink():
+        held = {p.name: p for p in folder.iterdir()}
+        if held.keys() == pngs.keys() and all(held[n].read_bytes() == png for n, png in pngs.items()):
+            return None
+        shutil.rmtree(
+            folder
+        )  # named by its plots' hash but not holding them: damaged, not linked by a report
     folder.parent.mkdir(parents=True, exist_ok=True)
-    new = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)) if pngs else None
-    old = (
-        Path(tempfile.mkdtemp(prefix=f".{folder.name}.old.", dir=folder.parent)) if folder.exists() else None
-    )
+    new = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         for name, png in pngs.items():
-            (new / name).write_bytes(png)  # type: ignore[operator]  # there are pngs: new is a folder
-        if new is not None:
-            new.chmod(0o777 & ~_umask())  # mkdtemp's is 0700: the plot folder as mkdir() makes it
-        if old is not None:
-            os.rename(folder, old / folder.name)
-        if new is not None:
-            try:
-                os.rename(new, folder)
-            except BaseException:
-                if old is not None:  # the older report keeps its plots
-                    os.rename(old / folder.name, folder)
-                raise
-            new = None
+            (new / name).write_bytes(png)
+        new.chmod(0o777 & ~_umask())  # mkdtemp's is 0700: the plot folder as mkdir() makes it
+        os.rename(new, folder)
+    except BaseException:
+        shutil.rmtree(new, ignore_errors=True)
+        raise
+    return folder
+
+
+def _point_to(plot_dir: Path, current: Path | None) -> None:
+    """`plot_dir` made a link to `current` (removed where there are no plots), by renaming a new link onto it;
+    then every other `<plot_dir>.<hash>` folder, and a real `plot_dir` folder earlier versions wrote, removed."""
+    aside: Path | None = None
+    if (
+        plot_dir.is_dir() and not plot_dir.is_symlink()
+    ):  # an earlier version's folder: the report no longer links it
+        aside = Path(tempfile.mkdtemp(prefix=f".{plot_dir.name}.old.", dir=plot_dir.parent))
+        os.rename(plot_dir, aside / plot_dir.name)
+    try:
+        if current is None:
+            if plot_dir.is_symlink():
+                plot_dir.unlink()
+        else:
+            link = plot_dir.with_name(f".{plot_dir.name}.{os.getpid()}.link")
+            link.unlink(missing_ok=True)
+            os.symlink(current.name, link)
+            os.replace(link, plot_dir)
+        pattern = re.compile(rf"{re.escape(plot_dir.name)}\.[0-9a-f]{{12}}")
+        for old in plot_dir.parent.iterdir():
+            if pattern.fullmatch(old.name) and old != current and old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old, ignore_errors=True)
     finally:
-        for aside in (new, old):
-            if aside is not None:
-                shutil.rmtree(aside, ignore_errors=True)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 def _umask() -> int:
