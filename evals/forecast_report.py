@@ -93,14 +93,24 @@ AT_BOUND = 0.01  # of the metric's range: a MAP this close to an end of its rang
 def fit_flags(fit: SigmoidFit) -> list[str]:
     """What makes a fit's A no measurement: `A at bound` where the posterior's mode (MAP) sits at the top or the
     bottom of the metric's range (1 for fractions and rewards, 100 in percent; 0, or -1 for rewards), i.e. the
-    curve does not bound its asymptote and the bound does; `B at bound` where the rise is as slow as the B grid
-    allows (a near-straight line in log compute, whose A is the prior's extrapolation). A curve still rising at
-    1.6 points a step was ranked first with A 1.000 [1.000, 1.000]."""
+    curve does not bound its asymptote and the bound does; `A unbounded above` where the MAP is below the top but
+    A's posterior 95% quantile is within AT_BOUND of it (A 5-95% [0.70, 0.99] on [0, 1]): 5% or more of the
+    posterior presses on the top of the grid, so the curve bounds A from below only; `B at bound` where the rise
+    is as slow as the B grid allows (a near-straight line in log compute, whose A is the prior's extrapolation).
+    A curve still rising at 1.6 points a step was ranked first with A 1.000 [1.000, 1.000].
+
+    Why the 95% quantile and not a wider interval: ../shared/data/rl_curves has 1 such fit in 108 (a gsm8k run,
+    MAP 0.916, A [0.832, 0.992]); the posterior's prior on A (a half-normal above the best value seen) keeps the
+    others' upper quantile below the top, so the flag marks the rare fit it does not, not every rising curve."""
     from evals.forecast import B_GRID
 
     flags = []
+    lo, hi = fit.scale
+    top = (fit.intervals["A"][1] - lo) / (hi - lo) if "A" in fit.intervals and hi > lo else None
     if fit.a <= AT_BOUND or fit.a >= 1 - AT_BOUND:  # fit.a is on [0, 1] of the metric's range
         flags.append("A at bound")
+    elif top is not None and top >= 1 - AT_BOUND:
+        flags.append("A unbounded above")
     if fit.b <= float(B_GRID[0]) * (1 + AT_BOUND):
         flags.append("B at bound")
     return flags
@@ -110,7 +120,8 @@ def rank_by_asymptote(
     records: list[dict[str, Any]], units: list[tuple[float, float] | None] | None = None
 ) -> list[dict[str, Any]]:
     """Bases sorted by forecast A (highest first), with its posterior 5-95% interval; records with `flags` (A or B
-    at a bound, a run that falls: `fit_flags`, the CLI's falls check) after all the others, by A among themselves.
+    at a bound, A unbounded above, a run that falls: `fit_flags`, the CLI's falls check) after all the others,
+    by A among themselves.
 
     `units`: each record's unit (`Curve.unit`). Where runs in percent are ranked with runs that are not (one base
     exported in percent, another as fractions), a percent run's A counts as A / 100: a raw 50.5 outranked 0.594.
