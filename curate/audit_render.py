@@ -282,9 +282,12 @@ def _point_to(plot_dir: Path, current: Path | None) -> None:
             os.symlink(current.name, link)
             os.replace(link, plot_dir)
         pattern = re.compile(rf"{re.escape(plot_dir.name)}\.[0-9a-f]{{12}}")
+        left = re.compile(rf"\.{re.escape(plot_dir.name)}\.\d+\.link")  # a link a killed run left
         for old in plot_dir.parent.iterdir():
             if pattern.fullmatch(old.name) and old != current and old.is_dir() and not old.is_symlink():
                 shutil.rmtree(old, ignore_errors=True)
+            elif left.fullmatch(old.name) and old.is_symlink():
+                old.unlink(missing_ok=True)
     finally:
         if aside is not None:
             shutil.rmtree(aside, ignore_errors=True)

@@ -111,3 +111,11 @@ def test_a_file_where_the_plot_folder_goes_is_refused_and_nothing_is_written(tmp
     with pytest.raises(NotADirectoryError):
         _render(out, "one")
     assert _listing(out) == {"report_plots"}
+
+
+def test_a_link_left_by_a_killed_run_is_removed(tmp_path):
+    out = tmp_path / "out"
+    _render(out, "one")
+    (out / ".report_plots.99999999.link").symlink_to("report_plots.000000000000")  # killed before its rename
+    _render(out, "one")
+    assert not [p for p in _listing(out) if p.startswith(".")]
