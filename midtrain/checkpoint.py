@@ -73,6 +73,12 @@ def list_checkpoints(ckpt_dir: Path) -> list[Path]:
     return sorted(p for p in done if (p / STATE_FILE).exists())
 
 
+def latest_state(ckpt_dir: Path) -> dict[str, Any] | None:
+    """The trainer state of a stage's latest checkpoint (what a resume goes on from), or None."""
+    found = list_checkpoints(ckpt_dir)
+    return json.loads((found[-1] / STATE_FILE).read_text()) if found else None
+
+
 def save_checkpoint(
     ckpt_dir: Path, model, optimizer, trainer_state: dict[str, Any], model_config_json: str, keep: int
 ) -> Path:

@@ -2,6 +2,7 @@
 
 Reads top to bottom: set up ranks -> model -> optimizer -> data -> restore (own checkpoint, else the start
 stage's) -> for each step: LR from tokens, micro-batches with gradient accumulation, clip, step, log, checkpoint.
+What the data is (the blend's order, where a decay branch reads on) is `midtrain.data_order`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ from mathmix.signals import StopOnSignal, signal_name
 from midtrain import checkpoint as ckpt
 from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 from midtrain.data import PackedSequences
+from midtrain.data_order import (
+    build_documents,
+    continued_streams,  # noqa: F401  (imported from here too, as before midtrain.data_order was split off)
+    data_plan,
+    data_sources,
+    documents_plan,
+    source_keys,
+    stage_steps,
+)
 from midtrain.metrics import MetricsLogger
 from midtrain.model import (
     build_model,
@@ -38,9 +48,6 @@ from midtrain.stage_job import check_stage_job
 from midtrain.stop import TrainingStopped
 from pipelines.job_record import JOB_FILE
 
-# How a stage's blend is ordered (recorded in its checkpoints as `data_order`; see `data_plan`). A checkpoint
-# without the record is order 1: the stage resumes on the blend it began with.
-DATA_ORDER = 2
 _log = logging.getLogger("mathmix.midtrain")
 
 
@@ -85,141 +92,6 @@ def resolve_start(recipe: TrainRecipe, stage: StageConfig) -> Path | None:
     if not (path / ckpt.STATE_FILE).exists():
         raise FileNotFoundError(f"stage {stage.name}: start_from {path} is not a checkpoint folder")
     return path
-
-
-def build_documents(
-    recipe: TrainRecipe,
-    stage: StageConfig,
-    plan: dict[str, Any] | None = None,
-    cache: bool = True,
-    write_cache: bool = True,
-):
-    """The stage's blended documents, as `plan` (`data_plan`; default: a stage that has not trained) orders them.
-
-    With `cache` the blend index is cached in the stage folder (`blend_index/`): built once, memory-mapped by
-    every rank; without `write_cache` an index cached there is read, else the index is built in memory.
-    """
-    from shards.mixture import BlendedDocuments, SourceStream
-
-    plan = data_plan(recipe, stage) if plan is None else plan
-    cache_dir = recipe.stage_dir(stage.name) / "blend_index" if cache else None
-    mixture = stage.build_mixture(recipe.run_dir)
-    if plan.get("data_order", 1) == 1:  # sized to the budget; may fall a few tokens short (the packer wraps)
-        return BlendedDocuments(
-            mixture, total_tokens=stage.tokens, cache_dir=cache_dir, write_cache=write_cache
-        )
-    consumed = stage_steps(recipe, stage) * recipe.trainer.global_batch_tokens
-    streams = {name: SourceStream(*value) for name, value in plan.get("data_streams", {}).items()}
-    return BlendedDocuments(
-        mixture,
-        total_tokens=max(stage.tokens, consumed),
-        cache_dir=cache_dir,
-        min_tokens=consumed + 1,  # + the target of the last window's last input
-        streams=streams,
-        write_cache=write_cache,
-    )
-
-
-def documents_plan(documents) -> dict[str, Any] | None:
-    """The `data_plan` record of blended documents built by `build_documents` (None for other documents)."""
-    from shards.mixture import BlendedDocuments, SourceStream
-
-    if not isinstance(documents, BlendedDocuments):
-        return None
-    if documents.min_tokens is None:
-        return {"data_order": 1}
-    seed = documents.config.seed
-    moved = {n: s.as_list() for n, s in documents.streams.items() if s != SourceStream(seed, n)}
-    return {"data_order": DATA_ORDER, "data_streams": moved}
-
-
-def stage_steps(recipe: TrainRecipe, stage: StageConfig) -> int:
-    return max(1, stage.tokens // recipe.trainer.global_batch_tokens)
-
-
-def data_plan(
-    recipe: TrainRecipe, stage: StageConfig, resumed: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """How the stage's blend is ordered, recorded in each of its checkpoints (`data_order`, `data_streams`).
-
-    Order 2 (a stage that starts now): the blend holds what the stage consumes, and a decay branch reads each
-    source that has the same shards as its `start_from` stage from where that stage left it
-    (`continued_streams`). Order 1 (`resumed`, a checkpoint written before the record): the blend of mathmix
-    before, sized to the budget, every source read from its start: a stage resumes on the data it began with.
-    """
-    if resumed is not None:
-        kept: dict[str, Any] = {k: resumed[k] for k in ("data_order", "data_streams") if k in resumed}
-        return kept or {"data_order": 1}
-    return {
-        "data_order": DATA_ORDER,
-        "data_streams": {name: s.as_list() for name, s in continued_streams(recipe, stage).items()},
-    }
-
-
-def continued_streams(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any]:
-    """For a decay branch of a stage of this recipe: its sources' `SourceStream`s, each going on where that
-    stage's blend left the same shards (what it read is known exactly: its final checkpoint's data position,
-    else the position its planned steps reach). A source new to the branch, or a `start_from` checkpoint
-    folder (whose mixture is not recorded), reads from the start. A start-stage source the branch does not read
-    needs no shards; where they are gone (the start blend cannot be rebuilt) the shared sources read from their
-    start, with a warning. The start stage's cached blend index is read, never written."""
-    from shards.mixture import source_prefixes
-
-    names = [s.name for s in recipe.stages]
-    if stage.start_from not in names:
-        return {}
-    start = recipe.stage(stage.start_from)
-    branch = {spec.name: source_prefixes(spec) for spec in stage.build_mixture(recipe.run_dir).sources}
-    # the start stage's sources the branch reads too: one it does not read needs no shards (they may be gone)
-    shared = set(branch.values()) & {_prefixes(spec) for spec in start.build_mixture(recipe.run_dir).sources}
-    if not shared:
-        return {}
-    final = _latest_state(recipe.stage_dir(start.name) / "checkpoints")
-    try:  # the index cached in the start stage's folder where it trained; nothing is written there
-        blend = build_documents(
-            recipe, start, data_plan(recipe, start, final), final is not None, write_cache=False
-        )
-    except (OSError, ValueError) as err:
-        _log.warning(
-            "stage %s: its sources shared with stage %s are read from their start: that stage's blend cannot "
-            "be rebuilt (%s)",
-            stage.name,
-            start.name,
-            first_line(err),
-        )
-        return {}
-    if final is not None:
-        position = final["data"]
-    else:  # not trained yet (a plan, a test): windows of seq_len tokens, steps x batch of them
-        position = _stream_position(
-            blend.sizes, stage_steps(recipe, start) * recipe.trainer.global_batch_tokens
-        )
-    read = blend.streams_after(position["doc"], position["offset"])
-    by_shards = {source_prefixes(spec): read[spec.name] for spec in blend.config.sources}
-    return {name: by_shards[prefixes] for name, prefixes in branch.items() if prefixes in by_shards}
-
-
-def _prefixes(spec) -> tuple[str, ...] | None:
-    """`source_prefixes`, or None for a source whose shards cannot be found (they match no source of a branch
-    that reads them: its own would not be found either)."""
-    from shards.mixture import source_prefixes
-
-    try:
-        return source_prefixes(spec)
-    except (OSError, ValueError):
-        return None
-
-
-def _stream_position(sizes, tokens: int) -> dict[str, int]:
-    """The packer's position (doc, offset) after `tokens` tokens of documents of these sizes (wrapping)."""
-    import numpy as np
-
-    total = int(sizes.sum())
-    laps, tokens = divmod(tokens, total)
-    ends = np.cumsum(sizes, dtype=np.int64)
-    doc = int(np.searchsorted(ends, tokens, side="right"))
-    offset = tokens - (int(ends[doc - 1]) if doc else 0)
-    return {"doc": laps * len(sizes) + doc, "offset": offset}
 
 
 def build_optimizer(model, recipe: TrainRecipe) -> torch.optim.Optimizer:
@@ -272,16 +144,19 @@ def train_stage(
     # a shard damaged or gone since the checks (a truncated .bin, a removed folder) is named in one line
     try:
         if documents is None:
-            plan = data_plan(recipe, stage, _latest_state(ckpt_dir))
+            plan = data_plan(recipe, stage, ckpt.latest_state(ckpt_dir))
             documents = build_documents(recipe, stage, plan)
         else:  # what the given documents are, else what a resume without them would build
-            plan = documents_plan(documents) or data_plan(recipe, stage, _latest_state(ckpt_dir))
+            plan = documents_plan(documents) or data_plan(recipe, stage, ckpt.latest_state(ckpt_dir))
+        keys = source_keys(documents)
     except (OSError, ValueError) as err:
         raise TrainRecipeError(f"stage {stage.name}: {first_line(err)}") from None
     packer = PackedSequences(documents, t.seq_len, t.intra_document)
 
     state = _restore(recipe, stage, model, optimizer, packer, ckpt_dir)
     state.update(plan)  # every checkpoint says how its stream is ordered
+    if ranks.rank == 0 and plan.get("data_note"):  # one line; recorded in each checkpoint and done.json
+        _log.warning("%s", plan["data_note"])
     run_tokens_at_start = state["run_tokens"] - state["tokens"]
 
     is_main = ranks.rank == 0
@@ -339,6 +214,8 @@ def train_stage(
         if checkpoint_due:
             state["tokenizer"] = recipe.model.tokenizer_source
             state["tokenizer_sha256"] = tokenizer_sha256  # what `train export` checks its tokenizer against
+            if keys is not None:  # where each source was left: a branch started from this checkpoint reads on
+                state["data_sources"] = data_sources(documents, state["data"], keys)
             ckpt.save_checkpoint(ckpt_dir, model, optimizer, state, config_json, t.keep_checkpoints)
         if stop_signal and step < total_steps:
             bar.close()
@@ -357,6 +234,8 @@ def train_stage(
         "world_size": ranks.world_size, "seconds": round(time.time() - start_time, 2),
         "data_fraction": round(data_seconds / step_seconds, 5) if step_seconds else None,
     }  # fmt: skip
+    if plan.get("data_note"):
+        summary["data_note"] = plan["data_note"]
     if is_main:
         write_json(stage_dir / DONE_FILE, summary)  # atomic: a kill mid-write left a torn done.json for good
     if dist.is_initialized():
@@ -406,12 +285,6 @@ def _restore(
         state["run_tokens"] = start_state["run_tokens"]
         state["start_from"] = str(start)
     return state
-
-
-def _latest_state(ckpt_dir: Path) -> dict[str, Any] | None:
-    """The trainer state of the stage's latest checkpoint (what a resume goes on from), or None."""
-    found = ckpt.list_checkpoints(ckpt_dir)
-    return json.loads((found[-1] / ckpt.STATE_FILE).read_text()) if found else None
 
 
 def _load(path: Path, model, optimizer, restore_rng: bool = True) -> dict[str, Any]:

@@ -101,12 +101,12 @@ def _strip_records(stage_dir: Path) -> None:
 
 
 def test_a_stage_begun_under_the_old_order_resumes_on_it(tiny_shards, tmp_path, mt, monkeypatch):
-    import midtrain.trainer as trainer
+    import midtrain.data_order as data_order
 
     raw = mt.recipe(tiny_shards, tmp_path / "old", stable_tokens=6 * STEPS, decay_tokens=8 * STEPS,
                     keep_checkpoints=2)  # fmt: skip
     with monkeypatch.context() as old:  # the run of a mathmix before the fix
-        old.setattr(trainer, "DATA_ORDER", 1, raising=False)
+        old.setattr(data_order, "DATA_ORDER", 1)
         before = mt.train(raw)
     for stage in ("stable", "decay"):
         _strip_records(Path(raw["output_dir"]) / stage)
