@@ -336,9 +336,9 @@ def _print_forecasts(records: list[dict], title: str = "RL forecast") -> None:
     flagged = any(r.get("flags") for r in records)
     caption = None
     if flagged:
-        caption = "flags: A or B held at a bound of its range, or a run that falls; " + (
-            "flagged fits are ranked after the others" if ranked else "their A is no measured asymptote"
-        )
+        caption = (
+            "flags: A or B held at a bound of its range, A's interval reaching the top, or a run that falls; "
+        ) + ("flagged fits are ranked after the others" if ranked else "their A is no measured asymptote")
     table = Table(title=title, caption=caption)
     names = ["rank"] * ranked + ["base"] * show_base
     names += ["run", "A [5-95%]", "B", "Cmid", "predicted", "actual", "persistence"] + ["flags"] * flagged
