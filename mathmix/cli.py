@@ -30,6 +30,10 @@ COMMAND_MODULES = [
     "curate.audit_cli",  # audit sql|schema|report|sample
 ]
 
+# Commands that answer SIGTERM themselves: they checkpoint the step in flight and exit 128 + the signal
+# (mathmix.signals.StopOnSignal). Every other command takes SIGTERM as Ctrl-C (`_sigterm_as_ctrl_c`).
+STOP_ON_SIGNAL = {("train", "run"), ("eval", "rl-probe")}
+
 app = typer.Typer(
     name="mathmix",
     help="Math mid-training data pipeline: web crawl -> math corpus -> LLM branches -> Megatron shards -> "
@@ -59,7 +63,28 @@ def _register_all() -> None:
         module.register(app)
 
 
+def _sigterm_as_ctrl_c(group: typer.Typer, path: tuple[str, ...] = ()) -> None:
+    """Make every command of `group` but those in STOP_ON_SIGNAL take SIGTERM as Ctrl-C: it stops at once, its
+    datatrove pool and inference server are ended, finished work is kept, exit 130. With a plain SIGTERM (a
+    scheduler's, `kill`, `timeout`) `mathmix web`, `dedup`, `rewrite`... died with nothing ending what they had
+    started. All of them rather than a list of long-running ones, so that a new command cannot be left out."""
+    from typer.main import get_command_name
+
+    from mathmix.signals import ctrl_c_on_sigterm
+
+    for command in group.registered_commands:
+        if command.callback is None:
+            continue
+        name = command.name or get_command_name(command.callback.__name__)
+        if (*path, name) not in STOP_ON_SIGNAL:
+            command.callback = ctrl_c_on_sigterm(command.callback)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None and sub.name is not None:
+            _sigterm_as_ctrl_c(sub.typer_instance, (*path, sub.name))
+
+
 _register_all()
+_sigterm_as_ctrl_c(app)
 
 
 def main() -> None:
@@ -68,6 +93,8 @@ def main() -> None:
     except SystemExit as done:  # typer turns Ctrl-C into exit 130, silently
         if done.code == 130:
             from mathmix.cli_util import console, interrupt_note
+            from mathmix.signals import exit_now_if_held
 
             console.print(interrupt_note())
+            exit_now_if_held(130)
         raise

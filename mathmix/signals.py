@@ -8,16 +8,20 @@ all-reduce each step), since a checkpoint is a collective. Repeats are ignored: 
 job and torchrun forwards the same signal again, so a second one must not kill the worker mid-checkpoint (Ctrl-C,
 SIGINT, still stops at once).
 
-`mathmix run` and `mathmix quickstart` take SIGTERM as Ctrl-C instead (`sigterm_as_ctrl_c`): they stop at once, and
-finished tasks are kept.
+Every other `mathmix` command takes SIGTERM as Ctrl-C instead (`sigterm_as_ctrl_c`, `ctrl_c_on_sigterm`): it stops
+at once, its pool and inference server are ended, finished tasks are kept, exit 130.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+F = TypeVar("F", bound=Callable[..., object])
 
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
@@ -71,9 +75,9 @@ class StopOnSignal:
 @contextlib.contextmanager
 def sigterm_as_ctrl_c() -> Iterator[None]:
     """Within: SIGTERM stops the process as Ctrl-C does (KeyboardInterrupt: the run's pool, its inference server
-    and its lock are ended the way Ctrl-C ends them, and `interrupted` is printed), for `mathmix run` and
-    `mathmix quickstart`. A plain SIGTERM used to kill `mathmix` with nothing to end what it had started. Outside
-    the main thread it does nothing."""
+    and its lock are ended the way Ctrl-C ends them, and `interrupted` is printed), for every `mathmix` command but
+    the trainers' (mathmix.cli). A plain SIGTERM used to kill `mathmix` with nothing to end what it had started.
+    Outside the main thread it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -86,6 +90,72 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def ctrl_c_on_sigterm(command: F) -> F:
+    """A command (a typer callback) run within `sigterm_as_ctrl_c`; its signature is kept for typer."""
+    if getattr(command, "sigterm_as_ctrl_c", False):
+        return command
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        with sigterm_as_ctrl_c():
+            return command(*args, **kwargs)
+
+    run.sigterm_as_ctrl_c = True  # type: ignore[attr-defined]
+    return run  # type: ignore[return-value]
+
+
+def exit_now_if_held(code: int) -> None:
+    """After an interrupt: where a thread that is not a daemon still runs, end this process's children and exit now.
+
+    Interrupted in its asyncio loop, datatrove's inference runner left its request cache's aiosqlite thread (not a
+    daemon) running, and its server alive: Python's exit waits for such a thread, so `mathmix rewrite` hung for
+    ever after printing `interrupted`, its server with it. Nothing is lost: the work kept is on disk by then."""
+    import os
+    import sys
+    import time
+
+    if not [
+        t for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.main_thread()
+    ]:
+        return
+    children = _children()
+    for pid in children:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while children and time.monotonic() < deadline:
+        children = [pid for pid in children if not _reaped(pid)]
+        time.sleep(0.05)
+    for pid in children:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def _children() -> list[int]:
+    """This process's child processes (Linux: /proc; elsewhere none are found)."""
+    import os
+    from pathlib import Path
+
+    found: list[int] = []
+    for task in Path(f"/proc/{os.getpid()}/task").glob("*"):
+        with contextlib.suppress(OSError, ValueError):
+            found += [int(pid) for pid in (task / "children").read_text().split()]
+    return found
+
+
+def _reaped(pid: int) -> bool:
+    import os
+
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
+    except ChildProcessError:  # not ours to wait for (reaped elsewhere): gone or not, no longer ours
+        return True
 
 
 def exit_stopped(err: StoppedBySignal, show: bool = True):
