@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
 
@@ -155,12 +156,29 @@ def train_samples(recipe: TrainRecipe, stage: StageConfig) -> int:
 
 
 def end_samples(recipe: TrainRecipe, stage: StageConfig) -> int:
-    """Megatron's consumed samples at the end of `stage`: a branch goes on from the counters of the stage it starts
-    from (0 for a checkpoint folder outside the recipe: unknown here), a stable stage starts at 0."""
-    names = [s.name for s in recipe.stages]
-    if stage.kind == "decay" and stage.start_from in names:
-        return end_samples(recipe, recipe.stage(str(stage.start_from))) + train_samples(recipe, stage)
-    return train_samples(recipe, stage)
+    """Megatron's consumed samples at the end of `stage` (`start_samples` + its own)."""
+    return start_samples(recipe, stage) + train_samples(recipe, stage)
+
+
+def start_samples(recipe: TrainRecipe, stage: StageConfig) -> int:
+    """Megatron's consumed samples where `stage` starts: a branch goes on from the counters of the stage it starts
+    from, or of its checkpoint folder (the iteration its tracker names x the global batch: 0 where it names none
+    yet, or `release`); a stable stage starts at 0. Counted from 0 for a folder at iteration N, a branch would
+    train only its own samples less N steps' worth: nothing, from a stable stage's end."""
+    if stage.kind != "decay" or stage.start_from is None:
+        return 0
+    if stage.start_from in [s.name for s in recipe.stages]:
+        return end_samples(recipe, recipe.stage(stage.start_from))
+    return (folder_iteration(stage.start_from) or 0) * recipe.trainer.sequences_per_step()
+
+
+def folder_iteration(folder: str) -> int | None:
+    """The iteration the tracker of Megatron checkpoint FOLDER names; None without a tracker, or for `release`."""
+    try:
+        text = (Path(folder) / TRACKER).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def megatron_dir(recipe: TrainRecipe, name: str) -> str:
@@ -286,14 +304,23 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], npr
     else:
         source = str(stage.start_from)  # a decay stage has one (StageConfig checks)
         named = source in [s.name for s in recipe.stages]
-        base = end_samples(recipe, recipe.stage(source)) if named else 0
+        base = start_samples(recipe, stage)
         start = megatron_dir(recipe, source) if named else os.path.abspath(source)
-        last = base // t.sequences_per_step() if named else None  # the iteration the start stage ends at
+        # the iteration the start stage ends at, or the one the folder's tracker names: `base` counts from it
+        last = base // t.sequences_per_step() if named else folder_iteration(source)
         decay = max(1, stage.tokens // t.seq_len)  # the trainer decays over the stage's tokens
         why = (
             f"{stage.name}: {start} has no checkpoint of stage {source}'s last iteration {last}: run that stage "
             "to its end first"
+            if named
+            else f"{stage.name}: the tracker of {start} no longer names iteration {last}, which these commands "
+            "count from: emit them again"
         )
+        if not named and not (Path(source) / TRACKER).is_file():
+            head.append(
+                f"# {source} has no {TRACKER} yet: the samples below count from 0, and the branch trains only "
+                "what they exceed the checkpoint's iteration by: emit these commands again once it has one"
+            )
         head.append(
             f"# seed: on the first run only (no {TRACKER} in {folder} yet), the branch folder gets "
             + (

@@ -230,3 +230,36 @@ def test_a_branch_from_a_megatron_folder_outside_the_recipe_seeds_what_its_track
     branch = tmp_path / "run" / "decay" / "megatron"
     assert (branch / TRACKER).read_text().strip() == tracker
     assert (branch / folder.name / "common.pt").read_text() == "weights"
+
+
+def test_a_branch_from_a_megatron_folder_counts_its_samples_from_the_folders_iteration(
+    tiny_shards, tmp_path, mt
+):
+    """Counted from 0, the branch's samples ended before the folder's iteration: Megatron resumed there and
+    trained nothing. From the folder at the stable stage's last iteration, the flags are the named branch's."""
+    from midtrain.megatron import emit, end_samples
+
+    recipe = _pretrained(tmp_path, tiny_shards, mt, str(tmp_path / "run"))
+    named = _blocks(emit(recipe, nproc=2))["decay"]
+    last = end_samples(recipe, recipe.stage("stable")) // recipe.trainer.sequences_per_step()
+    start = tmp_path / "other run" / "megatron"
+    start.mkdir(parents=True)
+    recipe.stages[1].start_from = str(start)
+    unknown = _blocks(emit(recipe, nproc=2))["decay"]
+    assert f"{start} has no {TRACKER} yet: the samples below count from 0" in unknown
+    assert _flag(unknown, "--train-samples") == str(
+        end_samples(recipe, recipe.stage("decay"))
+    )  # the branch's
+    (start / TRACKER).write_text(f"{last}\n")
+    folder = _blocks(emit(recipe, nproc=2))["decay"]
+    assert "samples below count from 0" not in folder
+    for flag in ("--train-samples", "--lr-decay-samples", "--lr-wsd-decay-samples"):
+        assert _flag(folder, flag) == _flag(named, flag), flag
+    assert int(_flag(folder, "--train-samples")) > last * recipe.trainer.sequences_per_step()
+    assert "# data: the branch goes on from consumed_train_samples" in folder
+    # the seed checks the tracker still names the iteration the samples count from
+    (start / f"iter_{last + 1:07d}").mkdir()
+    (start / TRACKER).write_text(f"{last + 1}\n")
+    seed = subprocess.run(["bash", "-c", folder], cwd=tmp_path, env=_fake_torchrun(tmp_path),
+                          capture_output=True, text=True)  # fmt: skip
+    assert seed.returncode != 0 and f"no longer names iteration {last}" in seed.stderr, seed.stderr
