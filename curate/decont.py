@@ -83,6 +83,8 @@ __all__ = [
 # 2: one token per math symbol however written (LaTeX, Unicode, ASCII); template n-grams left out of the index; a
 #    record is matched by min(3, half its n-grams) distinct n-grams, not by one.
 MATCHER = "mathmix-decont/2"
+# 2**PREFILTER_BITS booleans (8 MB) mark the top bits of the indexed n-gram hashes (`BenchmarkIndex._lookup`).
+PREFILTER_BITS = 23
 
 
 @dataclass
@@ -265,13 +267,12 @@ class BenchmarkIndex:
         distinct: dict[int, dict[int, bool]] = {}  # record -> {matched n-gram: of its problem}
         grams, starts = coded_prose_ngrams(codes, self.ngram, self.min_words)
         if len(grams) and len(self.hashes):
-            lo = np.searchsorted(self.hashes, grams, side="left")
-            found = np.flatnonzero(self.hashes[np.minimum(lo, len(self.hashes) - 1)] == grams)
+            found, lo = self._lookup(grams)
             if len(found):
                 hi = np.searchsorted(self.hashes, grams[found], side="right")
-                for i, end in zip(found.tolist(), hi.tolist(), strict=True):
+                for i, start, end in zip(found.tolist(), lo.tolist(), hi.tolist(), strict=True):
                     gram = int(grams[i])
-                    owners, problem = self.owners[lo[i] : end].tolist(), self.in_problem[lo[i] : end].tolist()
+                    owners, problem = self.owners[start:end].tolist(), self.in_problem[start:end].tolist()
                     for rec, of_problem in zip(owners, problem, strict=True):
                         by_record.setdefault(rec, []).append((int(starts[i]), self.ngram, False))
                         distinct.setdefault(rec, {})[gram] = of_problem
@@ -289,6 +290,26 @@ class BenchmarkIndex:
             out.append(Overlap(name, line, n_matched=len(matches), ngrams=shown, whole=whole))
         out.sort(key=lambda o: (-o.n_matched, o.benchmark, o.item))
         return out
+
+    def _lookup(self, grams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in GRAMS of the n-grams in the index, in order; where each first is in `hashes`).
+
+        A bitmap of the indexed hashes' top bits (`PREFILTER_BITS`) turns away ~90% of a page's n-grams before the
+        binary search, which was the filter's largest cost (random reads in a ~1M-entry array)."""
+        bits = self.__dict__.get("_prefilter")
+        if bits is None:
+            bits = self._prefilter = np.zeros(1 << PREFILTER_BITS, bool)
+            bits[(self.hashes >> np.uint64(64 - PREFILTER_BITS)).astype(np.int64)] = True
+        maybe = np.flatnonzero(bits[(grams >> np.uint64(64 - PREFILTER_BITS)).astype(np.int64)])
+        lo = np.searchsorted(self.hashes, grams[maybe], side="left")
+        hit = self.hashes[np.minimum(lo, len(self.hashes) - 1)] == grams[maybe]
+        return maybe[hit], lo[hit]
+
+    def __getstate__(self) -> dict:
+        """Pickled without the prefilter bitmap (8 MB, rebuilt in ~10 ms on first use)."""
+        state = self.__dict__.copy()
+        state.pop("_prefilter", None)
+        return state
 
     def _find_whole(self, codes: np.ndarray, by_record: dict[int, list[tuple[int, int, bool]]]) -> None:
         """Short problems that occur whole in the document: a key hit, then the whole hash checked."""

@@ -27,7 +27,8 @@ _UNICODE_MATH = {
     "∫": "int", "≈": "approx", "≡": "equiv", "≅": "cong", "∼": "sim", "⊂": "subset", "⊆": "subseteq",
     "∀": "forall", "∃": "exists", "∅": "emptyset", "∂": "partial",
 }  # fmt: skip
-_UNICODE_MATH_TABLE = str.maketrans({ch: f" \\{name} " for ch, name in _UNICODE_MATH.items()})
+_UNICODE_MATH_SPELLED = {ch: f" \\{name} " for ch, name in _UNICODE_MATH.items()}
+_UNICODE_MATH_RE = re.compile("[" + re.escape("".join(_UNICODE_MATH)) + "]")
 _DROPPED_COMMANDS = (
     "times cdot div pm mp ast leq geq neq le ge ne lt gt frac dfrac tfrac cfrac text textbf textit textrm textsf "
     "texttt textnormal mathrm mathbf mathit mathsf mathtt mathnormal mathbb mathcal boldsymbol mbox hbox operatorname "
@@ -55,7 +56,12 @@ def canonical_math_text(text: str) -> str:
     the text's tokens then go through `CANONICAL_MATH_TOKENS` (decont)."""
     if "frac" in text:
         text = _FRAC_OF_DIGITS.sub(r" \1 \2 ", text)
-    return text.translate(_UNICODE_MATH_TABLE)
+    # a regex finds the few symbols ~15x faster than str.translate walks every character through a dict
+    return text if text.isascii() else _UNICODE_MATH_RE.sub(_spell_symbol, text)
+
+
+def _spell_symbol(match: re.Match) -> str:
+    return _UNICODE_MATH_SPELLED[match.group()]
 
 
 # LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
@@ -65,9 +71,8 @@ _DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
 def decont_tokens(text: str) -> list[str]:
     """Tokens used on both sides of the overlap check: a math symbol is one token however it is written (`\\pi`,
     `π`, `pi`), layout commands and operators none (`CANONICAL_MATH_TOKENS`)."""
-    raw = _DECONT_TOKEN_RE.findall(canonical_math_text(normalize_math_text(text).lower()))
-    canon = CANONICAL_MATH_TOKENS
-    return [c for t in raw if (c := canon.get(t, t))]
+    raw = _DECONT_TOKEN_RE.findall(canonical_math_text(normalize_math_text(text)))
+    return list(filter(None, map(CANONICAL_MATH_TOKENS.get, raw, raw)))  # "" for a dropped command
 
 
 _CODES: dict[str, int] = {}  # token -> 64-bit hash whose lowest bit says "prose word"

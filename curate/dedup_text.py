@@ -41,6 +41,8 @@ def tokenize(text: str) -> list[str]:
 # An Asymptote drawing: `[asy]` to its `[/asy]` (no other `[asy]` between); without a closing tag, to the end of
 # its paragraph (a blank line). It went to the end of the text: a page that names `[asy]` in passing lost the rest.
 ASY_RE = re.compile(r"\[asy\](?:(?:(?!\[asy\]).)*?\[/asy\]|.*?(?=\n[ \t]*\n|\Z))", re.S | re.I)
+# what `"[asy]" in text.lower()` finds, without lower-casing the text (re.I would also take `ſ` for `s`)
+_ASY_TAG = re.compile(r"\[[aA][sS][yY]\]")
 
 
 def normalize_math_text(text: str) -> str:
@@ -48,8 +50,9 @@ def normalize_math_text(text: str) -> str:
 
     Asymptote blocks go because MATH problems share long drawing preambles (`size(150); real ticklen=3; ...`):
     hundreds of equal 13-grams between unrelated problems."""
-    text = unicodedata.normalize("NFKC", ASY_RE.sub(" ", text) if "[asy]" in text.lower() else text)
-    text = text.lower()
+    text = unicodedata.normalize("NFKC", ASY_RE.sub(" ", text) if _ASY_TAG.search(text) else text).lower()
+    if "\\" not in text:  # no LaTeX command: of the patterns below only `~` can match
+        return text.replace("~", " ")
     for pattern, repl in _LATEX_SYNONYMS:
         text = pattern.sub(repl, text)
     return _LATEX_SPACING_RE.sub(" ", text)
