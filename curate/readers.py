@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.readers.base import BaseDiskReader
 
-from curate.warc_bounds import cut_short, next_record_start
+from curate.warc_bounds import cut_short, next_record_start, single_gzip_stream
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz", ".wet.gz", ".wat.gz")
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")
@@ -302,6 +302,10 @@ class WebPageReader(BaseDiskReader):
         self.exclusion_writer = exclusion_writer  # optional datatrove writer for dropped pages (no body)
         self._writer = None
         self._rank = 0
+        self._stream = False  # reading a WARC gzipped as one stream (`_warc_stream`)
+        self._cut_at: int | None = None  # where a record of a damaged gzip member starts
+        self._last_offset = 0  # where the last record read starts
+        self._in_record = False  # within a record counted in docs_in and not yet kept or dropped
 
     def run(self, data=None, rank: int = 0, world_size: int = 1) -> DocumentsPipeline:
         self._rank = rank
@@ -371,24 +375,28 @@ class WebPageReader(BaseDiskReader):
 
         size = Path(path).stat().st_size
         arc = size > 0 and is_arc_file(path)  # its record ids are warcio's random ones: not kept
+        if size > 0 and single_gzip_stream(path):
+            yield from self._warc_stream(path, arc)
+            return
         start, end = 0, 0
         with open(path, "rb") as stream:
             while start < size:
                 stream.seek(start)
                 iterator = ArchiveIterator(stream, arc2warc=True)
+                self._cut_at, self._last_offset = None, start
                 try:
-                    for record in iterator:
-                        if record.rec_type not in DOC_RECORD_TYPES:
-                            self.stat_update("non_document_records")
-                            iterator.read_to_end(record)
-                            end = iterator.get_record_offset() + iterator.get_record_length()
-                            continue
-                        self.stat_update("docs_in")
-                        doc = self._warc_record(record, iterator, path, arc)
-                        end = iterator.get_record_offset() + (iterator.get_record_length() or 0)
+                    for doc, record_end in self._each_record(iterator, path, arc):
+                        end = record_end  # where a record that fails next starts
                         if doc:
                             yield doc
-                    break
+                    # warcio stops quietly after a damaged gzip member (a bad CRC): go on at the next member
+                    if self._cut_at is not None:  # its record, cut short, is counted
+                        resume = next_record_start(path, self._cut_at + 1)
+                    else:  # a record whose member broke can swallow the members after it: found again here
+                        resume = next_record_start(path, max(start, self._last_offset) + 1)
+                    if not start < resume < size:
+                        break
+                    start = end = resume
                 except Exception as err:  # garbage between records, bad headers, a record cut off
                     failed = max(start, end)
                     start = next_record_start(path, failed + 1)
@@ -401,10 +409,61 @@ class WebPageReader(BaseDiskReader):
                     end = start if start < size else end
                     if start >= size:
                         return
-        # warcio stops quietly at a truncated gzip member: bytes left after the last record are a lost record.
+        # warcio stops quietly at a truncated gzip member: bytes left after the last record, with no member after
+        # them, are a lost record.
         if size - end > 8:
             self.stat_update("docs_in")
             self._damaged("truncated_record", path, end, f"{size - end} bytes after the last record, cut off")
+
+    def _warc_stream(self, path: str, arc: bool) -> Iterator[Document]:
+        """A WARC gzipped as one stream, read through the decompressed stream (its offsets are offsets in it) up to
+        the first damage; the rest is counted once: a gzip stream cannot be resumed at the next record, and a CRC
+        that fails at its end says only that some byte of it is wrong, so the records read before are kept."""
+        import gzip
+
+        from warcio.archiveiterator import ArchiveIterator
+
+        end, self._stream, self._in_record = 0, True, False
+        with gzip.open(path, "rb") as stream:
+            iterator = ArchiveIterator(stream, arc2warc=True)
+            try:
+                for doc, record_end in self._each_record(iterator, path, arc):
+                    end = record_end
+                    if doc:
+                        yield doc
+            except Exception as err:
+                if isinstance(err, EOFError):
+                    reason = "truncated_record"
+                elif isinstance(err, OSError | zlib.error):  # gzip.BadGzipFile: a bad CRC or length, bad data
+                    reason = "damaged_file"
+                else:
+                    reason = "warc_read_error"
+                if not self._in_record:  # else counted as it was read
+                    self.stat_update("docs_in")
+                why = (
+                    f"{type(err).__name__}: {err}".strip()[:300]
+                    + " (one gzip stream: the rest of it is unread)"
+                )
+                self._damaged(reason, path, end, why)
+                self.stat_update(f"warc_error_{type(err).__name__}")
+            finally:
+                self._stream = False
+
+    def _each_record(self, iterator, path: str, arc: bool) -> Iterator[tuple[Document | None, int]]:
+        """(the page or None, the offset where the record ends) for each record of `iterator`."""
+        for record in iterator:
+            if record.rec_type not in DOC_RECORD_TYPES:
+                self.stat_update("non_document_records")
+                iterator.read_to_end(record)
+                self._last_offset = iterator.get_record_offset()
+                yield None, iterator.get_record_offset() + iterator.get_record_length()
+                continue
+            self.stat_update("docs_in")
+            self._in_record = True
+            doc = self._warc_record(record, iterator, path, arc)  # reads the record to its end
+            self._in_record = False
+            self._last_offset = iterator.get_record_offset()  # (asked before, warcio reads to the end first)
+            yield doc, iterator.get_record_offset() + (iterator.get_record_length() or 0)
 
     def _warc_record(self, record, iterator, path: str, arc: bool = False) -> Document | None:
         if not (record.rec_headers.get_header("Content-Length") or "").strip().isdigit():
@@ -418,9 +477,17 @@ class WebPageReader(BaseDiskReader):
             body = record.content_stream().read(self.max_bytes + 1)
             iterator.read_to_end(record)
             offset, length = iterator.get_record_offset(), iterator.get_record_length()
-            if getattr(record.raw_stream, "limit", 0) > 0:  # the file ended inside this record
+            if (
+                getattr(record.raw_stream, "limit", 0) > 0
+            ):  # the file ended inside this record, or its member did
                 url = record.rec_headers.get_header("WARC-Target-URI")
-                self._damaged("truncated_record", path, offset, "cut off by the end of the file", url)
+                if not self._stream and next_record_start(path, offset + 1) < Path(path).stat().st_size:
+                    # members follow: warcio ended it where its gzip member broke (a bad CRC), and stops there
+                    self._cut_at = offset
+                    why = "its gzip member is damaged (a bad CRC or data): its content ends early"
+                    self._damaged("warc_read_error", path, offset, why, url)
+                else:
+                    self._damaged("truncated_record", path, offset, "cut off by the end of the file", url)
                 return None
             http = record.http_headers
             status = int(http.get_statuscode() or 200) if http else 200
@@ -435,8 +502,10 @@ class WebPageReader(BaseDiskReader):
                 "content_type": (content_type or "").split(";")[0].strip().lower() or None,
             }
         except Exception as err:
+            if self._stream and isinstance(err, EOFError | OSError | zlib.error):
+                raise  # the gzip stream ended or is damaged here: `_warc_stream` counts this record and the rest
             why = f"{type(err).__name__}: {err}"[:300]
-            self._damaged("bad_record", path, iterator.get_record_offset(), why)
+            self._damaged("bad_record", path, None, why)  # its offset: warcio would read on to find it
             return None
         if status != 200 and not self.keep_non_200:
             self._drop("http_status", path, offset, provenance["url"])

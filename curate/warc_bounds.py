@@ -3,6 +3,9 @@
 After warcio fails on a record, the reader resumes at the next gzip member or `WARC/` header. When there is none,
 the failed record may simply be cut off (the file ends inside it: a response with its headers and no body, say);
 that is told from a malformed record by its declared Content-Length running past the end of the file.
+
+A WARC gzipped whole (`gzip x.warc`: one gzip stream, not one member per record) is one warcio will not read past
+its first record; `single_gzip_stream` tells it, and the reader reads it through the decompressed stream instead.
 """
 
 from __future__ import annotations
@@ -18,11 +21,28 @@ _MAX_HEADER = 1 << 16
 
 
 def next_record_start(path: str, after: int) -> int:
-    """Byte offset of the next gzip member or `WARC/` header after `after` (the file size when there is none)."""
+    """Byte offset of the next gzip member or `WARC/` header after `after` (the file size when there is none).
+
+    A gzip member counts only where it inflates to a record's first line: its 3 magic bytes also occur by chance
+    inside compressed data (about once in 5 MB)."""
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        marker = GZIP_MEMBER if data[:2] == GZIP_MEMBER[:2] else b"WARC/"
-        found = data.find(marker, after)
+        gzipped = data[:2] == GZIP_MEMBER[:2]
+        found = data.find(GZIP_MEMBER if gzipped else b"WARC/", after)
+        while gzipped and found >= 0 and not _record_member(data[found : found + 4096]):
+            found = data.find(GZIP_MEMBER, found + 1)
         return found if found >= 0 else len(data)
+
+
+def _record_member(head: bytes) -> bool:
+    """Whether HEAD starts a gzip member holding a WARC or ARC record (a `WARC/` line, or an ARC header line)."""
+    try:
+        text = zlib.decompressobj(31).decompress(head, 512)
+    except zlib.error:
+        return False
+    if text.startswith(b"WARC/"):
+        return True
+    fields = text.split(b"\n", 1)[0].split()
+    return len(fields) >= 5 and fields[-1].isdigit()
 
 
 def cut_short(path: str, offset: int) -> bool:
@@ -58,3 +78,24 @@ def cut_short(path: str, offset: int) -> bool:
         if need is None:
             return head.startswith(b"WARC/")  # the file ends inside the record's headers
         return seen < need
+
+
+def single_gzip_stream(path: str) -> bool:
+    """Whether PATH is a WARC gzipped as one stream rather than one gzip member per record: warcio refuses it
+    after its first record ("non-chunked gzip file"), and every record of such a file was lost."""
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.exceptions import ArchiveLoadFailed
+
+    with open(path, "rb") as handle:
+        if handle.read(2) != GZIP_MEMBER[:2]:
+            return False
+        handle.seek(0)
+        try:
+            for number, _ in enumerate(ArchiveIterator(handle)):
+                if number >= 1:  # a second record read: one member per record
+                    return False
+        except ArchiveLoadFailed as err:
+            return "non-chunked" in str(err)
+        except Exception:  # damaged: the per-record reading counts it
+            return False
+    return False

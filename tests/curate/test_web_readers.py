@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import re
+import zlib
 from pathlib import Path
 
 import pytest
@@ -318,3 +319,73 @@ def test_unreadable_warc_records_are_named_in_one_warning_line_per_file(tmp_path
     assert named and second - 4 <= int(named.group(1)) <= second, warnings  # the end of the last good record
     assert "Error: " in warnings[0] and f"(and {errors - 1} more unreadable records in it)" in warnings[0]
     assert str(good) not in log.split("WARNING", 1)[-1]
+
+
+def _gzip_members(data: bytes) -> list[int]:
+    """Where each gzip member of DATA starts."""
+    starts, pos = [], 0
+    while pos < len(data):
+        inflate = zlib.decompressobj(31)
+        inflate.decompress(data[pos:])
+        starts.append(pos)
+        pos = len(data) - len(inflate.unused_data)
+    return starts
+
+
+def _read_one(tmp_path: Path, name: str, data: bytes) -> tuple[list, dict]:
+    (work := tmp_path / name.replace(".", "_")).mkdir()
+    (work / name).write_bytes(data)
+    return _read(work, [str(work / name)])
+
+
+def test_a_bad_crc_in_a_member_loses_that_record_only(tmp_path, shared_data):
+    """One gzip member per record, each of the 50 members of a real WARC with a bad CRC in turn: warcio raises, or
+    cuts the record short, or (its data all read) says nothing, and after some it stopped quietly: 14 of 16 pages
+    lost as one truncated_record, or 6 lost with no count at all. Now a damaged member costs one page at most
+    (its own, or the next one, that warcio read its broken bytes into: warc_read_error), the records before and after
+    are kept, and the counts balance."""
+    data = (shared_data / "warc" / "resiliparse" / "warcfile.warc.gz").read_bytes()
+    good, _ = _read_one(tmp_path, "good.warc.gz", data)
+    ids = [d.id for d in good]
+    starts = _gzip_members(data)
+    assert len(starts) == 50 and len(ids) == 16
+    ends = [*starts[1:], len(data)]
+    for member in range(len(starts)):
+        bad = bytearray(data)
+        bad[ends[member] - 8] ^= 0xFF  # its CRC32
+        docs, summary = _read_one(tmp_path, f"crc{member}.warc.gz", bytes(bad))
+        dropped = sum(summary["dropped"].values())
+        assert set(summary["dropped"]) <= {"warc_read_error"} and dropped <= 2, member
+        assert summary["docs_in"] == len(docs) + dropped, member
+        kept = [d.id for d in docs]
+        assert len(kept) >= len(ids) - 1 and kept == [i for i in ids if i in kept], member
+
+
+def test_a_warc_gzipped_as_one_stream_is_read_up_to_its_damage(tmp_path, shared_data):
+    """`gzip x.warc` (one gzip stream, not one member per record): warcio refuses to read past the first record
+    (non-chunked gzip), and the whole file was one warc_read_error, its 16 pages lost. It is now read through the
+    decompressed stream: all of it when intact; with a bad CRC at its end (a byte wrong somewhere), the records
+    read before the check fails are kept and the rest counted once as damaged_file; cut short, truncated_record."""
+    chunked = (shared_data / "warc" / "resiliparse" / "warcfile.warc.gz").read_bytes()
+    whole = gzip.compress(gzip.decompress(chunked))
+    good, _ = _read_one(tmp_path, "chunked.warc.gz", chunked)
+    docs, summary = _read_one(tmp_path, "whole.warc.gz", whole)
+    assert len(good) == 16 and summary["dropped"] == {} and summary["docs_in"] == 16
+    assert [(d.id, d.text) for d in docs] == [(d.id, d.text) for d in good]
+    offset = docs[3].metadata["warc_offset"]  # an offset in the decompressed stream
+    assert gzip.decompress(whole)[offset:].startswith(b"WARC/1")
+
+    bad = bytearray(whole)
+    bad[-8] ^= 0xFF  # the stream's CRC32
+    for name, data, reason in (
+        ("crc.warc.gz", bytes(bad), "damaged_file"),
+        ("cut.warc.gz", whole[:-5000], "truncated_record"),
+    ):
+        damaged, summary = _read_one(tmp_path, name, data)
+        assert summary["dropped"] == {reason: 1}, name
+        assert summary["docs_in"] == len(damaged) + 1, name
+        assert 10 <= len(damaged) < 16 and [d.id for d in damaged] == [d.id for d in good[: len(damaged)]], (
+            name
+        )
+        log = (tmp_path / name.replace(".", "_") / "logs" / "logs" / "task_00000.log").read_text()
+        assert f"{name}: offset " in log and f"counted as {reason}" in log, name
