@@ -82,7 +82,9 @@ __all__ = [
 # is not mixed with this one (its tokens and its rule differ).
 # 2: one token per math symbol however written (LaTeX, Unicode, ASCII); template n-grams left out of the index; a
 #    record is matched by min(3, half its n-grams) distinct n-grams, not by one.
-MATCHER = "mathmix-decont/2"
+# 3: LaTeX that lost its backslashes has the LaTeX's tokens (`overline{AB}`, `int_{0}^{1}`, `y^{prime}`:
+#    `curate.decont_tokens.bare_commands`); the same text's tokens differ where it holds such words.
+MATCHER = "mathmix-decont/3"
 # 2**PREFILTER_BITS booleans (8 MB) mark the top bits of the indexed n-gram hashes (`BenchmarkIndex._lookup`).
 PREFILTER_BITS = 23
 

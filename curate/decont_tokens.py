@@ -43,29 +43,78 @@ _ASCII_COMMANDS = {
     **{w: w for w in "pi sqrt theta alpha beta gamma delta epsilon lambda sigma omega phi infty sin cos tan log ln".split()},
     "degrees": "circ",
 }  # fmt: skip
-CANONICAL_MATH_TOKENS: dict[str, str] = {
+_LATEX_COMMANDS: dict[str, str] = {
     **{f"\\{c}": "" for c in _DROPPED_COMMANDS},
     **{f"\\{c}": f"\\{to}" for c, to in _COMMAND_SYNONYMS.items()},
-    **{w: f"\\{to}" for w, to in _ASCII_COMMANDS.items()},
 }
+# LaTeX that lost its backslashes (pasted from a rendered page: `overline{AB}`, `frac{x^{2}}{4}`, `int_{0}^{1}`,
+# `y^{prime}`, `mathbf{v} * mathbf{w}`). A command name that is no English word is that command wherever it
+# stands (`BARE_COMMANDS`); one that can be a word (`text`, `sum`, `end`, `hat`) only right before `{`, `_` or `^`,
+# where prose puts no word (`BRACED_COMMANDS`). `in` is not one (`5 in^2`), nor `angle` or `triangle` anywhere (see
+# docs/dedup.md: a page's `angle ABC` is `\angle ABC` as often as the prose of "angle $ABC$").
+BARE_COMMANDS = (
+    "frac dfrac tfrac cfrac cdot cdots ldots vdots ddots leq geq neq leqslant geqslant mathbf mathrm mathbb mathcal "
+    "mathit mathsf mathfrak mathscr textbf textit textrm displaystyle textstyle operatorname overline underline "
+    "overrightarrow overleftarrow widehat widetilde overbrace underbrace binom dbinom tbinom lfloor rfloor lceil "
+    "rceil langle rangle varphi vartheta varepsilon emptyset varnothing subseteq supseteq setminus notin nabla "
+    "arcsin arccos arctan sinh cosh tanh sec csc cot lim int iint oint gcd qquad hline rightarrow leftarrow "
+    "leftrightarrow longrightarrow mapsto zeta kappa rho tau psi xi mu nu"
+).split()
+BRACED_COMMANDS = (
+    "text textsf texttt textnormal mbox hbox boldsymbol sum prod max min sup inf exp det dim ker deg arg mod bmod "
+    "pmod vec hat bar dot ddot tilde check begin end left right big bigl bigr bigg biggl biggr boxed times div pm "
+    "mp ast le ge ne lt gt mid to sim cong approx equiv perp parallel angle triangle circ partial exists forall "
+    "subset supset cup cap implies degree dots prime"
+).split()
+
+
+def _as_command(name: str) -> str:
+    """The token `\\NAME` is in LaTeX ("" for a layout command, `\\frac` and `\\leqslant` included)."""
+    tokens = _DECONT_TOKEN_RE.findall(normalize_math_text("\\" + name))
+    return _LATEX_COMMANDS.get(tokens[0], tokens[0]) if tokens else ""
+
+
+# LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
+_DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
+CANONICAL_MATH_TOKENS: dict[str, str] = {
+    **_LATEX_COMMANDS,
+    **{w: f"\\{to}" for w, to in _ASCII_COMMANDS.items()},
+    **{w: _as_command(w) for w in BARE_COMMANDS},
+}
+# read backwards: a regex that starts at the rare `{`, `_`, `^` is ~7x faster than one trying each word of the text
+_BRACED_REVERSED_RE = re.compile(r"([{_^][ \t]*)([a-z]+)(?![a-z\\])")
+_BRACED_REVERSED = {w[::-1]: f" {_as_command(w)} "[::-1] for w in BRACED_COMMANDS}
+_PRIMES_RE = re.compile(r"\^\{((?:[ \t]*prime)+)[ \t]*\}")  # `y^{prime prime}`: y''
 _FRAC_OF_DIGITS = re.compile(r"\\[dtc]?frac\s*(\d)\s*(\d)")  # \frac12 is 1/2, not twelve
 
 
+def bare_commands(text: str) -> str:
+    """Lower-cased TEXT with the commands typed without a backslash before `{`, `_` or `^` (`BRACED_COMMANDS`)
+    and the primes of `^{prime}` written as their LaTeX token (`BARE_COMMANDS` are mapped as tokens)."""
+    if "prime" in text:
+        text = _PRIMES_RE.sub(lambda m: " \\prime" * m.group(1).count("prime"), text)
+    if "{" in text or "_" in text or "^" in text:
+        text = _BRACED_REVERSED_RE.sub(_braced_command, text[::-1])[::-1]
+    return text
+
+
+def _braced_command(match: re.Match) -> str:
+    return match.group(1) + _BRACED_REVERSED.get(match.group(2), match.group(2))
+
+
 def canonical_math_text(text: str) -> str:
-    """Unicode math symbols written as the LaTeX command they stand for (`π` -> ` \\pi `), `\\frac12` as `1 2`:
-    the text's tokens then go through `CANONICAL_MATH_TOKENS` (decont)."""
+    """Unicode math symbols written as the LaTeX command they stand for (`π` -> ` \\pi `), `\\frac12` as `1 2`,
+    commands that lost their backslash as the command (`bare_commands`): the text's tokens then go through
+    `CANONICAL_MATH_TOKENS` (decont)."""
     if "frac" in text:
         text = _FRAC_OF_DIGITS.sub(r" \1 \2 ", text)
+    text = bare_commands(text)
     # a regex finds the few symbols ~15x faster than str.translate walks every character through a dict
     return text if text.isascii() else _UNICODE_MATH_RE.sub(_spell_symbol, text)
 
 
 def _spell_symbol(match: re.Match) -> str:
     return _UNICODE_MATH_SPELLED[match.group()]
-
-
-# LaTeX commands stay tokens of their own (with the backslash) so they never count as prose words.
-_DECONT_TOKEN_RE = re.compile(r"\\[a-zA-Z]+|" + TOKEN_RE.pattern)
 
 
 def decont_tokens(text: str) -> list[str]:

@@ -19,13 +19,15 @@ _TABLE = str.maketrans(dt._UNICODE_MATH_SPELLED)
 
 
 def plain_tokens(text: str) -> list[str]:
-    """The steps one after another, as written before the shortcuts (session 15's decont_tokens)."""
+    """The steps one after another, as written before the shortcuts (session 15's decont_tokens, with
+    `bare_commands` since)."""
     text = unicodedata.normalize("NFKC", ASY_RE.sub(" ", text) if "[asy]" in text.lower() else text).lower()
     for pattern, repl in _LATEX_SYNONYMS:
         text = pattern.sub(repl, text)
     text = _LATEX_SPACING_RE.sub(" ", text).lower()
     if "frac" in text:
         text = dt._FRAC_OF_DIGITS.sub(r" \1 \2 ", text)
+    text = dt.bare_commands(text)
     text = text.translate(_TABLE)
     canon = dt.CANONICAL_MATH_TOKENS
     return [c for t in dt._DECONT_TOKEN_RE.findall(text) if (c := canon.get(t, t))]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,13 @@ def test_a_folder_of_an_earlier_matcher_is_refused_naming_it(tmp_path):
     assert record["matcher"] == MATCHER
     del record["matcher"]  # as mathmix-decont/1 wrote it
     (out / "job.json").write_text(json.dumps(record))
-    with pytest.raises(ValueError, match=r"earlier matcher \(mathmix-decont/1; this is mathmix-decont/2"):
+    with pytest.raises(
+        ValueError, match=rf"earlier matcher \(mathmix-decont/1; this is {re.escape(MATCHER)}"
+    ):
+        run_decont(Config(), [str(docs)], out, ExecutorConfig(tasks=1, workers=1), [str(bench)])
+    record["matcher"] = "mathmix-decont/2"  # before commands typed without a backslash were read as commands
+    (out / "job.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"earlier matcher \(mathmix-decont/2; this is mathmix-decont/3"):
         run_decont(Config(), [str(docs)], out, ExecutorConfig(tasks=1, workers=1), [str(bench)])
 
 
