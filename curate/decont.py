@@ -34,11 +34,13 @@ from curate.decont_keys import (
     RecordKeys,
     is_member,
     needed_ngrams,
+    no_records_error,
     passage_ngrams,
     record_keys,
     shared_ngrams,
     template_ngrams,
     training_ngrams,
+    validate_benchmarks,
 )
 from curate.decont_sources import (
     BENCH_SUFFIXES,
@@ -48,7 +50,6 @@ from curate.decont_sources import (
     left_out_training_splits,
     problem_texts,
     record_texts,
-    say_left_out_training_splits,
 )
 from curate.decont_tokens import coded_prose_ngrams, decont_tokens, prose_ngrams, token_codes
 from curate.dedup_text import ngram_hashes
@@ -109,49 +110,6 @@ class Overlap:
         }
 
 
-def _no_records_error(files: Sequence[Path]) -> ValueError:
-    shown = ", ".join(str(f) for f in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
-    return ValueError(
-        f"no benchmark record to check in {shown} (a record needs a problem, question, prompt, solution "
-        "or answer field long enough to match)"
-    )
-
-
-def validate_benchmarks(
-    paths: Sequence[str | Path],
-    ngram: int = 13,
-    min_words: int = 3,
-    short_min_tokens: int = SHORT_MIN_TOKENS,
-) -> list[Path]:
-    """Check benchmark paths before any work: every path exists and, together, they hold a record to check.
-
-    Reads each file only up to its first checkable record. Returns the files with none (to warn about);
-    raises FileNotFoundError naming a missing path, ValueError naming a bad line, a folder of training splits
-    only or, when no file holds a checkable record, the files. A run that checks nothing must not report "no
-    contamination found". Says (once) which training splits the folders leave out.
-    """
-    if ngram < 1 or short_min_tokens < 0:
-        raise ValueError(f"need ngram >= 1 and short_min_tokens >= 0, got {ngram} and {short_min_tokens}")
-    files = [path for _name, path in benchmark_files(paths)]
-    say_left_out_training_splits(paths)
-    unused = [
-        path
-        for path in files
-        if not any(
-            isinstance(record, dict) and _checkable(record, ngram, min_words, short_min_tokens)
-            for _, record in read_records(path)
-        )
-    ]
-    if len(unused) == len(files):
-        raise _no_records_error(unused)
-    return unused
-
-
-def _checkable(record: dict, ngram: int, min_words: int, short_min: int) -> bool:
-    keys = record_keys(record, ngram, min_words, short_min)
-    return bool(len(keys.grams)) or keys.whole is not None
-
-
 class BenchmarkIndex:
     """Sorted n-gram hashes of benchmark records, with the record each n-gram came from; plus the problems
     shorter than one n-gram, keyed by their first `short_min_tokens` tokens (0 turns whole matching off).
@@ -204,7 +162,7 @@ class BenchmarkIndex:
             if not checkable:
                 self.unused_files.append(path)
         if len(self.unused_files) == len(benchmark_files(paths)):
-            raise _no_records_error(self.unused_files)
+            raise no_records_error(self.unused_files)
         if training_files is None:
             training_files = [p for files in left_out_training_splits(paths).values() for p in files]
         shared = shared_ngrams(keys)

@@ -2,7 +2,8 @@
 
 A record's keys are its prose n-grams (`curate.decont_tokens`), its short-problem and whole-statement keys, and
 its problem's identity; template n-grams are those of several distinct problems or of a training split, less a
-record's own long shared passages. Split from `curate.decont`, which builds the index from these keys.
+record's own long shared passages; `validate_benchmarks` checks, before any work, that some record gives keys.
+Split from `curate.decont`, which builds the index from these keys.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from curate.decont_sources import problem_texts, record_texts
+from curate.decont_sources import benchmark_files, problem_texts, record_texts, say_left_out_training_splits
 from curate.decont_tokens import decont_tokens, prose_ngrams, token_codes
 from curate.dedup_text import ngram_hashes
 from mathmix.records import read_records
@@ -170,3 +171,46 @@ def needed_ngrams(count: int) -> int:
     """Distinct n-grams that match a record with COUNT of them (in the index): min(3, half of them rounded up).
     A short problem (1-2 n-grams) is still found whole; a page sharing one n-gram with a long one is not."""
     return min(MATCH_NGRAMS, math.ceil(count / 2))
+
+
+def no_records_error(files: Sequence[Path]) -> ValueError:
+    shown = ", ".join(str(f) for f in files[:5]) + (f" and {len(files) - 5} more" if len(files) > 5 else "")
+    return ValueError(
+        f"no benchmark record to check in {shown} (a record needs a problem, question, prompt, solution "
+        "or answer field long enough to match)"
+    )
+
+
+def validate_benchmarks(
+    paths: Sequence[str | Path],
+    ngram: int = 13,
+    min_words: int = 3,
+    short_min_tokens: int = SHORT_MIN_TOKENS,
+) -> list[Path]:
+    """Check benchmark paths before any work: every path exists and, together, they hold a record to check.
+
+    Reads each file only up to its first checkable record. Returns the files with none (to warn about);
+    raises FileNotFoundError naming a missing path, ValueError naming a bad line, a folder of training splits
+    only or, when no file holds a checkable record, the files. A run that checks nothing must not report "no
+    contamination found". Says (once) which training splits the folders leave out.
+    """
+    if ngram < 1 or short_min_tokens < 0:
+        raise ValueError(f"need ngram >= 1 and short_min_tokens >= 0, got {ngram} and {short_min_tokens}")
+    files = [path for _name, path in benchmark_files(paths)]
+    say_left_out_training_splits(paths)
+    unused = [
+        path
+        for path in files
+        if not any(
+            isinstance(record, dict) and is_checkable(record, ngram, min_words, short_min_tokens)
+            for _, record in read_records(path)
+        )
+    ]
+    if len(unused) == len(files):
+        raise no_records_error(unused)
+    return unused
+
+
+def is_checkable(record: dict, ngram: int, min_words: int, short_min: int) -> bool:
+    keys = record_keys(record, ngram, min_words, short_min)
+    return bool(len(keys.grams)) or keys.whole is not None
