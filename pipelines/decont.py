@@ -262,9 +262,9 @@ def _other_matcher(out_dir: Path) -> ValueError | None:
         return None
     earlier = old.get("matcher") or "mathmix-decont/1"
     return ValueError(
-        f"{out_dir} holds the output of decontamination by an earlier matcher ({earlier}; this is {MATCHER}: other "
-        "tokens, template n-grams left out, a record matched by several n-grams): its documents would be checked "
-        "two ways. Write to a new folder, or delete this one to start over"
+        f"{out_dir} holds the output of decontamination by an earlier matcher ({earlier}; this is {MATCHER}, "
+        "which tokenizes and matches documents otherwise): its documents would be checked two ways. Write to a "
+        "new folder, or delete this one to start over"
     )
 
 
