@@ -14,37 +14,60 @@ holder; two used to run the same stages into the same outputs and records.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
-from mathmix.cli_util import console, print_summary, write_json
+from mathmix.cli_util import console, print_summary
 from mathmix.paths import expand_inputs
-from pipelines.executors import JobsSubmitted, live_submissions
-from pipelines.job_record import (
-    MODEL_SNAPSHOT,
-    OUTPUTS_KEY,
-    SOURCE_ROOT,
-    check_job,
-    describe_difference,
-    file_digest,
-    has_progress,
-    job_identity,
-    weights_digest,
-    without_settings,
-    yaml_digest,
-)
+from pipelines.executors import JobsSubmitted
 from pipelines.recipe import Recipe
 from pipelines.run_lock import run_folder_lock
+from pipelines.stage_identity import (
+    _digest_of,
+    _digests_of_files_read,
+    _superseded,
+    earlier_stage_identities,
+    stage_identity,
+)
+from pipelines.stage_records import (
+    RECIPE_STAGE_FILE,
+    UPSTREAM_FILE,
+    _check_after_redone,
+    _check_stage_job,
+    _check_upstream,
+    _forget_unstarted_stage,
+    _record_upstream,
+    _upstream,
+    check_run_folder,
+    read_record,
+    write_record,
+)
 from pipelines.stages import STAGES, StageContext, stage_module
 
-RECIPE_STAGE_FILE = "recipe-stage.json"  # the recipe's settings and inputs of a finished stage
-UPSTREAM_FILE = "upstream.json"  # {earlier stage: sha256 of its summary.json} when this stage started
+# Moved out, still importable from here (tests and callers name them as pipelines.runner's):
+# stage_records (the stage folder's records) and stage_identity (what a stage's record holds).
+__all__ = [
+    "RECIPE_STAGE_FILE",
+    "UPSTREAM_FILE",
+    "StageFailed",
+    "_check_stage_job",
+    "_digest_of",
+    "_digests_of_files_read",
+    "_upstream",
+    "check_inputs_given",
+    "check_run_folder",
+    "earlier_stage_identities",
+    "plan",
+    "preflight",
+    "read_record",
+    "run_recipe",
+    "stage_identity",
+    "write_record",
+]
 
 
 class StageFailed(Exception):
@@ -304,309 +327,3 @@ def _dry_run(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | None
         previous[name] = out_dir
     if refused is not None:
         raise refused
-
-
-def _check_after_redone(out_dir: Path, name: str, redone: list[str], later: list[str]) -> None:
-    """ValueError where OUT holds work built from earlier stages that the run will redo first (`_check_upstream`
-    refuses it then, once they are redone)."""
-    if (out_dir / UPSTREAM_FILE).is_file() and has_progress(out_dir):
-        after = f" and the stages after it ({', '.join(later)})" if later else ""
-        raise ValueError(
-            f"{out_dir} was built from earlier output: {', '.join(redone)} will be redone before {name} runs. "
-            f"Delete {out_dir}{after} to redo {'them' if later else 'it'} from the new input"
-        )
-
-
-def read_record(path: Path, what: str) -> Any:
-    """The JSON in PATH, a record or summary mathmix wrote; ValueError naming it where it cannot be read (cut short,
-    emptied): a damaged record taken as none adopted a changed stage, and a damaged summary stopped the run on a
-    JSON error that named no file."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        raise ValueError(
-            f"{path} ({what}) cannot be read ({err}); delete {path.parent} to redo that stage, or restore the file"
-        ) from None
-
-
-def write_record(path: Path, value: Any) -> None:
-    """`write_json` (whole or not at all: a run killed mid-write left a record cut short), with an OSError that
-    names PATH (a full disk said only `[Errno 28] No space left on device`)."""
-    try:
-        write_json(path, value)
-    except OSError as err:
-        raise OSError(err.errno, err.strerror or str(err), str(path)) from err
-
-
-def _forget_unstarted_stage(out_dir: Path, made_now: bool) -> None:
-    """Remove the stage's records (recipe-stage.json, upstream.json) when the stage stopped before writing anything
-    else (a missing input, an input of a kind it does not read, a bad model path), and the stage folder too where
-    this run made it and it is left empty.
-
-    The records are written before the stage starts, so that a changed recipe is refused on a started stage; left
-    in an otherwise empty folder they made it look like one (`mathmix run -o` into it and `mathmix web -o` refuse
-    a folder holding them). A folder holding anything else keeps them: its work may be resumed, and a changed
-    recipe is refused there. A folder holding only the records had no work to protect: a changed recipe took it
-    over anyway.
-    """
-    records = {RECIPE_STAGE_FILE, UPSTREAM_FILE}
-    try:
-        if any(p.name not in records or p.parent != out_dir for p in out_dir.rglob("*") if not p.is_dir()):
-            return
-        for record in records:
-            (out_dir / record).unlink(missing_ok=True)
-        if made_now and not any(out_dir.iterdir()):
-            out_dir.rmdir()
-    except OSError:  # the stage's own error is the one to report
-        pass
-
-
-def _holds_a_stage(folder: Path) -> bool:
-    """A stage folder by its records: a recipe stage's, or a stage command's (job.json, summary.json and data/)."""
-    if (folder / RECIPE_STAGE_FILE).is_file() or (folder / UPSTREAM_FILE).is_file():
-        return True
-    return (
-        (folder / "job.json").is_file() and (folder / "summary.json").is_file() and (folder / "data").is_dir()
-    )
-
-
-def check_run_folder(run_dir: Path) -> None:
-    """ValueError where the run folder is a file or lies inside one (the first stage failed on `[Errno 20] Not a
-    directory`), or is a stage folder or lies inside one (`mathmix run R -o OTHER_RUN/web`): the run's stage
-    folders were nested in that stage's folder, next to its data/, and its run's audit made views of them."""
-    run_dir = Path(run_dir).expanduser().absolute()
-    for folder in (run_dir, *run_dir.parents):
-        if folder.exists() and not folder.is_dir():  # `[Errno 20] Not a directory` from the first stage
-            where = "is" if folder == run_dir else f"lies inside {folder}, which is"
-            raise ValueError(f"output folder {run_dir} {where} a file, not a folder")
-        if _holds_a_stage(folder):
-            inside = "is" if folder == run_dir else f"lies inside {folder}, which is"
-            raise ValueError(
-                f"output folder {run_dir} {inside} a stage folder (it holds that stage's records); a run writes "
-                f"one folder per stage inside its output folder: give the run folder ({folder.parent}) to resume "
-                "that run, or a new folder"
-            )
-
-
-def _upstream(steps: list[dict[str, Any]], i: int) -> dict[str, str]:
-    """{stage before step I: sha256 of its summary.json}; ValueError naming an earlier stage that has not finished,
-    or one that was built from an older version of a stage before it (`--only` would otherwise run on it)."""
-    name = steps[i]["stage"]
-    hashes: dict[str, str] = {}
-    for j, step in enumerate(steps[:i]):
-        out = Path(step["output"])
-        summary = out / "summary.json"
-        if not summary.is_file():
-            raise ValueError(
-                f"{step['stage']}, which comes before {name} in this recipe, has not finished (no {summary}); "
-                f"run it first (without --only, or with --only {step['stage']})"
-            )
-        record = out / UPSTREAM_FILE
-        # a folder from before upstream.json: nothing to compare; a damaged one is refused, not taken as none
-        recorded = _upstream_record(record, step["stage"]) if record.is_file() else {}
-        stale = [s for s in hashes if s in recorded and recorded[s] != hashes[s]]
-        if stale:
-            later = ", ".join(str(Path(t["output"]).name) for t in steps[j + 1 :])
-            raise ValueError(
-                f"{step['stage']}, which comes before {name}, was built from earlier output: {', '.join(stale)} "
-                f"was redone since {step['stage']} ran. Delete {out} and the stages after it ({later}) to redo "
-                "them from the new input"
-            )
-        hashes[step["stage"]] = hashlib.sha256(summary.read_bytes()).hexdigest()[:16]
-    return hashes
-
-
-def stage_identity(
-    name: str, config: Any, inputs: list[str], run_dir: Path, previous: Mapping[str, Path] | None = None
-) -> tuple[dict[str, Any], Collection[str]]:
-    """(what a recipe stage's record holds, the settings left out of it). PREVIOUS: the recipe's stages before
-    this one and their folders (as the stage sees them: web reads the classifier's model.bin by default).
-
-    INPUTS: the stage's inputs as the recipe gives them (the previous document stage's data/ by default), recorded
-    with their sizes; a stage that reads other files as its input says which (its module's `inputs_read`: the
-    classifier's pages), and those are recorded instead. Left out: the settings that say how a stage runs, not
-    what it writes (its module's `OPERATIONAL_KEYS`: rewrite's retries, max_attempts, timeouts): a stuck stage is
-    unstuck by changing them, which a new job would refuse. Left out too: the settings that name files the stage
-    reads (its module's `SETTINGS_AS_FILES`: decont's benchmarks, rewrite's decont_benchmarks), recorded by the
-    files they resolve to, with their digests (`files_read`): a folder and the one file in it, or the same files in
-    another order, are the same stage, as `mathmix decont` takes them. Paths in the run folder are recorded as
-    {run_dir}/... (a copied run folder still resumes); a record from before digests were kept is this job
-    (job_record.LATER_FIELDS), and so is one from before its stage said what it reads (`earlier_stage_identities`).
-    """
-    module = stage_module(name)
-    digests = _digests_of_files_read(name, config, run_dir, previous)
-    extra = {"file_digests": digests} if digests else {}
-    operational: Collection[str] = getattr(module, "OPERATIONAL_KEYS", frozenset())
-    # settings recorded as the files they name (`file_digests`), not as typed: decont's benchmarks
-    as_files: Collection[str] = getattr(module, "SETTINGS_AS_FILES", ())
-    settings = config.model_dump(mode="json", exclude={*operational, *as_files}, exclude_defaults=True)
-    inputs_read = getattr(module, "inputs_read", None)
-    read = inputs if inputs_read is None else inputs_read(config, run_dir, inputs, previous or {})
-    return job_identity(read, settings, run_dir=run_dir, **extra), operational
-
-
-def _superseded(
-    name: str,
-    step: dict[str, Any],
-    inputs: list[str],
-    recipe: Recipe,
-    previous: Mapping[str, Path],
-    operational: Collection[str],
-    identity: dict[str, Any],
-) -> str | None:
-    """What to say of a finished stage whose record is the one its module's `SUPERSEDED` describes (a context in
-    which the stage identity comes out as an earlier mathmix recorded it, and a note), else None: also where that
-    context changes nothing (no training split under the folders), and the stage's own checks then apply."""
-    superseded = getattr(stage_module(name), "SUPERSEDED", None)
-    record_path = Path(step["output"]) / RECIPE_STAGE_FILE
-    if superseded is None or not record_path.is_file():
-        return None
-    as_then, note = superseded
-    try:
-        with as_then():
-            then, _ = stage_identity(name, step["config"], inputs, recipe.output_dir, previous=previous)
-            if then == identity:
-                return None
-            forms = [then, *earlier_stage_identities(name, inputs, recipe.output_dir, then, step["config"])]
-        record = without_settings(json.loads(record_path.read_text()), operational)
-    except (OSError, ValueError):
-        return None
-    if isinstance(record, dict):
-        record.pop(OUTPUTS_KEY, None)
-    return note.format(out_dir=step["output"]) if record in forms else None
-
-
-def earlier_stage_identities(
-    name: str, inputs: list[str], run_dir: Path, identity: dict[str, Any], config: Any = None
-) -> list[dict[str, Any]]:
-    """IDENTITY (`stage_identity`) as records written before the stage said what it reads hold it: with the
-    recipe's INPUTS and their sizes in place of what its module's `inputs_read` names (the classifier's `[]`); with
-    its `SETTINGS_AS_FILES` as CONFIG types them (decont's `benchmarks`, recorded so until they were recorded as
-    the files read). Such a record is this stage, adopted once (rewritten in today's form, job_record.check_job's
-    `earlier`): a finished run was not refused after an upgrade."""
-    module = stage_module(name)
-    forms = [identity]
-    if getattr(module, "inputs_read", None) is not None:
-        given = job_identity(inputs, {}, run_dir=run_dir)
-        form = {k: v for k, v in identity.items() if k not in ("inputs", "input_sizes")}
-        form.update({k: given[k] for k in ("inputs", "input_sizes") if k in given})
-        forms.append(form)
-    as_files = getattr(module, "SETTINGS_AS_FILES", ())
-    typed = config.model_dump(mode="json", include=set(as_files), exclude_defaults=True) if config else {}
-    if typed:  # as job_identity wrote them: paths in the run folder as {run_dir}/...
-        typed = job_identity([], typed, run_dir=run_dir)["settings"]
-        forms += [{**form, "settings": {**form.get("settings", {}), **typed}} for form in forms]
-    former = getattr(module, "former_default_forms", None)
-    if (
-        former is not None
-    ):  # settings whose default changed, set to the default until then (rewrite's max_tokens)
-        forms += former(identity.get("settings", {}), forms)
-    unique: list[dict[str, Any]] = []
-    for form in forms[1:]:
-        if form != identity and form not in unique:
-            unique.append(form)
-    return unique
-
-
-def _digests_of_files_read(
-    name: str, config: Any, run_dir: Path, previous: Mapping[str, Path] | None = None
-) -> dict[str, list]:
-    """{what: [path, SIZE:SHA]} of the files a stage reads besides its inputs (its module's `files_read`: web's
-    model, the run classifier's by default, and blocklist, decont's benchmarks, train's recipe and mixtures). A
-    model retrained at the same path used to leave the finished stage "already complete" with the old model's
-    output."""
-    files_read = getattr(stage_module(name), "files_read", None)
-    if files_read is None:
-        return {}
-    found = files_read(config, run_dir, previous or {})
-    return {what: [path, _digest_of(what, path)] for what, path in found.items()}
-
-
-def _digest_of(what: str, path: str) -> str | None:
-    """A file by its bytes, train's recipe and mixtures by what they say, a model folder (rewrite's)
-    by its weights, a hub name by its cached snapshot's commit."""
-    from mathmix.hub import cached_snapshot
-
-    if what == MODEL_SNAPSHOT:
-        return cached_snapshot(path)
-    # train's; any other file by its bytes, as recorded before
-    if what == "recipe" or what.startswith("mixture "):
-        return yaml_digest(path)
-    return file_digest(path) if Path(path).is_file() else weights_digest(path)
-
-
-def _check_stage_job(
-    out_dir: Path,
-    identity: dict[str, Any],
-    name: str,
-    ignore: Collection[str] = (),
-    earlier: list[dict[str, Any]] | None = None,
-    run_dir: Path | None = None,
-    write: bool = True,
-) -> None:
-    """`check_job` for a recipe stage, where Slurm jobs still queued count as work: a recipe edited while they were
-    queued used to be taken as a new job, and the stage then kept those jobs' output under the new settings.
-    EARLIER: older forms of IDENTITY (`earlier_stage_identities`). RUN_DIR: the folder the records' `{run_dir}/...`
-    paths stand for (default OUT's parent), named by its path in a refusal."""
-    live = live_submissions(out_dir)
-    try:
-        check_job(
-            out_dir,
-            identity,
-            f"recipe stage ({name})",
-            RECIPE_STAGE_FILE,
-            progress=lambda out: bool(live) or has_progress(out),
-            ignore=ignore,  # a record from before they were left out still matches
-            earlier=earlier or (),
-            run_dir=run_dir,
-            write=write,
-        )
-    except ValueError as err:
-        if live and not has_progress(out_dir):
-            try:
-                recorded = json.loads((out_dir / RECIPE_STAGE_FILE).read_text())
-                recorded.pop("outputs", None)
-                how = f": {describe_difference(recorded, identity)}"
-            except (OSError, ValueError, AttributeError):
-                how = ""
-            # the records' placeholders as the paths the user gave (as check_job names them)
-            how = how.replace("{run_dir}", str(Path(run_dir or out_dir.parent).resolve()))
-            how = how.replace("{mathmix}", str(SOURCE_ROOT))
-            raise ValueError(
-                f"{out_dir}: Slurm jobs submitted with other settings than the recipe's {name} stage now has are "
-                f"still queued ({', '.join(live)}){how}. Wait for them to finish, or cancel them (scancel --name "
-                f"{live[0]}), then rerun"
-            ) from err
-        raise
-
-
-def _check_upstream(out_dir: Path, name: str, upstream: dict[str, str], later: list[str]) -> None:
-    """ValueError when OUT holds work that started after other versions of the earlier stages."""
-    path = out_dir / UPSTREAM_FILE
-    if not path.is_file() or not has_progress(out_dir):
-        return
-    recorded = _upstream_record(path, name)
-    changed = [stage for stage in upstream if recorded.get(stage) != upstream[stage]]
-    if not changed:
-        return
-    how = ", ".join(f"{s} {'was redone' if s in recorded else 'was added'}" for s in changed)
-    after = f" and the stages after it ({', '.join(later)})" if later else ""
-    raise ValueError(
-        f"{out_dir} was built from earlier output: {how} since {name} ran. Delete {out_dir}{after} to redo "
-        f"{'them' if later else 'it'} from the new input"
-    )
-
-
-def _upstream_record(path: Path, name: str) -> dict[str, str]:
-    """A stage's upstream.json; ValueError naming it where it is damaged (emptied, cut short, not a mapping)."""
-    recorded = read_record(path, f"what the {name} stage was built from")
-    if not isinstance(recorded, dict):
-        raise ValueError(
-            f"{path} (what the {name} stage was built from) is not a mapping; delete {path.parent} to redo that "
-            "stage, or restore the file"
-        )
-    return recorded
-
-
-def _record_upstream(out_dir: Path, upstream: dict[str, str]) -> None:
-    write_record(out_dir / UPSTREAM_FILE, upstream)
