@@ -16,7 +16,6 @@ rollout step in flight and stops (mathmix.signals): a rollout step is the unit a
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
 import random
@@ -33,6 +32,17 @@ from evals.benchmarks import load_benchmark
 from evals.generate import cannot_load, error_text, load_pretrained, model_load_errors
 from evals.grading import boxed_reward
 from evals.probe_prompts import check_overlap, eval_set_files, load_prompts
+from evals.probe_sampling import ValidationLog, _sample
+from evals.probe_sampling import eos_token_ids as eos_token_ids  # re-exported: moved there
+from evals.probe_sampling import sampling_kwargs as sampling_kwargs
+from evals.probe_trainer import WEIGHTS as WEIGHTS  # re-exported: moved there
+from evals.probe_trainer import (
+    _stop_callback,
+    grpo_args,
+    last_checkpoint,
+    load_policy,
+    updates_per_step,
+)
 from mathmix.cli_util import console, write_json
 from mathmix.hub import check_model_source
 from mathmix.signals import StopOnSignal, StoppedBySignal, signal_name
@@ -79,91 +89,6 @@ class ProbeConfig(BaseModel):
         if per_update % micro or (self.prompts_per_step * self.rollouts) % micro:
             raise ValueError("micro_batch must divide mini_batch x rollouts and prompts_per_step x rollouts")
         return self
-
-
-class ValidationLog:
-    """Appends validation rows and rewrites `validation.csv` (Step first, as the forecast expects)."""
-
-    def __init__(self, path: Path, keep_upto: int | None = None):
-        """A new log; `keep_upto` keeps the rows of an existing file up to that step (a resumed probe)."""
-        self.path = path
-        self.rows: list[dict[str, Any]] = []
-        if keep_upto is not None and path.is_file():
-            with path.open(newline="") as handle:
-                for row in csv.DictReader(handle):
-                    if int(row["Step"]) <= keep_upto:
-                        self.rows.append({k: _number(v) for k, v in row.items()})
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        fields = list(dict.fromkeys(k for r in self.rows for k in r))
-        tmp = self.path.with_suffix(".csv.tmp")
-        with tmp.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(self.rows)
-        tmp.replace(self.path)
-
-
-def _number(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def eos_token_ids(model, tokenizer) -> list[int]:
-    """The ids that end a completion, as TRL's GRPOTrainer takes them: the tokenizer's EOS, then the model's own."""
-    ids = getattr(model.generation_config, "eos_token_id", None)
-    ids = [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in ids:
-        ids = [tokenizer.eos_token_id, *ids]
-    return ids
-
-
-def sampling_kwargs(model, tokenizer, temperature: float) -> dict[str, Any]:
-    """`generate` settings that sample as the GRPO rollouts do (TRL's defaults: top_k 0, top_p 1.0, no min_p, no
-    repetition penalty, TRL's EOS ids), whatever the model's generation_config says: left to it, transformers
-    sampled held-out answers with its top_k of 50 and a model's own top_p (Llama 3.2: 0.9), a truncated
-    distribution the policy is never trained on. Temperature 0 is greedy (MATH500), still without a penalty."""
-    fixed: dict[str, Any] = {"repetition_penalty": 1.0, "eos_token_id": eos_token_ids(model, tokenizer)}
-    if temperature <= 0:
-        return {"do_sample": False, "temperature": None, "top_k": None, "top_p": None, "min_p": None, **fixed}
-    return {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0, "min_p": None, **fixed}
-
-
-def _sample(
-    model, tokenizer, prompts: list[str], max_new_tokens: int, temperature: float, n: int, batch: int
-) -> list[list[tuple[str, int]]]:
-    """n completions per prompt with the current policy (temperature 0 = greedy), sampled as in training
-    (`sampling_kwargs`)."""
-    import torch
-
-    tokenizer.padding_side = "left"
-    outputs: list[list[tuple[str, int]]] = []
-    was_training = model.training
-    model.eval()
-    for start in range(0, len(prompts), batch):
-        enc = tokenizer(prompts[start : start + batch], return_tensors="pt", padding=True).to(model.device)
-        kwargs = sampling_kwargs(model, tokenizer, temperature)
-        with torch.no_grad():
-            out = model.generate(
-                **enc,
-                max_new_tokens=max_new_tokens,
-                num_return_sequences=n,
-                pad_token_id=tokenizer.pad_token_id,
-                **kwargs,
-            )
-        new = out[:, enc["input_ids"].shape[1] :]
-        lengths = (new != tokenizer.pad_token_id).sum(-1).tolist()
-        texts = tokenizer.batch_decode(new, skip_special_tokens=True)
-        for i in range(0, len(texts), n):
-            outputs.append(list(zip(texts[i : i + n], lengths[i : i + n], strict=True)))
-    if was_training:
-        model.train()
-    return outputs
 
 
 def validate(model, tokenizer, heldout, math500, config: ProbeConfig) -> dict[str, float]:
@@ -236,56 +161,6 @@ def _validation_callback(config: ProbeConfig, heldout, math500, log: ValidationL
     return ValidationCallback()
 
 
-def _stop_callback(config: ProbeConfig, stop):
-    """Ends training at the first rollout step that finishes after a SIGTERM/SIGUSR1, saving a checkpoint of it."""
-    from transformers import TrainerCallback
-
-    per_step = updates_per_step(config)
-
-    class StopCallback(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            # at rollout-step ends only (every rank gets there together): mid-step, TRL's buffered rollouts are
-            # not in the checkpoint
-            if state.global_step % per_step == 0 and stop.agreed():
-                control.should_save = control.should_training_stop = True
-            return control
-
-    return StopCallback()
-
-
-def updates_per_step(config: ProbeConfig) -> int:
-    """Optimizer updates per rollout step (prompts per step / mini-batch)."""
-    return max(1, config.prompts_per_step // config.mini_batch)
-
-
-WEIGHTS = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
-)
-
-
-def _whole(checkpoint: Path) -> bool:
-    """A checkpoint a resume can load: readable trainer state, optimizer state and weights (a kill while one was
-    written or removed leaves some of them out)."""
-    try:
-        json.loads((checkpoint / "trainer_state.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return (checkpoint / "optimizer.pt").is_file() and any((checkpoint / w).is_file() for w in WEIGHTS)
-
-
-def last_checkpoint(out_dir: Path) -> Path | None:
-    """The newest whole trainer checkpoint under OUT/trainer (see `_whole`)."""
-    found = [
-        (int(p.name.removeprefix("checkpoint-")), p)
-        for p in (out_dir / "trainer").glob("checkpoint-*")
-        if p.name.removeprefix("checkpoint-").isdigit() and _whole(p)
-    ]
-    return max(found)[1] if found else None
-
-
 def probe_identity(model: str | Path, prompts_path: Path, data_dir: Path | None, config) -> dict:
     """What a probe folder was produced from: the model (a local folder by path, size and a sample of its weights,
     else its hub name), the prompt file, the benchmark folder and the settings that shape the curve: not
@@ -296,62 +171,6 @@ def probe_identity(model: str | Path, prompts_path: Path, data_dir: Path | None,
     return model_job_identity(
         "rl-probe", model, [p for p in (prompts_path, data_dir) if p is not None], settings
     )
-
-
-def grpo_args(config: ProbeConfig, out_dir: Path, on_gpu: bool, use_vllm: bool):
-    """TRL GRPOConfig for the probe: generation batch = prompts x rollouts, optimizer batch = mini-batch x rollouts."""
-    from trl import GRPOConfig
-
-    per_update = config.mini_batch * config.rollouts
-    micro = min(config.micro_batch, per_update)
-    if per_update % micro or (config.prompts_per_step * config.rollouts) % micro:
-        raise ValueError("micro_batch must divide mini_batch x rollouts and prompts_per_step x rollouts")
-    return GRPOConfig(
-        output_dir=str(out_dir / "trainer"),
-        per_device_train_batch_size=micro,
-        gradient_accumulation_steps=per_update // micro,
-        generation_batch_size=config.prompts_per_step * config.rollouts,
-        num_generations=config.rollouts,
-        max_completion_length=config.max_response,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type="constant",
-        warmup_steps=0,
-        beta=config.kl_coef,
-        temperature=config.temperature,
-        max_steps=config.steps * updates_per_step(config),
-        use_vllm=use_vllm,
-        vllm_mode="colocate",
-        use_cpu=not on_gpu,
-        bf16=on_gpu,
-        logging_steps=1,
-        # at each validation, after it (a log comes before a save in a step): a resume keeps the rows up to it
-        save_strategy="steps" if config.checkpoints else "no",
-        save_steps=config.eval_every * updates_per_step(config),
-        save_total_limit=1,
-        report_to="none",
-        seed=config.seed,
-        disable_tqdm=False,
-    )
-
-
-def load_policy(model: str | Path, args: Any):
-    """The model GRPO trains, loaded as `GRPOTrainer(model=NAME, args=ARGS)` loads it (TRL's
-    `create_model_from_path` with `args.model_init_kwargs`, `device_map=None` when distributed, the seed set
-    first), so that a failure to load it is told apart from the trainer's own errors (its output folder, say)."""
-    from transformers import set_seed
-
-    kwargs = dict(getattr(args, "model_init_kwargs", None) or {})
-    kwargs.setdefault("trust_remote_code", bool(getattr(args, "trust_remote_code", False)))
-    if getattr(args.distributed_state, "distributed_type", None) in ("MULTI_GPU", "DEEPSPEED"):
-        kwargs["device_map"] = None  # TRL's rule: distributed training fails with device_map="auto"
-    set_seed(args.seed)
-    try:
-        from trl.trainer.utils import create_model_from_path
-    except ImportError:  # an older TRL, whose GRPOTrainer called AutoModelForCausalLM.from_pretrained itself
-        from transformers import AutoModelForCausalLM
-
-        return AutoModelForCausalLM.from_pretrained(str(model), **kwargs)
-    return create_model_from_path(str(model), **kwargs)
 
 
 def run_probe(
@@ -386,47 +205,10 @@ def run_probe(
         console.print(f"{out_dir}: this probe already finished; its summary.json is kept", soft_wrap=True)
         shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # killed while its checkpoints were removed
         return json.loads((out_dir / "summary.json").read_text())
-    (out_dir / "summary.json").unlink(missing_ok=True)  # a folder without a record: its summary is not ours
-    resume = last_checkpoint(out_dir) if rerun else None
-    if resume is None:
-        if rerun and any((out_dir / "trainer").glob("checkpoint-*")):
-            console.print(
-                f"no whole checkpoint under {out_dir}/trainer: the probe starts over", soft_wrap=True
-            )
-        shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # checkpoints of an unrecorded job, or broken
+    resume = _resume_point(out_dir, rerun)
     bad_prompts: Counter = Counter()
-    prompts = load_prompts(prompts_path, bad_prompts)
-    if bad_prompts:
-        console.print(
-            f"skipped {sum(bad_prompts.values())} record(s) of {prompts_path} without a prompt and an answer "
-            f"({format_reasons(bad_prompts)}); counted under dropped_prompts in {out_dir}/summary.json",
-            soft_wrap=True,
-            markup=False,
-        )
-    prompts, overlap = check_overlap(prompts, eval_set_files(data_dir), config.on_overlap)
-    write_json(out_dir / "overlap.json", overlap)
-    if overlap.get("dropped"):
-        console.print(
-            f"dropped {overlap['dropped']} prompt(s) overlapping the eval sets (listed in {out_dir}/overlap.json)",
-            soft_wrap=True,
-        )
-    random.Random(config.seed).shuffle(prompts)
-    heldout, train = prompts[: config.heldout], prompts[config.heldout :]
-    if len(train) < config.prompts_per_step:
-        raise ValueError(
-            f"{len(train)} training prompts left after the held-out slice; need >= {config.prompts_per_step}"
-        )
-    if (needed := config.steps * config.prompts_per_step) > len(train):
-        console.print(
-            f"note: {config.steps} steps x {config.prompts_per_step} prompts = {needed:,} prompts drawn from "
-            f"{len(train):,} training prompts: each is seen ~{needed / len(train):.1f} times",
-            soft_wrap=True,
-        )
-    math500 = load_benchmark("math500", data_dir, limit=config.math500_limit) if data_dir else None
-    if data_dir is not None and not math500:
-        console.print(
-            f"no MATH500 test set under {data_dir}: validation logs the held-out curve only", soft_wrap=True
-        )
+    heldout, train, overlap = _split_prompts(prompts_path, out_dir, config, data_dir, bad_prompts)
+    math500 = _load_math500(data_dir, config)
     tokenizer = load_pretrained(AutoTokenizer, model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -467,15 +249,7 @@ def run_probe(
     if (
         done_steps is None or done_steps < config.steps
     ):  # killed after its last checkpoint: nothing left to train
-        with stop if config.checkpoints else contextlib.nullcontext():  # --no-checkpoints: nothing to save
-            trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-        if stop.signum and (step := trainer.state.global_step // updates_per_step(config)) < config.steps:
-            saved = last_checkpoint(out_dir)
-            raise StoppedBySignal(
-                f"rl-probe stopped by {signal_name(stop.signum)} at rollout step {step} of {config.steps}, "
-                f"checkpointed as {saved}; rerun the same command to resume",
-                stop.signum,
-            )
+        _train(trainer, stop, config, out_dir, resume)
     summary = {
         "model": str(model),
         "prompts": str(prompts_path),
@@ -493,3 +267,75 @@ def run_probe(
     write_json(out_dir / "summary.json", summary)
     shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # the checkpoints were for resuming only
     return summary
+
+
+def _resume_point(out_dir: Path, rerun: bool) -> Path | None:
+    """The checkpoint a rerun resumes from (None: the probe starts over, its checkpoints, if any, removed), once
+    the summary of a folder without a record is gone."""
+    (out_dir / "summary.json").unlink(missing_ok=True)  # a folder without a record: its summary is not ours
+    resume = last_checkpoint(out_dir) if rerun else None
+    if resume is None:
+        if rerun and any((out_dir / "trainer").glob("checkpoint-*")):
+            console.print(
+                f"no whole checkpoint under {out_dir}/trainer: the probe starts over", soft_wrap=True
+            )
+        shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # checkpoints of an unrecorded job, or broken
+    return resume
+
+
+def _split_prompts(
+    prompts_path: Path, out_dir: Path, config: ProbeConfig, data_dir: Path | None, bad_prompts: Counter
+) -> tuple[list[dict], list[dict], dict]:
+    """(held-out, training prompts, overlap report): the prompts read (bad records counted in BAD_PROMPTS), those
+    overlapping an eval set dropped or refused (OUT_DIR/overlap.json), shuffled by the seed and split."""
+    prompts = load_prompts(prompts_path, bad_prompts)
+    if bad_prompts:
+        console.print(
+            f"skipped {sum(bad_prompts.values())} record(s) of {prompts_path} without a prompt and an answer "
+            f"({format_reasons(bad_prompts)}); counted under dropped_prompts in {out_dir}/summary.json",
+            soft_wrap=True,
+            markup=False,
+        )
+    prompts, overlap = check_overlap(prompts, eval_set_files(data_dir), config.on_overlap)
+    write_json(out_dir / "overlap.json", overlap)
+    if overlap.get("dropped"):
+        console.print(
+            f"dropped {overlap['dropped']} prompt(s) overlapping the eval sets (listed in {out_dir}/overlap.json)",
+            soft_wrap=True,
+        )
+    random.Random(config.seed).shuffle(prompts)
+    heldout, train = prompts[: config.heldout], prompts[config.heldout :]
+    if len(train) < config.prompts_per_step:
+        raise ValueError(
+            f"{len(train)} training prompts left after the held-out slice; need >= {config.prompts_per_step}"
+        )
+    if (needed := config.steps * config.prompts_per_step) > len(train):
+        console.print(
+            f"note: {config.steps} steps x {config.prompts_per_step} prompts = {needed:,} prompts drawn from "
+            f"{len(train):,} training prompts: each is seen ~{needed / len(train):.1f} times",
+            soft_wrap=True,
+        )
+    return heldout, train, overlap
+
+
+def _load_math500(data_dir: Path | None, config: ProbeConfig) -> list[dict] | None:
+    """MATH500's items for validation (None without a benchmark folder), told when the folder has none."""
+    math500 = load_benchmark("math500", data_dir, limit=config.math500_limit) if data_dir else None
+    if data_dir is not None and not math500:
+        console.print(
+            f"no MATH500 test set under {data_dir}: validation logs the held-out curve only", soft_wrap=True
+        )
+    return math500
+
+
+def _train(trainer, stop: StopOnSignal, config: ProbeConfig, out_dir: Path, resume: Path | None) -> None:
+    """Train (from RESUME) until done or a SIGTERM/SIGUSR1 stops it at a rollout step's end (StoppedBySignal)."""
+    with stop if config.checkpoints else contextlib.nullcontext():  # --no-checkpoints: nothing to save
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    if stop.signum and (step := trainer.state.global_step // updates_per_step(config)) < config.steps:
+        saved = last_checkpoint(out_dir)
+        raise StoppedBySignal(
+            f"rl-probe stopped by {signal_name(stop.signum)} at rollout step {step} of {config.steps}, "
+            f"checkpointed as {saved}; rerun the same command to resume",
+            stop.signum,
+        )
