@@ -10,140 +10,44 @@ Generation and validation are separate so that validation can change (and rerun)
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import shutil
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from curate.rewrite.endpoint import LOCAL_HOSTS, check_endpoint_url, local_server_root, wait_for_endpoint
 from curate.rewrite.inputs import build_readers, files_all_bad_records, input_sources
-from curate.rewrite.tasks import ValidationSettings, sampling_json
+from curate.rewrite.settings import RewriteSettings, Server
+from curate.rewrite.tasks import sampling_json
 from curate.summary import ensure_data_file, summarize_logs, write_summary
 
 if TYPE_CHECKING:
-    from urllib.parse import ParseResult
+    from curate.rewrite.rollout import RequestsFailedError
 
 CPU_SERVER = str(Path(__file__).resolve().parents[1] / "cpu_server.py")
 # Where the generation readers note an input file every line of which was a bad_record (in OUT).
 ALL_BAD_RECORDS = Path("logs") / "generate" / "files_all_bad_records"
-Server = Literal["transformers", "vllm", "sglang", "endpoint"]
 
-
-class RewriteSettings(BaseModel):
-    """Settings of the rewriter (shared by `mathmix rewrite` and the recipe stage)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = Field(
-        "auto", description="HF folder or hub name; 'auto' = a tiny random plumbing-only Llama"
-    )
-    server: Server = "transformers"
-    endpoint: str | None = Field(None, description="OpenAI-compatible base URL (server: endpoint)")
-    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the endpoint's key")
-    prompt_version: str = "v1"
-    max_tokens: int | dict[str, int] | None = Field(
-        None,
-        description="completion tokens per request: one number, or one per task ({qa: 2048, longcot: 16384}); "
-        "unset: the task's default (score 512, qa 2048, refine 4096, longcot 16384), lowered to fit the context",
-    )
-    temperature: float = Field(0.7, ge=0)
-    top_p: float = Field(0.95, gt=0, le=1)
-    samples: int = Field(1, ge=1, description="samples per document; >1 turns on self-consistency")
-    min_agreement: float = Field(0.5, ge=0, le=1)
-    max_input_chars: int = Field(12_000, ge=100)
-    text_key: str = "text"
-    id_key: str = "id"
-    max_docs: int = Field(
-        -1,
-        description="read at most this many documents per input, kind of file and datatrove task (-1: all)",
-    )
-    model_max_context: int | None = Field(
-        None,
-        ge=64,
-        description="the server's context (default: the model's own up to 32768; 8192 if unknown)",
-    )
-    max_concurrent: int = Field(64, ge=1, description="requests in flight at once")
-    request_timeout_s: float = Field(600.0, gt=0)
-    server_ready_timeout_s: float = Field(
-        1800.0, ge=1, description="wait this long for the server to come up"
-    )
-    retries: int = Field(2, ge=0)
-    max_attempts: int = Field(
-        3, ge=1, description="runs whose requests may fail a document before it is dropped as request_failed"
-    )
-    retry_backoff_s: float = Field(2.0, ge=0, description="first retry delay; doubles each retry")
-    tp: int = Field(1, ge=1)
-    dp: int = Field(1, ge=1)
-    cpu_threads: int = Field(0, ge=0, description="torch threads of the CPU server (0: torch's default)")
-    inference_tasks: int = Field(1, ge=1, description="datatrove tasks for generation (one server each)")
-    records_per_chunk: int = Field(500, ge=1, description="checkpoint chunk size (documents)")
-    languages: list[str] = Field(default_factory=lambda: ["en"])
-    check_answers: bool = True
-    write_rejects: bool = True
-    decont_benchmarks: list[str] = Field(
-        default_factory=list, description="benchmark files/folders (13-grams)"
-    )
-    decont_ngram: int = 13
-    corpus_docs: int | None = Field(None, ge=1, description="documents in the corpus to estimate cost for")
-    gpu_output_tokens_per_s: float = Field(2500.0, gt=0, description="assumed GPU decode rate for estimates")
-
-    @field_validator("endpoint")
-    @classmethod
-    def _a_local_endpoint_is_its_server_root(cls, value: str | None) -> str | None:
-        return local_server_root(value)
-
-    @field_validator("max_tokens")
-    @classmethod
-    def _max_tokens_are_counts(cls, value: int | dict[str, int] | None) -> int | dict[str, int] | None:
-        from curate.rewrite.tasks import TASKS
-
-        counts = value.values() if isinstance(value, dict) else [] if value is None else [value]
-        if any(n < 1 for n in counts):
-            raise ValueError("must be a positive number of tokens")
-        if isinstance(value, dict) and (unknown := sorted(set(value) - set(TASKS))):
-            raise ValueError(f"no task {', '.join(map(repr, unknown))} (tasks: {', '.join(TASKS)})")
-        return value
-
-    @field_validator("max_docs")
-    @classmethod
-    def _max_docs_is_a_count(cls, value: int) -> int:
-        # datatrove read nothing for any other value (limit 0 or -5): an empty branch, without a word
-        if value < 1 and value != -1:
-            raise ValueError("must be a positive number of documents, or -1 for all")
-        return value
-
-    @model_validator(mode="after")
-    def _endpoint_names_its_model(self) -> RewriteSettings:
-        # 'auto' builds a tiny model in OUT/_model and sends its path as the model name: no endpoint serves that.
-        if self.server == "endpoint" and self.model == "auto":
-            raise ValueError(
-                "server 'endpoint' needs the name of the model the endpoint serves (--model NAME / model:, as listed "
-                "by GET URL/v1/models), not 'auto' (a tiny local model that an endpoint does not serve)"
-            )
-        return self
-
-    def sampling(self, task: str) -> dict[str, Any]:
-        """The sampling settings of `task`'s requests; max_tokens is the task's cap (`curate.rewrite.budget`), which
-        a request whose prompt leaves less room in the model's context gets lowered."""
-        from curate.rewrite.budget import task_max_tokens
-
-        return {
-            "max_tokens": task_max_tokens(task, self),
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-        }
-
-    def validation(self) -> ValidationSettings:
-        return ValidationSettings(
-            languages=tuple(self.languages),
-            check_answers=self.check_answers,
-            min_agreement=self.min_agreement,
-            prompt_version=self.prompt_version,
-        )
+# The settings and the endpoint checks live in their own modules; imported from here as before they were split off
+# (run_task looks wait_for_endpoint up here, where tests patch it).
+__all__ = [
+    "ALL_BAD_RECORDS",
+    "CPU_SERVER",
+    "LOCAL_HOSTS",
+    "RewriteSettings",
+    "Server",
+    "check_endpoint_url",
+    "generation_pipeline",
+    "inference_config",
+    "local_server_root",
+    "resolve_model",
+    "run_task",
+    "validation_pipeline",
+    "wait_for_endpoint",
+]
 
 
 def resolve_model(settings: RewriteSettings, inputs: list[str], model_dir: Path) -> str:
@@ -203,109 +107,6 @@ def inference_config(settings: RewriteSettings, model: str, log_dir: Path):
         return InferenceConfig(server_type="endpoint", endpoint_url=settings.endpoint, server_start_max_retries=0,
                                api_key=os.environ.get(settings.api_key_env), **common)  # fmt: skip
     return InferenceConfig(server_type=settings.server, **common)
-
-
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")  # reached by datatrove itself, not through the OpenAI client
-
-
-def _is_local(parsed: ParseResult) -> bool:
-    """Whether a parsed endpoint URL (`urllib.parse.urlparse`) is a local `http://` one, which datatrove reaches
-    itself (and takes for the server's root); any other goes through the OpenAI client. ValueError from a host
-    that does not parse."""
-    return parsed.scheme == "http" and parsed.hostname in LOCAL_HOSTS
-
-
-def local_server_root(url: str | None) -> str | None:
-    """URL without a trailing `/v1` where datatrove takes it for the server's root: a local `http://` endpoint,
-    to which it appends `/v1/chat/completions` and `/v1/models` itself (`http://127.0.0.1:8000/v1`, the OpenAI
-    style of base URL, was probed at /v1/v1/models and refused after the whole wait). A remote endpoint's URL is
-    the OpenAI client's base URL, where /v1 belongs: kept as given."""
-    from urllib.parse import urlparse
-
-    if not url:
-        return url
-    try:
-        parsed = urlparse(url)
-        local = _is_local(parsed)
-    except ValueError:
-        return url  # not a URL: check_endpoint_url names it
-    path = parsed.path.rstrip("/")
-    if not local or not path.endswith("/v1") or parsed.query or parsed.fragment:
-        return url
-    return parsed._replace(path=path[: -len("/v1")]).geturl()
-
-
-def check_endpoint_url(url: str | None) -> None:
-    """ValueError (one line naming URL) unless URL is an http(s) URL with a host that datatrove can use.
-
-    datatrove talks to a local `http://` endpoint (localhost, 127.0.0.1, ::1) itself and to any other through
-    the OpenAI client, which is not installed with mathmix: that case needs the `endpoint` extra (openai).
-    """
-    from urllib.parse import urlparse
-
-    if not url:
-        raise ValueError("server 'endpoint' needs an endpoint URL (--endpoint / endpoint:)")
-    try:
-        parsed = urlparse(url)
-        host, _ = parsed.hostname, parsed.port  # .port raises on a port that is not a number
-    except ValueError as err:
-        raise ValueError(f"endpoint {url!r}: not a valid URL ({err})") from None
-    if parsed.scheme not in ("http", "https") or not host:
-        raise ValueError(
-            f"endpoint {url!r}: not an http:// or https:// URL with a host (e.g. http://127.0.0.1:8000)"
-        )
-    if not _is_local(parsed) and importlib.util.find_spec("openai") is None:
-        raise ValueError(
-            f"endpoint {url}: a non-local endpoint is reached through the OpenAI client, which is not "
-            "installed: pip install 'mathmix[endpoint]' (or openai)"
-        )
-
-
-def wait_for_endpoint(url: str, timeout_s: float) -> None:
-    """Wait up to `timeout_s` for URL to answer datatrove's readiness check (GET URL/v1/models with 200), else
-    ValueError naming URL. Run before anything is written, so a wrong or dead endpoint costs one line.
-
-    A 404 is final (a server that is up, with nothing at that path: waiting does not change it), and the error
-    says which part of the URL to check."""
-    import httpx
-
-    probe = url.rstrip("/") + "/v1/models"
-    deadline = time.monotonic() + timeout_s
-    last = "no answer"
-    while True:
-        left = deadline - time.monotonic()
-        try:
-            response = httpx.get(probe, timeout=max(0.5, min(5.0, left)))
-            if response.status_code == 200:
-                return
-            if response.status_code == 404:
-                raise ValueError(
-                    f"endpoint {url}: GET {probe} answered 404 (not found); {_not_found_hint(url)}"
-                )
-            last = f"HTTP {response.status_code}"
-        except httpx.HTTPError as err:
-            last = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        time.sleep(min(0.5, left))
-    raise ValueError(
-        f"endpoint {url} did not answer GET {probe} with 200 within {timeout_s:g}s ({last}); is the server "
-        "up at that URL? (--server-timeout / server_ready_timeout_s to wait longer)"
-    )
-
-
-def _not_found_hint(url: str) -> str:
-    from urllib.parse import urlparse
-
-    parsed = urlparse(url)
-    if _is_local(parsed):
-        return ("a local --endpoint is the server's root, the part before /v1/models and /v1/chat/completions "
-                "(e.g. http://127.0.0.1:8000; a trailing /v1 is dropped): check its port and path")  # fmt: skip
-    if parsed.path.rstrip("/").endswith("/v1"):
-        return ("datatrove checks an endpoint with GET URL/v1/models, so a remote URL ending in /v1 (the OpenAI "
-                "client's base URL) must answer there too; this one does not")  # fmt: skip
-    return "a remote --endpoint is the OpenAI client's base URL, usually ending in /v1: check its path"
 
 
 def _finished(logging_dir: Path, tasks: int) -> bool:
@@ -388,20 +189,60 @@ def validation_pipeline(out_dir: Path, task: str, settings: RewriteSettings, mod
 def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSettings, executor: Any,
              model_dir: Path | None = None, run_dir: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one rewrite task end to end; writes OUT/summary.json last and returns the summary."""
-    from curate.decont import validate_benchmarks
     from curate.rewrite.identity import check_out_dir, rewrite_identity, weights_note
-    from curate.rewrite.prechecks import check_longcot_inputs, check_server_package
-    from curate.rewrite.report import inference_stats, throughput_report
-    from curate.rewrite.rollout import RequestsFailedError
-    from curate.rewrite.tasks import prompt_template
-    from mathmix.cli_util import write_json
-    from mathmix.hub import check_model_source
-    from mathmix.paths import stage_data
-    from pipelines.job_record import check_output_outside_inputs
 
     start = time.time()
     out_dir = Path(out_dir)
     gen_logs, val_logs = out_dir / "logs" / "generate", out_dir / "logs" / "validate"
+    _check_before_writing(inputs, out_dir, task, settings, gen_logs)
+    run_dir = run_dir or out_dir.parent
+    identity, earlier = rewrite_identity(inputs, settings, task, run_dir, out_dir)
+    check_out_dir(out_dir, identity, earlier, run_dir)  # the message names the task each job is for
+    weights = weights_note(settings, identity)  # said in summary.json
+    model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
+    steps = generation_pipeline(inputs, out_dir, task, settings, model)
+    _reopen_failed_tasks(gen_logs)  # an earlier run's failed requests: requested again now
+    _run_all(executor, steps, gen_logs, f"rewrite-{task}-gen", settings.inference_tasks)
+    failed = _reopen_failed_tasks(gen_logs)
+    if failed:
+        raise _failed_requests_error(failed, settings)
+    gen_seconds = time.time() - start
+    if any((out_dir / "raw").glob("*.jsonl.gz")):
+        steps, decont = validation_pipeline(out_dir, task, settings, model)
+        _run_all(executor, steps, val_logs, f"rewrite-{task}-val", 1)
+        summary = summarize_logs(val_logs)
+    else:  # no input document was usable, so nothing was generated: nothing to validate
+        decont, summary = "skipped (nothing generated)", {"docs_in": 0, "docs_out": 0, "dropped": {}}
+    _ensure_data_file(out_dir / "data", task)
+    generated = summarize_logs(gen_logs)
+    _add_generation_counts(summary, generated, out_dir)
+    report = _write_throughput(out_dir, gen_logs, gen_seconds, generated, settings)
+    summary.update(
+        seconds=round(time.time() - start, 2), task=task, model=model, server=settings.server,
+        prompt_version=f"{task}.{settings.prompt_version}", decont=decont,
+        tokens_in_per_s=report["tokens_in_per_s"], tokens_out_per_s=report["tokens_out_per_s"],
+        gpu_hours_estimate=report.get("gpu_hours_estimate"), **weights,
+    )  # fmt: skip
+    if settings.decont_benchmarks:  # training splits under the benchmark folders, not read (as decont says)
+        from curate.decont_sources import left_out_training_splits
+
+        left_out = left_out_training_splits(settings.decont_benchmarks).values()
+        summary["benchmark_files_left_out"] = [str(p) for files in left_out for p in files]
+    write_summary(out_dir, summary)
+    return summary
+
+
+def _check_before_writing(
+    inputs: list[str], out_dir: Path, task: str, settings: RewriteSettings, gen_logs: Path
+) -> None:
+    """The checks run before job.json is written or a server started: each fails with a one-line error."""
+    from curate.decont import validate_benchmarks
+    from curate.rewrite.prechecks import check_longcot_inputs, check_server_package
+    from curate.rewrite.tasks import prompt_template
+    from mathmix.hub import check_model_source
+    from mathmix.paths import stage_data
+    from pipelines.job_record import check_output_outside_inputs
+
     if not _finished(gen_logs, settings.inference_tasks):  # vllm / sglang: named before anything is read
         check_server_package(settings.server)
     for path in inputs:  # a run folder given as input is refused before job.json, or a wait on the endpoint
@@ -422,42 +263,34 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
         check_endpoint_url(settings.endpoint)
         if not _finished(gen_logs, settings.inference_tasks):  # nothing left to ask it otherwise
             wait_for_endpoint(str(settings.endpoint), settings.server_ready_timeout_s)
-    run_dir = run_dir or out_dir.parent
-    identity, earlier = rewrite_identity(inputs, settings, task, run_dir, out_dir)
-    check_out_dir(out_dir, identity, earlier, run_dir)  # the message names the task each job is for
-    weights = weights_note(settings, identity)  # said in summary.json
-    model = resolve_model(settings, inputs, model_dir or out_dir / "_model")
-    steps = generation_pipeline(inputs, out_dir, task, settings, model)
-    _reopen_failed_tasks(gen_logs)  # an earlier run's failed requests: requested again now
-    _run_all(executor, steps, gen_logs, f"rewrite-{task}-gen", settings.inference_tasks)
-    failed = _reopen_failed_tasks(gen_logs)
-    if failed:
-        count = sum(r["documents"] for r in failed)
-        examples = [e for r in failed for e in r["examples"]][:3]
-        # Failures that were the server's, not the documents': no step towards --max-attempts, and said so.
-        spared = [r["not_counted"] for r in failed if r.get("not_counted")]
-        not_counted = ""
-        if spared:
-            n = sum(s["documents"] for s in spared)
-            which = "not" if n == count else f"{n} of them not"
-            not_counted = f"; {which} counted against --max-attempts, as {spared[-1]['why']}"
-        raise RequestsFailedError(
-            f"{count} document(s) failed their requests (e.g. {', '.join(examples)}; last error: "
-            f"{failed[-1]['last_error'][:300]}; refusals, HTTP 400/401/403/404, are not retried){not_counted}; "
-            "the other documents are done and kept: rerun "
-            "the same command to request only the failed ones again (--retries / --request-timeout to wait "
-            f"longer; after {settings.max_attempts} failed runs, --max-attempts, a document is dropped as "
-            "request_failed)"
-        )
-    gen_seconds = time.time() - start
-    if any((out_dir / "raw").glob("*.jsonl.gz")):
-        steps, decont = validation_pipeline(out_dir, task, settings, model)
-        _run_all(executor, steps, val_logs, f"rewrite-{task}-val", 1)
-        summary = summarize_logs(val_logs)
-    else:  # no input document was usable, so nothing was generated: nothing to validate
-        decont, summary = "skipped (nothing generated)", {"docs_in": 0, "docs_out": 0, "dropped": {}}
-    _ensure_data_file(out_dir / "data", task)
-    generated = summarize_logs(gen_logs)
+
+
+def _failed_requests_error(failed: list[dict], settings: RewriteSettings) -> RequestsFailedError:
+    """The RequestsFailedError for the failure reports of generation tasks (`_reopen_failed_tasks`)."""
+    from curate.rewrite.rollout import RequestsFailedError
+
+    count = sum(r["documents"] for r in failed)
+    examples = [e for r in failed for e in r["examples"]][:3]
+    # Failures that were the server's, not the documents': no step towards --max-attempts, and said so.
+    spared = [r["not_counted"] for r in failed if r.get("not_counted")]
+    not_counted = ""
+    if spared:
+        n = sum(s["documents"] for s in spared)
+        which = "not" if n == count else f"{n} of them not"
+        not_counted = f"; {which} counted against --max-attempts, as {spared[-1]['why']}"
+    return RequestsFailedError(
+        f"{count} document(s) failed their requests (e.g. {', '.join(examples)}; last error: "
+        f"{failed[-1]['last_error'][:300]}; refusals, HTTP 400/401/403/404, are not retried){not_counted}; "
+        "the other documents are done and kept: rerun "
+        "the same command to request only the failed ones again (--retries / --request-timeout to wait "
+        f"longer; after {settings.max_attempts} failed runs, --max-attempts, a document is dropped as "
+        "request_failed)"
+    )
+
+
+def _add_generation_counts(summary: dict[str, Any], generated: dict[str, Any], out_dir: Path) -> None:
+    """Fold the generation job's counts (`generated`: the inputs and the rows their readers dropped) into the
+    validation job's `summary`, in place."""
     for note in ("rows_without_text_field", "unreadable_files"):
         if generated.get(note):
             summary[note] = generated[note]
@@ -475,25 +308,22 @@ def run_task(inputs: list[str], out_dir: Path, task: str, settings: RewriteSetti
     summary.pop("unaccounted", None)
     if missing:
         summary["unaccounted"] = missing
+
+
+def _write_throughput(
+    out_dir: Path, gen_logs: Path, gen_seconds: float, generated: dict[str, Any], settings: RewriteSettings
+) -> dict[str, Any]:
+    """Write OUT/throughput.json (the generation's speed and cost estimate) and return it."""
+    from curate.rewrite.report import inference_stats, throughput_report
+    from mathmix.cli_util import write_json
+
     gpus = settings.tp * settings.dp * settings.inference_tasks
     # The documents that reached the model (in this run or before it): the corpus the estimate defaults to.
     usable = generated["docs_in"] - sum(generated["dropped"].values())
     report = throughput_report(inference_stats(str(gen_logs)), gen_seconds, usable, settings.server, gpus,
                                settings.corpus_docs, settings.gpu_output_tokens_per_s)  # fmt: skip
     write_json(out_dir / "throughput.json", report)
-    summary.update(
-        seconds=round(time.time() - start, 2), task=task, model=model, server=settings.server,
-        prompt_version=f"{task}.{settings.prompt_version}", decont=decont,
-        tokens_in_per_s=report["tokens_in_per_s"], tokens_out_per_s=report["tokens_out_per_s"],
-        gpu_hours_estimate=report.get("gpu_hours_estimate"), **weights,
-    )  # fmt: skip
-    if settings.decont_benchmarks:  # training splits under the benchmark folders, not read (as decont says)
-        from curate.decont_sources import left_out_training_splits
-
-        left_out = left_out_training_splits(settings.decont_benchmarks).values()
-        summary["benchmark_files_left_out"] = [str(p) for files in left_out for p in files]
-    write_summary(out_dir, summary)
-    return summary
+    return report
 
 
 def _run_all(executor: Any, steps: list, logging_dir: Path, name: str, tasks: int) -> None:
