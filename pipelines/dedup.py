@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -109,21 +110,11 @@ OUTPUTS = (
 
 def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dict:
     """Run the six dedup jobs over `inputs` into `out_dir`; returns (and writes) the summary."""
-    from datatrove.pipeline.dedup.minhash import MinhashDedupBuckets
-
-    from curate.dedup_exact import ExactDedupFilter, ExactDedupHasher, ExactDedupIndex
-    from curate.dedup_ids import IdRecorder, duplicate_ids
-    from curate.dedup_io import (
-        build_readers,
-        document_files,
-        file_split_field,
-        minimal_schema,
-        output_schema,
-    )
-    from curate.minhash import FastMinhashSignature
-    from curate.minhash_cluster import MinhashClusterByRule
-    from curate.summary import ensure_data_file, summarize_logs, write_summary
-    from pipelines.job_record import check_job, check_output_outside_inputs, job_identity
+    from curate.dedup_exact import ExactDedupHasher, ExactDedupIndex
+    from curate.dedup_ids import IdRecorder
+    from curate.dedup_io import build_readers, document_files, minimal_schema, output_schema
+    from curate.summary import ensure_data_file, write_summary
+    from pipelines.job_record import check_output_outside_inputs
 
     out_dir, start = Path(out_dir), time.time()
     check_output_outside_inputs(
@@ -132,20 +123,7 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     files = document_files(inputs)
     work, logs = out_dir / "work", out_dir / "logs"
     tasks = max(1, min(config.tasks or executor.tasks, len(files[0]) + len(files[1])))
-    # the stages that read the input files: one of an earlier mathmix that dealt them otherwise is not resumed
-    reading = ["logs/1_exact_hashes", *(["logs/3_signatures"] * config.minhash), "logs/6_filter"]
-    split = file_split_field(out_dir, reading, tasks)
-    identity = job_identity(
-        [*files[0], *files[1]], config, out_dir.parent, command="dedup", tasks=tasks, **split
-    )
-    before_command = {k: v for k, v in identity.items() if k != "command"}  # records from before the command
-    check_job(
-        out_dir,
-        identity,
-        "dedup run",
-        outputs=OUTPUTS,
-        earlier=[before_command, *former_default_forms(identity["settings"], [identity, before_command])],
-    )
+    _check_dedup_job(config, files, out_dir, tasks)
     rule = list(config.keep_rule)
 
     stage_seconds: dict[str, float] = {}
@@ -178,31 +156,83 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
         1,
     )
     if config.minhash:
-        refuse_mixed_signatures(work / "signatures", logs / "3_signatures", tasks)
-        exact = ExactDedupFilter(work / "exact_groups")
-        sign = FastMinhashSignature(work / "signatures", _settings(config), config.score_key)
-        run("3_signatures", [*build_readers(files, work), exact, sign], tasks)
-        buckets = MinhashDedupBuckets(
-            str(work / "signatures"), str(work / "buckets"), config=_settings(config).datatrove_config()
-        )
-        run("4_buckets", [buckets], config.bands)
-        run(
-            "5_clusters",
-            [
-                MinhashClusterByRule(
-                    work / "buckets",
-                    work / "signatures",
-                    work / "clusters",
-                    rule,
-                    config.number_guard_tokens,
-                    threshold=_settings(config).threshold,
-                )
-            ],
-            1,
-        )
+        _run_minhash_stages(config, files, work, logs, tasks, rule, run)
     schema = output_schema(files[0], EXTRA_COLUMNS, files[1])
     run("6_filter", _filter_pipeline(config, files, out_dir, schema), tasks)
     ensure_data_file(out_dir / "data", schema or minimal_schema(EXTRA_COLUMNS))
+    summary = _dedup_summary(config, out_dir, start, stage_seconds)
+    write_summary(out_dir, summary)
+    return summary
+
+
+def _check_dedup_job(config: Config, files, out_dir: Path, tasks: int) -> None:
+    """Record the dedup job in OUT/job.json (`check_job`), or refuse OUT holding another job's work."""
+    from curate.dedup_io import file_split_field
+    from pipelines.job_record import check_job, job_identity
+
+    # the stages that read the input files: one of an earlier mathmix that dealt them otherwise is not resumed
+    reading = ["logs/1_exact_hashes", *(["logs/3_signatures"] * config.minhash), "logs/6_filter"]
+    split = file_split_field(out_dir, reading, tasks)
+    identity = job_identity(
+        [*files[0], *files[1]], config, out_dir.parent, command="dedup", tasks=tasks, **split
+    )
+    before_command = {k: v for k, v in identity.items() if k != "command"}  # records from before the command
+    check_job(
+        out_dir,
+        identity,
+        "dedup run",
+        outputs=OUTPUTS,
+        earlier=[before_command, *former_default_forms(identity["settings"], [identity, before_command])],
+    )
+
+
+def _run_minhash_stages(
+    config: Config,
+    files,
+    work: Path,
+    logs: Path,
+    tasks: int,
+    rule: list,
+    run: Callable[[str, list, int], None],
+) -> None:
+    """Jobs 3-5 (see the module docstring): signatures of what exact dedup keeps, LSH buckets, clusters."""
+    from datatrove.pipeline.dedup.minhash import MinhashDedupBuckets
+
+    from curate.dedup_exact import ExactDedupFilter
+    from curate.dedup_io import build_readers
+    from curate.minhash import FastMinhashSignature
+    from curate.minhash_cluster import MinhashClusterByRule
+
+    refuse_mixed_signatures(work / "signatures", logs / "3_signatures", tasks)
+    exact = ExactDedupFilter(work / "exact_groups")
+    sign = FastMinhashSignature(work / "signatures", _settings(config), config.score_key)
+    run("3_signatures", [*build_readers(files, work), exact, sign], tasks)
+    buckets = MinhashDedupBuckets(
+        str(work / "signatures"), str(work / "buckets"), config=_settings(config).datatrove_config()
+    )
+    run("4_buckets", [buckets], config.bands)
+    run(
+        "5_clusters",
+        [
+            MinhashClusterByRule(
+                work / "buckets",
+                work / "signatures",
+                work / "clusters",
+                rule,
+                config.number_guard_tokens,
+                threshold=_settings(config).threshold,
+            )
+        ],
+        1,
+    )
+
+
+def _dedup_summary(config: Config, out_dir: Path, start: float, stage_seconds: dict[str, float]) -> dict:
+    """The summary: job 6's stats, the clusters' report, each job's seconds and the MinHash counts and settings."""
+    from curate.dedup_ids import duplicate_ids
+    from curate.summary import summarize_logs
+
+    work, logs = out_dir / "work", out_dir / "logs"
     summary = summarize_logs(logs / "6_filter", seconds=time.time() - start)
     summary.update(_report(work / "report", out_dir / "clusters.jsonl"))
     summary["stage_seconds"] = stage_seconds
@@ -212,7 +242,6 @@ def run_dedup(config: Config, inputs: list[str], out_dir: Path, executor) -> dic
     summary["minhash"] = (
         {"n_grams": config.n_grams, "bands": config.bands, "rows": config.rows} if config.minhash else None
     )
-    write_summary(out_dir, summary)
     return summary
 
 
