@@ -20,10 +20,30 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 
 from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
+from midtrain.megatron_data import SourceShards, data_note, data_path_args, stage_sources
+
+__all__ = [  # the data's part lives in midtrain.megatron_data; imported from here as before the split
+    "LLAMA3_ROPE",
+    "MASK_NOTE",
+    "TRACKER",
+    "WSD_STYLE",
+    "SourceShards",
+    "data_note",
+    "data_path_args",
+    "emit",
+    "end_samples",
+    "folder_iteration",
+    "megatron_dir",
+    "model_args",
+    "seed_branch",
+    "stage_command",
+    "stage_sources",
+    "start_samples",
+    "train_samples",
+]
 
 TRACKER = "latest_checkpointed_iteration.txt"  # Megatron's get_checkpoint_tracker_filename
 
@@ -37,54 +57,6 @@ MASK_NOTE = (
     "# see each other. The local path applies the mask but materializes seq x seq scores (slower, more\n"
     "# memory); with trainer.intra_document: false the commands use --attention-backend flash."
 )
-
-
-@dataclass
-class SourceShards:
-    """One mixture source of a stage as Megatron reads it: its share of the stage, its shard prefixes (absolute)
-    and their tokens (None where the shards are not built yet)."""
-
-    name: str
-    share: float
-    prefixes: list[str]
-    tokens: list[int] | None
-
-
-def stage_sources(recipe: TrainRecipe, stage: StageConfig) -> list[SourceShards]:
-    """Each source of the stage's mixture: its share (token budgets first, weights share the rest), and its
-    shard files by the shard manifests (or the paths as given, where nothing is built there yet)."""
-    from shards.indexed import IndexedDataset
-    from shards.manifest import resolve_prefixes
-
-    mixture = stage.build_mixture(recipe.run_dir)
-    budgets = {s.name: s.tokens for s in mixture.sources if s.tokens is not None}
-    rest = max(0.0, 1.0 - sum(budgets.values()) / stage.tokens)
-    wsum = sum(s.weight for s in mixture.sources if s.weight is not None) or 1.0
-    found = []
-    for source in mixture.sources:
-        share = budgets[source.name] / stage.tokens if source.name in budgets else rest * source.weight / wsum
-        try:
-            prefixes = [p for path in source.paths for p in resolve_prefixes(path)]
-            tokens: list[int] | None = [IndexedDataset(p).num_tokens for p in prefixes]
-        except FileNotFoundError:  # shards not built yet: the paths as given (`emit` says so)
-            prefixes, tokens = list(source.paths), None
-        # absolute: Megatron resolves a relative prefix against the folder the command is run from
-        found.append(SourceShards(source.name, share, [os.path.abspath(p) for p in prefixes], tokens))
-    return found
-
-
-def data_path_args(
-    recipe: TrainRecipe, stage: StageConfig, sources: list[SourceShards] | None = None
-) -> list[str]:
-    """Weighted `--data-path w1 prefix1 w2 prefix2 ...`: each source's share split over its shard files by tokens.
-    SOURCES: `stage_sources(recipe, stage)`, where already read."""
-    args: list[str] = []
-    for source in stage_sources(recipe, stage) if sources is None else sources:
-        tokens = source.tokens or [1] * len(source.prefixes)
-        total = sum(tokens) or 1
-        for prefix, n in zip(source.prefixes, tokens, strict=True):
-            args += [f"{source.share * n / total:.6g}", prefix]
-    return args
 
 
 def model_args(hf_config) -> list[str]:
@@ -211,47 +183,6 @@ def seed_branch(branch: str, start: str, iteration: int | None, why: str) -> lis
     ]
 
 
-def data_note(recipe: TrainRecipe, sources: list[SourceShards], base: int, samples: int) -> list[str]:
-    """Comment lines on what a decay branch's data is in Megatron: the branch continues the stable checkpoint's
-    consumed_train_samples (BASE), so Megatron builds each source's dataset for BASE + SAMPLES samples at its share
-    and reads only the last SAMPLES. A dataset larger than a source is several epochs shuffled together
-    (megatron/core/datasets/gpt_dataset.py: the document index tiles the epochs and shuffles them globally, but a
-    short final one), so the window is a random draw: a document is read Binomial(epochs, SAMPLES / (BASE +
-    SAMPLES)) times, where mathmix's trainer reads each once per pass over the source."""
-    t = recipe.trainer
-    total = base + samples
-    f = samples / total
-    lines = [
-        f"# data: the branch goes on from consumed_train_samples {base:,} of the checkpoint it starts from, so",
-        f"# Megatron builds each source's dataset for --train-samples {total:,} (~{total / samples:.0f}x the branch) "
-        "at its share",
-        f"# and the branch reads only the last {samples:,} samples. Where a source holds less than that, Megatron",
-        "# shuffles its epochs together and the branch reads a random draw with repeats, not each document once",
-        "# as mathmix's trainer does; no Megatron flag resets consumed samples and keeps the optimizer state.",
-        "# Per source (tokens in its shards; epochs Megatron builds; the branch's reads, in multiples of its size):",
-    ]
-    for source in sources:
-        if source.tokens is None:
-            lines.append(
-                f"#   {source.name}: share {source.share:.3g}, shards not built (emit again once they are)"
-            )
-            continue
-        have = sum(source.tokens)
-        epochs = total * source.share * t.seq_len / max(1, have)
-        reads = samples * source.share * t.seq_len / max(1, have)  # expected reads of a document
-        if epochs <= 1:  # one shuffled epoch: the window holds distinct samples
-            what = f"{min(1.0, reads):.0%} of it read once, none twice"
-        else:
-            never = (1 - f) ** epochs
-            once = epochs * f * (1 - f) ** (epochs - 1)
-            what = f"about {never:.0%} of it never read, {max(0.0, 1 - never - once):.0%} read twice or more"
-        lines.append(
-            f"#   {source.name}: {have:,} tokens, share {source.share:.3g}: {epochs:.2f} epochs built, {reads:.2f}x "
-            f"read: {what}"
-        )
-    return lines
-
-
 def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], nproc: int = 8) -> str:
     """One `torchrun ... pretrain_gpt.py` command line for `stage`, with `model` = model_args(...); a decay branch's
     is preceded by the shell lines that seed its folder (`seed_branch`) and comments on its data (`data_note`).
@@ -291,58 +222,9 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], npr
         f"--lr-warmup-samples {warmup}",
     ]
     if stage.kind == "stable":
-        lines += [f"--train-samples {samples}", "--lr-decay-style constant"]  # warmup, then the peak
-        lines.append(f"--load {q(folder)}")  # its own checkpoints: a rerun resumes
-        if recipe.model.path:  # the pretrained base, converted to Megatron format beforehand (see `emit`)
-            # read only while --load has no checkpoint, with finetune semantics (iteration 0, no optimizer state);
-            # neither there: FileNotFoundError. The exit flag stops a Megatron without that fallback from
-            # training a random model instead.
-            pretrained = q(os.path.abspath(recipe.model.path) + "-mcore")
-            lines += [f"--pretrained-checkpoint {pretrained}", "--exit-on-missing-checkpoint"]
-        else:  # model.config: the recipe trains from random init, which its first run does
-            head.append("# model.config: the first run starts from random init (no checkpoint in --load yet)")
+        lines += _stable_lines(recipe, folder, samples, head)
     else:
-        source = str(stage.start_from)  # a decay stage has one (StageConfig checks)
-        named = source in [s.name for s in recipe.stages]
-        base = start_samples(recipe, stage)
-        start = megatron_dir(recipe, source) if named else os.path.abspath(source)
-        # the iteration the start stage ends at, or the one the folder's tracker names: `base` counts from it
-        last = base // t.sequences_per_step() if named else folder_iteration(source)
-        decay = max(1, stage.tokens // t.seq_len)  # the trainer decays over the stage's tokens
-        why = (
-            f"{stage.name}: {start} has no checkpoint of stage {source}'s last iteration {last}: run that stage "
-            "to its end first"
-            if named
-            else f"{stage.name}: the tracker of {start} no longer names iteration {last}, which these commands "
-            "count from: emit them again"
-        )
-        if not named and not (Path(source) / TRACKER).is_file():
-            head.append(
-                f"# {source} has no {TRACKER} yet: the samples below count from 0, and the branch trains only "
-                "what they exceed the checkpoint's iteration by: emit these commands again once it has one"
-            )
-        head.append(
-            f"# seed: on the first run only (no {TRACKER} in {folder} yet), the branch folder gets "
-            + (
-                f"stage {source}'s final checkpoint (iteration {last})"
-                if named
-                else f"the checkpoint {source}"
-            )
-            + ", hard-linked; a rerun resumes the branch"
-        )
-        if base:
-            head += data_note(recipe, sources, base, samples)
-        head += seed_branch(folder, start, last, why)
-        lines += [
-            f"--train-samples {base + samples}",
-            f"--lr-decay-samples {base + decay}",
-            "--lr-decay-style WSD",
-            f"--lr-wsd-decay-style {WSD_STYLE[stage.decay_shape]}",
-            f"--lr-wsd-decay-samples {decay}",
-            f"--load {q(folder)}",
-            "--exit-on-missing-checkpoint",  # a folder the seed did not fill: exit, not train a random model
-            "--override-opt_param-scheduler",
-        ]
+        lines += _decay_lines(recipe, stage, folder, samples, sources, head)
     if t.intra_document:  # positions restart per document, no attention or loss across a document boundary
         lines.append("--reset-position-ids --reset-attention-mask --eod-mask-loss")
     tokenizer = recipe.model.tokenizer_source
@@ -369,6 +251,68 @@ def stage_command(recipe: TrainRecipe, stage: StageConfig, model: list[str], npr
     comments = [line for line in head if line.startswith("#")]
     shell = [line for line in head if not line.startswith("#")]
     return "\n".join(comments + [" \\\n    ".join(shell + lines)])
+
+
+def _stable_lines(recipe: TrainRecipe, folder: str, samples: int, head: list[str]) -> list[str]:
+    """The schedule and checkpoint flags of a stable stage (its comments appended to HEAD)."""
+    q = shlex.quote
+    lines = [f"--train-samples {samples}", "--lr-decay-style constant"]  # warmup, then the peak
+    lines.append(f"--load {q(folder)}")  # its own checkpoints: a rerun resumes
+    if recipe.model.path:  # the pretrained base, converted to Megatron format beforehand (see `emit`)
+        # read only while --load has no checkpoint, with finetune semantics (iteration 0, no optimizer state);
+        # neither there: FileNotFoundError. The exit flag stops a Megatron without that fallback from
+        # training a random model instead.
+        pretrained = q(os.path.abspath(recipe.model.path) + "-mcore")
+        lines += [f"--pretrained-checkpoint {pretrained}", "--exit-on-missing-checkpoint"]
+    else:  # model.config: the recipe trains from random init, which its first run does
+        head.append("# model.config: the first run starts from random init (no checkpoint in --load yet)")
+    return lines
+
+
+def _decay_lines(
+    recipe: TrainRecipe, stage: StageConfig, folder: str, samples: int, sources: list[SourceShards],
+    head: list[str],
+) -> list[str]:  # fmt: skip
+    """The schedule and checkpoint flags of a decay branch; its comments and the shell lines that seed its folder
+    (`seed_branch`) are appended to HEAD."""
+    q, t = shlex.quote, recipe.trainer
+    source = str(stage.start_from)  # a decay stage has one (StageConfig checks)
+    named = source in [s.name for s in recipe.stages]
+    base = start_samples(recipe, stage)
+    start = megatron_dir(recipe, source) if named else os.path.abspath(source)
+    # the iteration the start stage ends at, or the one the folder's tracker names: `base` counts from it
+    last = base // t.sequences_per_step() if named else folder_iteration(source)
+    decay = max(1, stage.tokens // t.seq_len)  # the trainer decays over the stage's tokens
+    why = (
+        f"{stage.name}: {start} has no checkpoint of stage {source}'s last iteration {last}: run that stage "
+        "to its end first"
+        if named
+        else f"{stage.name}: the tracker of {start} no longer names iteration {last}, which these commands "
+        "count from: emit them again"
+    )
+    if not named and not (Path(source) / TRACKER).is_file():
+        head.append(
+            f"# {source} has no {TRACKER} yet: the samples below count from 0, and the branch trains only "
+            "what they exceed the checkpoint's iteration by: emit these commands again once it has one"
+        )
+    head.append(
+        f"# seed: on the first run only (no {TRACKER} in {folder} yet), the branch folder gets "
+        + (f"stage {source}'s final checkpoint (iteration {last})" if named else f"the checkpoint {source}")
+        + ", hard-linked; a rerun resumes the branch"
+    )
+    if base:
+        head += data_note(recipe, sources, base, samples)
+    head += seed_branch(folder, start, last, why)
+    return [
+        f"--train-samples {base + samples}",
+        f"--lr-decay-samples {base + decay}",
+        "--lr-decay-style WSD",
+        f"--lr-wsd-decay-style {WSD_STYLE[stage.decay_shape]}",
+        f"--lr-wsd-decay-samples {decay}",
+        f"--load {q(folder)}",
+        "--exit-on-missing-checkpoint",  # a folder the seed did not fill: exit, not train a random model
+        "--override-opt_param-scheduler",
+    ]
 
 
 def emit(recipe: TrainRecipe, stages: list[str] | None = None, nproc: int = 8) -> str:
