@@ -18,92 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evals.bench_grade import benchmark_result, budget_hits, grade_outputs, regrade
+from evals.bench_grade import hit_count as hit_count  # re-exported: moved there
 from evals.benchmarks import BENCHMARKS, STOPS, build_prompt, find_test_file, load_benchmark, load_exemplars
-from evals.grading import GRADER, cut_at_next_problem, grade
+from evals.grading import GRADER
 from mathmix.cli_util import write_json
-
-
-def grade_outputs(
-    items: list[dict[str, Any]], outputs: list[str], hits: list[bool] | None = None
-) -> list[dict[str, Any]]:
-    """Per-item records: the question, gold answer, raw output, extracted answer and whether it is correct, and
-    where HITS is given (`budget_hits`) whether the output was cut by the generation budget."""
-    records = []
-    for i, (item, output) in enumerate(zip(items, outputs, strict=True)):
-        result = grade(output, item["answer"], item.get("tolerance"))
-        record = {
-            "id": item["id"],
-            "question": item["question"],
-            "gold": item["answer"],
-            "output": output,
-            **result,
-        }
-        if hits is not None:
-            record["hit_max_new_tokens"] = hits[i]
-        records.append(record)
-    return records
-
-
-def budget_hits(generator: Any, outputs: list[str]) -> list[bool] | None:
-    """Per output, whether it ran to the generation budget without reaching a stop, so its answer was cut: as the
-    generator saw it (`cut`: vLLM's finish reason, the transformers row's last token). An output that runs on into
-    a made-up next problem (`cut_at_next_problem`) finished its answer: not counted. None where the generator does
-    not say (the outputs are graded all the same)."""
-    cut = getattr(generator, "cut", None)
-    if not isinstance(cut, list) or len(cut) != len(outputs):
-        return None
-    return [bool(c) and cut_at_next_problem(o) == o for c, o in zip(cut, outputs, strict=True)]
-
-
-def benchmark_result(name: str, model: str, shots: int, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The per-benchmark results JSON body."""
-    correct = sum(r["correct"] for r in records)
-    return {
-        "benchmark": name,
-        "model": model,
-        "shots": shots,
-        "n": len(records),
-        "correct": correct,
-        "accuracy": correct / len(records) if records else 0.0,
-        "extraction": dict(Counter(r["method"] for r in records)),
-        "grader": GRADER,
-        **hit_count(records),
-        "items": records,
-    }
-
-
-def hit_count(records: list[dict[str, Any]]) -> dict[str, int]:
-    """{"hit_max_new_tokens": outputs cut by the generation budget} where every record says (else {}: outputs of
-    a generator that cannot tell, or kept from a run before it was recorded)."""
-    flags = [r.get("hit_max_new_tokens") for r in records]
-    if not records or not all(isinstance(flag, bool) for flag in flags):
-        return {}
-    return {"hit_max_new_tokens": sum(bool(flag) for flag in flags)}
-
-
-def regrade(
-    name: str, model: str, result: dict[str, Any], items: list[dict[str, Any]]
-) -> dict[str, Any] | None:
-    """RESULT (a kept results file) with its outputs graded again by this grader against ITEMS' gold answers (read
-    again with this grader too), its other fields kept; None when its items are not ITEMS' (by id, in order) or
-    hold no output, so the benchmark is evaluated again."""
-    records = result.get("items")
-    if not isinstance(records, list) or len(records) != len(items):
-        return None
-    if not all(isinstance(r, dict) and isinstance(r.get("output"), str) for r in records):
-        return None
-    if [r.get("id") for r in records] != [item["id"] for item in items]:
-        return None
-    outputs = [r["output"] for r in records]
-    flags = [r.get("hit_max_new_tokens") for r in records]
-    # an output that ran into a made-up next problem (cut now, perhaps not by the grader that flagged it) finished
-    hits = (
-        [bool(flag) and cut_at_next_problem(o) == o for flag, o in zip(flags, outputs, strict=True)]
-        if all(isinstance(flag, bool) for flag in flags)
-        else None
-    )
-    result = {k: v for k, v in result.items() if k != "hit_max_new_tokens"}
-    return {**result, **benchmark_result(name, model, result["shots"], grade_outputs(items, outputs, hits))}
 
 
 def bench_identity(
@@ -229,18 +148,11 @@ def run_bench(
     from rich.progress import Progress
 
     from evals.generate import make_generator
-    from mathmix.cli_util import console
     from pipelines.job_record import JOB_FILE, check_job
 
     start = time.time()
     plan, skipped, dropped = plan_bench(benchmarks, data_dir, limit, zero_shot, prompt_file, seed)
-    for name, counts in dropped.items():
-        if name not in skipped:
-            console.print(
-                f"[yellow]warning:[/] {name}: {sum(counts.values())} record(s) of {find_test_file(name, data_dir)} "
-                f"dropped, not evaluated ({format_reasons(counts)}); counted under dropped_items in {name}.json",
-                soft_wrap=True,
-            )
+    _warn_dropped(dropped, skipped, data_dir)
     if backend == "auto":  # the backend that will answer: auto and its choice are one job
         from evals.generate import vllm_available
 
@@ -254,19 +166,7 @@ def run_bench(
         model, benchmarks, data_dir, run_dir, {**settings, "backend": backend}, prompt_file
     )
     rerun = check_job(out_dir, identity, "eval bench", progress=has_eval_output)
-    kept, regraded = {}, {}
-    for name, _, items, exemplars in plan:  # a results file of this job, whole and of the same size
-        result = _read_json(out_dir / f"{name}.json") if rerun else None
-        if result is None or (result.get("shots"), result.get("n")) != (len(exemplars), len(items)):
-            continue
-        if result.get("grader") != GRADER:  # the outputs are this job's; their grades are another grader's
-            earlier_grader = str(result.get("grader") or "a grader before versions were recorded")
-            result = regrade(name, str(model), result, items)
-            if result is None:
-                continue
-            write_json(out_dir / f"{name}.json", result)
-            regraded[name] = earlier_grader
-        kept[name] = result
+    kept = _kept_results(plan, out_dir, rerun, str(model))
     summary: dict[str, Any] = {
         "model": str(model),
         "backend": None,
@@ -274,13 +174,6 @@ def run_bench(
         "benchmarks": {},
         "skipped": skipped,
     }
-    if kept:
-        console.print(f"kept from an earlier run of this job: {', '.join(kept)} ({out_dir})", soft_wrap=True)
-    for name, earlier_grader in regraded.items():
-        console.print(
-            f"{name}: its kept outputs were graded by {earlier_grader}; regraded by {GRADER} (not generated again)",
-            soft_wrap=True,
-        )
     todo = [entry for entry in plan if entry[0] not in kept]
     if todo:
         try:
@@ -298,53 +191,118 @@ def run_bench(
             if name in kept:
                 result = kept[name]
             else:
-                if len(exemplars) < shots:
-                    console.print(
-                        f"[yellow]warning:[/] {name}: {len(exemplars)} exemplar(s) found for {shots}-shot",
-                        soft_wrap=True,
-                    )
-                prompts = [build_prompt(item, exemplars, BENCHMARKS[name].style) for item in items]
-                task = progress.add_task(f"{name} ({len(exemplars)}-shot)", total=len(prompts))
-                outputs = generator.generate(
-                    prompts, max_new_tokens, STOPS, progress=lambda n, t=task: progress.advance(t, n)
+                result = _evaluate(
+                    (name, shots, items, exemplars), generator, progress, str(model), max_new_tokens, dropped
                 )
-                hits = budget_hits(generator, outputs)
-                result = benchmark_result(
-                    name, str(model), len(exemplars), grade_outputs(items, outputs, hits)
-                )
-                result["backend"] = generator.backend
-                if result.get("hit_max_new_tokens"):
-                    console.print(
-                        f"[yellow]warning:[/] {name}: {result['hit_max_new_tokens']} of {len(outputs)} outputs ran "
-                        f"to --max-new-tokens {max_new_tokens} unfinished (graded as they are: most are wrong); "
-                        "counted under hit_max_new_tokens",
-                        soft_wrap=True,
-                    )
-                if name in dropped:
-                    result["dropped_items"] = dropped[name]
-                cut = getattr(generator, "truncated", 0)
-                if cut:
-                    result["truncated_prompts"] = cut
-                    console.print(
-                        f"[yellow]warning:[/] {name}: {cut} of {len(prompts)} prompts longer than the model's "
-                        f"positions minus --max-new-tokens {max_new_tokens}: cut from the left (oldest "
-                        "exemplars first)",
-                        soft_wrap=True,
-                    )
                 write_json(out_dir / f"{name}.json", result)
-            row = {k: result[k] for k in ("shots", "n", "correct", "accuracy")}
-            for key in ("truncated_prompts", "dropped_items"):
-                if result.get(key):
-                    row[key] = result[key]
-            if "hit_max_new_tokens" in result:  # 0 too: checked, none (absent: the generator could not tell)
-                row["hit_max_new_tokens"] = result["hit_max_new_tokens"]
-            summary["benchmarks"][name] = row
+            summary["benchmarks"][name] = _summary_row(result)
     summary["seconds"] = round(time.time() - start, 2)
     earlier = _read_json(out_dir / "results.json") if not todo else None
     if earlier is not None and isinstance(earlier.get("seconds"), int | float):  # nothing evaluated now
         summary["seconds"] = earlier["seconds"]  # keep the real timing
     write_json(out_dir / "results.json", summary)
     return summary
+
+
+def _warn_dropped(dropped: dict[str, dict[str, int]], skipped: dict[str, str], data_dir: Path) -> None:
+    """Tell, per benchmark to be evaluated, how many of its records were dropped and why."""
+    from mathmix.cli_util import console
+
+    for name, counts in dropped.items():
+        if name not in skipped:
+            console.print(
+                f"[yellow]warning:[/] {name}: {sum(counts.values())} record(s) of {find_test_file(name, data_dir)} "
+                f"dropped, not evaluated ({format_reasons(counts)}); counted under dropped_items in {name}.json",
+                soft_wrap=True,
+            )
+
+
+def _kept_results(
+    plan: list[tuple[str, int, list, list]], out_dir: Path, rerun: bool, model: str
+) -> dict[str, dict[str, Any]]:
+    """The results files of this job (RERUN) that are whole and of the plan's size, by benchmark; those graded by
+    another grader version are regraded in place (not generated again). Says which were kept and regraded."""
+    from mathmix.cli_util import console
+
+    kept, regraded = {}, {}
+    for name, _, items, exemplars in plan:  # a results file of this job, whole and of the same size
+        result = _read_json(out_dir / f"{name}.json") if rerun else None
+        if result is None or (result.get("shots"), result.get("n")) != (len(exemplars), len(items)):
+            continue
+        if result.get("grader") != GRADER:  # the outputs are this job's; their grades are another grader's
+            earlier_grader = str(result.get("grader") or "a grader before versions were recorded")
+            result = regrade(name, model, result, items)
+            if result is None:
+                continue
+            write_json(out_dir / f"{name}.json", result)
+            regraded[name] = earlier_grader
+        kept[name] = result
+    if kept:
+        console.print(f"kept from an earlier run of this job: {', '.join(kept)} ({out_dir})", soft_wrap=True)
+    for name, earlier_grader in regraded.items():
+        console.print(
+            f"{name}: its kept outputs were graded by {earlier_grader}; regraded by {GRADER} (not generated again)",
+            soft_wrap=True,
+        )
+    return kept
+
+
+def _evaluate(
+    entry: tuple[str, int, list, list],
+    generator: Any,
+    progress: Any,
+    model: str,
+    max_new_tokens: int,
+    dropped: dict[str, dict[str, int]],
+) -> dict[str, Any]:
+    """One benchmark generated and graded: its results (not yet written), with what was dropped, cut or ran to
+    the token budget counted and warned of."""
+    from mathmix.cli_util import console
+
+    name, shots, items, exemplars = entry
+    if len(exemplars) < shots:
+        console.print(
+            f"[yellow]warning:[/] {name}: {len(exemplars)} exemplar(s) found for {shots}-shot",
+            soft_wrap=True,
+        )
+    prompts = [build_prompt(item, exemplars, BENCHMARKS[name].style) for item in items]
+    task = progress.add_task(f"{name} ({len(exemplars)}-shot)", total=len(prompts))
+    outputs = generator.generate(
+        prompts, max_new_tokens, STOPS, progress=lambda n, t=task: progress.advance(t, n)
+    )
+    hits = budget_hits(generator, outputs)
+    result = benchmark_result(name, model, len(exemplars), grade_outputs(items, outputs, hits))
+    result["backend"] = generator.backend
+    if result.get("hit_max_new_tokens"):
+        console.print(
+            f"[yellow]warning:[/] {name}: {result['hit_max_new_tokens']} of {len(outputs)} outputs ran "
+            f"to --max-new-tokens {max_new_tokens} unfinished (graded as they are: most are wrong); "
+            "counted under hit_max_new_tokens",
+            soft_wrap=True,
+        )
+    if name in dropped:
+        result["dropped_items"] = dropped[name]
+    cut = getattr(generator, "truncated", 0)
+    if cut:
+        result["truncated_prompts"] = cut
+        console.print(
+            f"[yellow]warning:[/] {name}: {cut} of {len(prompts)} prompts longer than the model's "
+            f"positions minus --max-new-tokens {max_new_tokens}: cut from the left (oldest "
+            "exemplars first)",
+            soft_wrap=True,
+        )
+    return result
+
+
+def _summary_row(result: dict[str, Any]) -> dict[str, Any]:
+    """A benchmark's row of results.json: its counts and accuracy, and what was cut or dropped."""
+    row = {k: result[k] for k in ("shots", "n", "correct", "accuracy")}
+    for key in ("truncated_prompts", "dropped_items"):
+        if result.get(key):
+            row[key] = result[key]
+    if "hit_max_new_tokens" in result:  # 0 too: checked, none (absent: the generator could not tell)
+        row["hit_max_new_tokens"] = result["hit_max_new_tokens"]
+    return row
 
 
 def print_results_table(summary: dict[str, Any]) -> None:
