@@ -17,6 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from evals.curve_columns import SCALES as SCALES  # re-exported: moved there
+from evals.curve_columns import column_matches as column_matches
+from evals.curve_columns import column_unit as column_unit
+from evals.curve_columns import is_accuracy_column, non_accuracy_word
+from evals.curve_columns import metric_part as metric_part
+
 # Columns that are never a curve of their own: W&B's min/max bands and bookkeeping, in any case (`__min` bands
 # written by a script that lower-cased the header were forecast as runs and pooled with them).
 _SKIP_SUFFIXES = ("__min", "__max", "__step")
@@ -26,48 +32,6 @@ _COMPUTE_NAMES = ("step", "_step", "compute")
 # "Unnamed: 0"): it rises 0, 1, 2, ... and was forecast as a run in percent, and pooled with the real runs.
 _UNNAMED_RE = re.compile(r"\s*(?:Unnamed: \d+)?\s*")
 
-# Words that say a column is not an accuracy (the forecast fits accuracies; lengths are tracked, not forecast).
-# Matched as whole words of the metric's name (`_`, `/`, spaces and other non-alphanumerics separate words), plural
-# or not: a run called `base_40Btokens` or `longtime_run` is an accuracy; `mean_response_length`, `Wall Time` and
-# verl's `critic/rewards/mean` are not. Compute axes (`gpu_hours`, `total_flops`, `consumed_samples`, `epoch`) are
-# here too: a GPU-hours column next to the accuracies was forecast as a run in percent and pooled into their prior.
-_NOT_ACCURACY = (
-    "length",
-    "lengths",
-    "compute",
-    "token",
-    "tokens",
-    "rollout",
-    "rollouts",
-    "hour",  # gpu_hours, GPU Hours, gpu-hours
-    "minute",
-    "flop",  # flops, total_flops
-    "tflop",
-    "pflop",
-    "petaflop",
-    "sample",  # samples, consumed_samples
-    "iteration",
-    "reward",
-    "truncated",
-    "seconds",
-    "loss",
-    "epoch",
-    "time",  # W&B's Wall Time / Relative Time
-    "runtime",  # W&B's _runtime
-    "timestamp",  # W&B's _timestamp
-    "global_step",
-    "learning_rate",
-    "grad_norm",
-    "entropy",
-)
-_NOT_ACCURACY_RE = re.compile(r"(?<![a-z0-9])(" + "|".join(_NOT_ACCURACY) + r")(?:s|es)?(?![a-z0-9])")
-# Metrics that are also the settings runs are named after (`run_lr_1e-6`, `qwen_kl0.001`): a word of a metric path
-# component that holds no number (verl's `actor/kl_loss`, `actor/ppo_kl`, `actor/lr`, `train/kl`), or the whole
-# metric (`kl`, `lr`). A name without `/` is one run's name unless it is the word itself (`run_lr_high` is a run).
-_SETTING_METRICS = ("kl", "lr")
-_WORD_SPLIT_RE = re.compile(r"[^a-z0-9]+")
-# `--scale`: the range a curve's metric lives in; "auto" takes it from the whole column as read (`column_unit`).
-SCALES = {"fraction": (0.0, 1.0), "percent": (0.0, 100.0), "reward": (-1.0, 1.0)}
 # What a CSV without a Step column is told (`forecast` takes another compute axis; compare and sweep-fit do not).
 STEP_HINT = "--compute-column NAME uses one of them as compute"
 
@@ -85,48 +49,6 @@ class Curve:
     y: np.ndarray
     source: str = ""
     unit: tuple[float, float] | None = None
-
-
-def metric_part(name: str) -> str:
-    """The metric of a W&B column "RUN - metric"; the whole name where there is no " - "."""
-    return name.rsplit(" - ", 1)[-1]
-
-
-def _setting_metric(metric: str) -> str | None:
-    """`kl` or `lr` where METRIC is that metric (`train/kl`, `actor/kl_coef`, `lr`), not a run named by its value."""
-    components = [part.strip() for part in metric.split("/")]
-    if (
-        len(components) == 1
-    ):  # a plain column: a run's name (`run_lr_1e-6`, `qwen_kl_high`) unless the word itself
-        return components[0] if components[0] in _SETTING_METRICS else None
-    for component in components:
-        if any(ch.isdigit() for ch in component):  # `lr_1e-6`, `kl0.001`: a setting's value, not a metric
-            continue
-        word = next((w for w in _WORD_SPLIT_RE.split(component) if w in _SETTING_METRICS), None)
-        if word is not None:
-            return word
-    return None
-
-
-def non_accuracy_word(name: str) -> str | None:
-    """The word of a column's metric that says it holds no accuracy (`length`, `reward`, `time`, ...), or None."""
-    # W&B names a column "RUN - metric": only the metric says what it holds (a run may be called *_long_time).
-    metric = metric_part(name).lower()
-    match = _NOT_ACCURACY_RE.search(metric)
-    return match.group(1) if match else _setting_metric(metric)
-
-
-def is_accuracy_column(name: str) -> bool:
-    """True for a column that holds an accuracy/score curve (not a length, loss or compute column)."""
-    return non_accuracy_word(name) is None
-
-
-def column_matches(text: str | None, name: str) -> bool:
-    """`--column TEXT`: whether a run's column name contains TEXT, case aside (None matches every column).
-
-    W&B names the metric `val/test_score/MATH500` where the file is `acc_math500.csv` and the probe logs
-    `math500`: `--column math500` found nothing in the export."""
-    return text is None or text.lower() in name.lower()
 
 
 def run_folder(curve: Curve) -> str | None:
@@ -154,30 +76,6 @@ def first_of_each(curves: list[Curve]) -> list[int]:
             seen.add(key)
             kept.append(i)
     return kept
-
-
-def column_unit(y: np.ndarray, scale: str = "auto") -> tuple[float, float] | None:
-    """The range a column's metric lives in, from the whole column as read (not only the part a forecast fits).
-
-    "auto": [0, 1] (fractions), [0, 100] (percentages) or [-1, 1] (rewards), the narrowest that holds every value
-    of the column, as `evals.forecast.value_range` picks them; a column beyond those ranges gets None (the fit
-    takes the range of its fitted points, as before: such a column's maximum is a value, not a unit).
-    "fraction", "percent", "reward" force one; a value outside it is a ValueError.
-    """
-    from evals.forecast import value_range
-
-    y = np.asarray(y, dtype=float)
-    if scale == "auto":
-        lo, hi = value_range(y)
-        return (lo, hi) if (lo, hi) in SCALES.values() else None  # not [-1, 100]: no such unit
-    if scale not in SCALES:
-        raise ValueError(f"--scale must be auto, {', '.join(SCALES)} (got {scale!r})")
-    lo, hi = SCALES[scale]
-    if len(y) and (float(y.min()) < lo or float(y.max()) > hi):
-        raise ValueError(
-            f"values from {y.min():g} to {y.max():g}, outside [{lo:g}, {hi:g}] (--scale {scale})"
-        )
-    return lo, hi
 
 
 def _float(value: str) -> float | None:
@@ -215,15 +113,7 @@ def read_curves_csv(
         step_hint: what the error for a file without a Step column tells the user to do.
     """
     path = Path(path)
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: a BOM would hide the Step column
-            rows = list(csv.reader(handle))
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text (expected a CSV)") from None
-    except csv.Error as err:
-        raise ValueError(f"{path}: not a readable CSV ({err})") from None
-    except OSError as err:  # unreadable (permissions), a folder named *.csv, a broken link
-        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+    rows = _csv_rows(path)
     if not any(
         any(cell.strip() for cell in row) for row in rows
     ):  # an empty file (or blank lines) was silent
@@ -231,40 +121,17 @@ def read_curves_csv(
             report(f"skipped {path}: empty file")
         return []
     header = rows[0]
-    for sep, word in ((";", "semicolons"), ("\t", "tabs")):
-        if len(header) == 1 and sep in header[0]:
-            raise ValueError(f"{path}: separated by {word}, not commas (export it as a comma-separated CSV)")
     lower = [h.strip().lower() for h in header]
     wanted = (compute_column or "step").strip().lower()
-    if wanted not in lower:
-        found = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
-        if compute_column:
-            raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {found})")
-        raise ValueError(f"{path}: no Step column (columns: {found}); {step_hint}")
-    x_index = lower.index(wanted)
+    x_index = _compute_index(path, header, compute_column, step_hint)
     if not any(any(cell.strip() for cell in row) for row in rows[1:]):
         if report is not None:  # an export cut after its header was silent in a folder of CSVs
             report(f"skipped {path}: a header and no rows")
         return []
     # each row's step (or compute), parsed once: None where the row has no such cell or it is not a number
     xs = [_float(row[x_index]) if x_index < len(row) else None for row in rows[1:]]
-    bad_x = [
-        row[x_index]
-        for row, cx in zip(rows[1:], xs, strict=True)
-        if cx is None and x_index < len(row) and row[x_index].strip()
-    ]
-    if bad_x and report is not None:
-        report(
-            f"{path}: {len(bad_x)} row(s) skipped, their {header[x_index]} not a number ({_examples(bad_x)})"
-        )
-    # a negative step or compute was fitted as compute 0, i.e. as the curve's start R0: such rows are left out
-    negative = [
-        row[x_index].strip() for row, cx in zip(rows[1:], xs, strict=True) if cx is not None and cx < 0
-    ]
-    if negative and report is not None:
-        report(
-            f"{path}: {len(negative)} row(s) skipped, their {header[x_index]} negative (the first: {negative[0]})"
-        )
+    if report is not None:
+        _report_bad_compute(path, rows, xs, x_index, report)
     unnamed = [j for j, name in enumerate(header) if j != x_index and _UNNAMED_RE.fullmatch(name)]
     filled = [j for j in unnamed if any(j < len(row) and row[j].strip() for row in rows[1:])]
     if filled and report is not None:  # an empty column (a trailing comma) is not worth a line
@@ -283,38 +150,107 @@ def read_curves_csv(
     names = _distinct_names(header, read, path, report)
     curves = []
     for j in read:
-        name = names[j]
-        points, bad = [], []  # bad: cells that are neither empty nor a finite number ("abc", "12%", "inf")
-        for row, cx in zip(rows[1:], xs, strict=True):
-            if cx is None or cx < 0 or j >= len(row):
-                continue  # no step, or one not a number or negative (said once for the file, above)
-            cy = _float(row[j])
-            if cy is not None:
-                points.append((cx, cy))
-            elif row[j].strip():
-                bad.append(f"{header[x_index]} {row[x_index].strip()}: {row[j].strip()!r}")
-        if not points:
-            if report is not None and len(rows) > 1:
-                such = f" (cells such as {bad[0].split(': ', 1)[1]})" if bad else ""
-                report(f"skipped column {name!r} ({path}): no number at any {header[x_index]}{such}")
-            continue
-        if bad and report is not None:  # a cell that is not a number is left out, never silently
-            report(f"run {name!r} ({path}): {len(bad)} cell(s) not a number, left out ({_examples(bad)})")
-        points.sort()
-        x, y = (np.array(v, dtype=float) for v in zip(*points, strict=True))
-        steps, index, counts = np.unique(x, return_inverse=True, return_counts=True)
-        if len(steps) < len(x):  # two rows at one step: one value per step, their mean
-            y = np.bincount(index, weights=y) / counts
-            if report is not None:
-                twice = steps[counts > 1]
-                shown = ", ".join(f"{s:g}" for s in twice[:5]) + (", ..." if len(twice) > 5 else "")
-                report(
-                    f"run {name!r} ({path}): {len(twice)} {header[x_index]} value(s) given more than once "
-                    f"({shown}); their values are averaged"
-                )
-            x = steps
-        curves.append(Curve(name=name, x=x, y=y, source=str(path)))
+        curve = _column_curve(path, rows, xs, x_index, j, names[j], report)
+        if curve is not None:
+            curves.append(curve)
     return curves
+
+
+def _csv_rows(path: Path) -> list[list[str]]:
+    """The rows of a CSV file; a file that cannot be read as one is a ValueError saying why."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # -sig: a BOM would hide the Step column
+            return list(csv.reader(handle))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text (expected a CSV)") from None
+    except csv.Error as err:
+        raise ValueError(f"{path}: not a readable CSV ({err})") from None
+    except OSError as err:  # unreadable (permissions), a folder named *.csv, a broken link
+        raise ValueError(f"{path}: cannot be read ({err.strerror or err})") from None
+
+
+def _compute_index(path: Path, header: list[str], compute_column: str | None, step_hint: str) -> int:
+    """The index of the compute column (the Step column unless COMPUTE_COLUMN names one); a ValueError where there
+    is none, or where the file is not comma-separated."""
+    for sep, word in ((";", "semicolons"), ("\t", "tabs")):
+        if len(header) == 1 and sep in header[0]:
+            raise ValueError(f"{path}: separated by {word}, not commas (export it as a comma-separated CSV)")
+    lower = [h.strip().lower() for h in header]
+    wanted = (compute_column or "step").strip().lower()
+    if wanted not in lower:
+        found = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
+        if compute_column:
+            raise ValueError(f"{path}: no compute column {compute_column!r} (columns: {found})")
+        raise ValueError(f"{path}: no Step column (columns: {found}); {step_hint}")
+    return lower.index(wanted)
+
+
+def _report_bad_compute(
+    path: Path, rows: list[list[str]], xs: list[float | None], x_index: int, report: Callable[[str], None]
+) -> None:
+    """Say which rows are left out for their step (or compute): not a number, or negative."""
+    header = rows[0]
+    bad_x = [
+        row[x_index]
+        for row, cx in zip(rows[1:], xs, strict=True)
+        if cx is None and x_index < len(row) and row[x_index].strip()
+    ]
+    if bad_x:
+        report(
+            f"{path}: {len(bad_x)} row(s) skipped, their {header[x_index]} not a number ({_examples(bad_x)})"
+        )
+    # a negative step or compute was fitted as compute 0, i.e. as the curve's start R0: such rows are left out
+    negative = [
+        row[x_index].strip() for row, cx in zip(rows[1:], xs, strict=True) if cx is not None and cx < 0
+    ]
+    if negative:
+        report(
+            f"{path}: {len(negative)} row(s) skipped, their {header[x_index]} negative (the first: {negative[0]})"
+        )
+
+
+def _column_curve(
+    path: Path,
+    rows: list[list[str]],
+    xs: list[float | None],
+    x_index: int,
+    j: int,
+    name: str,
+    report: Callable[[str], None] | None,
+) -> Curve | None:
+    """Column J's run: its numbers against the rows' compute XS (one value per step, two at one step averaged),
+    its cells that are not a number left out and said; None where it holds no number at all."""
+    header = rows[0]
+    points, bad = [], []  # bad: cells that are neither empty nor a finite number ("abc", "12%", "inf")
+    for row, cx in zip(rows[1:], xs, strict=True):
+        if cx is None or cx < 0 or j >= len(row):
+            continue  # no step, or one not a number or negative (said once for the file, above)
+        cy = _float(row[j])
+        if cy is not None:
+            points.append((cx, cy))
+        elif row[j].strip():
+            bad.append(f"{header[x_index]} {row[x_index].strip()}: {row[j].strip()!r}")
+    if not points:
+        if report is not None and len(rows) > 1:
+            such = f" (cells such as {bad[0].split(': ', 1)[1]})" if bad else ""
+            report(f"skipped column {name!r} ({path}): no number at any {header[x_index]}{such}")
+        return None
+    if bad and report is not None:  # a cell that is not a number is left out, never silently
+        report(f"run {name!r} ({path}): {len(bad)} cell(s) not a number, left out ({_examples(bad)})")
+    points.sort()
+    x, y = (np.array(v, dtype=float) for v in zip(*points, strict=True))
+    steps, index, counts = np.unique(x, return_inverse=True, return_counts=True)
+    if len(steps) < len(x):  # two rows at one step: one value per step, their mean
+        y = np.bincount(index, weights=y) / counts
+        if report is not None:
+            twice = steps[counts > 1]
+            shown = ", ".join(f"{s:g}" for s in twice[:5]) + (", ..." if len(twice) > 5 else "")
+            report(
+                f"run {name!r} ({path}): {len(twice)} {header[x_index]} value(s) given more than once "
+                f"({shown}); their values are averaged"
+            )
+        x = steps
+    return Curve(name=name, x=x, y=y, source=str(path))
 
 
 def _distinct_names(
