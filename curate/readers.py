@@ -212,6 +212,7 @@ class WebPageReader(BaseDiskReader):
             return
         start, end = 0, 0
         with open(path, "rb") as stream:
+            gzipped = stream.read(2) == b"\x1f\x8b"
             while start < size:
                 stream.seek(start)
                 iterator = ArchiveIterator(stream, arc2warc=True)
@@ -224,8 +225,10 @@ class WebPageReader(BaseDiskReader):
                     # warcio stops quietly after a damaged gzip member (a bad CRC): go on at the next member
                     if self._cut_at is not None:  # its record, cut short, is counted
                         resume = next_record_start(path, self._cut_at + 1)
-                    else:  # a record whose member broke can swallow the members after it: found again here
+                    elif gzipped:  # a record whose member broke can swallow the members after it: found again
                         resume = next_record_start(path, max(start, self._last_offset) + 1)
+                    else:  # no members to swallow: only bytes past the last record's end can hold records
+                        resume = next_record_start(path, end)
                     if not start < resume < size:
                         break
                     start = end = resume

@@ -24,12 +24,14 @@ def next_record_start(path: str, after: int) -> int:
     """Byte offset of the next gzip member or `WARC/` header after `after` (the file size when there is none).
 
     A gzip member counts only where it inflates to a record's first line: its 3 magic bytes also occur by chance
-    inside compressed data (about once in 5 MB)."""
+    inside compressed data (about once in 5 MB). In an uncompressed file, `WARC/` counts only at a line's start."""
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         gzipped = data[:2] == GZIP_MEMBER[:2]
         found = data.find(GZIP_MEMBER if gzipped else b"WARC/", after)
         while gzipped and found >= 0 and not _record_member(data[found : found + 4096]):
             found = data.find(GZIP_MEMBER, found + 1)
+        while not gzipped and found > 0 and data[found - 1 : found] != b"\n":  # a header starts a line
+            found = data.find(b"WARC/", found + 1)
         return found if found >= 0 else len(data)
 
 

@@ -389,3 +389,31 @@ def test_a_warc_gzipped_as_one_stream_is_read_up_to_its_damage(tmp_path, shared_
         )
         log = (tmp_path / name.replace(".", "_") / "logs" / "logs" / "task_00000.log").read_text()
         assert f"{name}: offset " in log and f"counted as {reason}" in log, name
+
+
+@pytest.mark.parametrize("prose", [False, True])
+def test_a_page_quoting_a_warc_record_is_one_page_in_an_uncompressed_warc(tmp_path, prose):
+    """A healthy `.warc` whose last page shows a WARC record (a spec page, a tutorial) is read as its pages only:
+    the check for records after a clean pass once resumed inside that page's body and read the quoted record as
+    a page (docs_in 4, a false warc_read_error and a warning naming a good file), or counted prose mentioning
+    `WARC/1.0` as a non-document record."""
+    quoted = (
+        b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://phantom.example/\r\n"
+        b"Content-Type: application/http; msgtype=response\r\nContent-Length: 60\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>phantom page</p>\r\n\r\n"
+    )
+    spec = b"<html><body><p>The format starts each record with WARC/1.0 and headers.</p></body></html>"
+    if not prose:
+        spec = b"<html><body><pre>\n" + quoted + b"</pre></body></html>"
+    path = tmp_path / "a.warc"
+    _warc(
+        path,
+        [
+            ("http://example.com/1", b"<p>one</p>", "text/html"),
+            ("http://example.com/spec", spec, "text/html"),
+        ],
+    )
+    docs, summary = _read(tmp_path, [str(path)])
+    assert [d.metadata["url"] for d in docs] == ["http://example.com/1", "http://example.com/spec"]
+    assert summary["docs_in"] == 2 and not summary.get("dropped"), summary
+    assert "non_document_records" not in (tmp_path / "logs" / "stats.json").read_text()
