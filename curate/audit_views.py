@@ -17,11 +17,21 @@ import duckdb
 import pyarrow as pa
 
 from curate.audit_json import read_json_file, rows_to_arrow
+
+# The stage folders and their summaries are read in curate.audit_stages (split off); INT64, STAGE_FOLDERS,
+# stage_output_found and unfinished_stages are imported from here too, as before.
+from curate.audit_stages import (  # noqa: F401
+    DOCUMENT_STAGES,
+    INT64,
+    STAGE_FOLDERS,
+    stage_dirs,
+    stage_name,
+    stage_output_found,
+    stats_rows,
+    unfinished_stages,
+)
 from mathmix.cli_util import first_line
 
-DOCUMENT_STAGES = ("web", "dedup", "decont")  # in pipeline order; `corpus` is the last one present
-# Stage folders in the order `pipelines.stages.STAGES` runs them (rewrite writes `branches/`, shards `shards/`).
-STAGE_FOLDERS = ("classifier", "web", "dedup", "decont", "branches", "shards", "train", "eval", "audit")
 REPORT_SUFFIXES = (".json",)  # JSON documents; .jsonl files become lazy views (create_jsonl_views)
 # Sub-folders of a stage that are not reports: outputs, rejects, datatrove logs, models, tokenizers.
 NOT_REPORT_FOLDERS = {"data", "rejects", "logs", "_model", "tokenizer", "model", "checkpoints"}
@@ -171,7 +181,7 @@ def create_branch_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[s
 
 def create_reject_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     """`rejects`: STAGE/rejects/**/*.parquet with `stage` and `reason` (a column, else the sub-folder name)."""
-    files = [f for stage_dir in _stage_dirs(run_dir) for f in _parquet_files(stage_dir / "rejects")]
+    files = [f for stage_dir in stage_dirs(run_dir) for f in _parquet_files(stage_dir / "rejects")]
     if not files:
         return {}
     source = _scan(files, filename=True)
@@ -191,132 +201,6 @@ def create_reject_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[s
     con.execute(f"CREATE VIEW rejects AS SELECT {_flat_select(con, source, extra)} FROM {source}")
     VIEW_FILES["rejects"] = files
     return {"rejects": f"*/rejects: {len(files)} parquet file(s)"}
-
-
-def _stage_dirs(run_dir: Path) -> list[Path]:
-    """Stage folders: RUN/<stage>/ and RUN/branches/<task>/ (the rewriter writes one folder per task)."""
-    # A stage folder is a known stage's or one with a summary.json (not the quickstart's sample/); the audit's
-    # own folder is output, not a stage to audit (a rerun would otherwise read its last report).
-    top = [
-        p
-        for p in sorted(run_dir.iterdir())
-        if p.is_dir() and p.name[0] not in "._" and p.name != "audit"
-        and (p.name in STAGE_FOLDERS or (p / "summary.json").is_file())
-    ]  # fmt: skip
-    branches = run_dir / "branches"
-    nested = (
-        sorted(p for p in branches.iterdir() if p.is_dir() and p.name[0] not in "._")
-        if branches.is_dir()
-        else []
-    )
-    return top + nested
-
-
-def stage_output_found(run_dir: Path) -> bool:
-    """Whether RUN_DIR holds any stage folder with a file in it: else it is no run folder (a typo, the folder
-    above the run), and every view, table and report section would be absent, as if the run were empty."""
-    if not run_dir.is_dir():
-        return False
-    return any(any(p.is_file() for p in folder.rglob("*")) for folder in _stage_dirs(run_dir))
-
-
-def _stage_name(run_dir: Path, folder: Path) -> str:
-    return folder.relative_to(run_dir).as_posix()
-
-
-def stats_rows(run_dir: Path, tasks: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows of `stats` (one per stage and drop reason) and `summaries` (one per stage) from every summary.json of
-    a stage (RUN/<stage>/); with TASKS, those of `task_stats` and `task_summaries` instead, from the rewriter's
-    per-task summaries (RUN/branches/<task>/, rows with a `task` column). Apart, because branches/summary.json
-    sums its tasks' summaries: in one table, each rewriter document and drop was counted twice by a sum."""
-    stats, summaries = [], []
-    for folder in _stage_dirs(run_dir):
-        if (folder.parent != run_dir) != tasks:
-            continue
-        path = folder / "summary.json"
-        if not path.is_file():
-            continue
-        try:
-            summary = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue  # a half-written summary is not a finished stage
-        if not isinstance(summary, dict):
-            continue
-        stage = _stage_name(run_dir, folder)
-        raw_dropped = summary.get("dropped")
-        dropped: dict[str, Any] = raw_dropped if isinstance(raw_dropped, dict) else {}
-        base: dict[str, Any] = {
-            "stage": stage,
-            **({"task": folder.name} if tasks else {}),
-            "position": _position(stage),
-            "docs_in": _int(summary.get("docs_in")),
-            "docs_out": _int(summary.get("docs_out")),
-            "seconds": _float(summary.get("seconds")),
-        }
-        extra = {k: v for k, v in summary.items() if k not in ("docs_in", "docs_out", "dropped", "seconds")}
-        counts = [_int(v) for v in dropped.values()]  # a drop that is no count leaves the total unknown
-        total = None if None in counts else _int(sum(counts))  # type: ignore[arg-type]
-        summaries.append(base | {"dropped_total": total, "extra": json.dumps(extra)})
-        for reason, count in sorted(dropped.items()) or [(None, 0)]:  # type: ignore[list-item]
-            stats.append(base | {"reason": reason, "dropped": _int(count)})
-    order = lambda row: (row["position"], row["stage"])  # noqa: E731 - pipeline order, not folder order
-    return sorted(stats, key=order), sorted(summaries, key=order)
-
-
-def unfinished_stages(run_dir: Path, relations: dict[str, str]) -> list[str]:
-    """One line per stage folder with output but no readable summary.json (a stage that did not finish, or
-    whose summary is half-written): the funnel leaves it out, while its views still read its partial data/."""
-    lines = []
-    for folder in _stage_dirs(run_dir):
-        path = folder / "summary.json"
-        try:
-            finished = isinstance(json.loads(path.read_text()), dict)
-        except (OSError, ValueError):
-            finished = False
-        if finished or not any(folder.iterdir()):
-            continue
-        stage = _stage_name(run_dir, folder)
-        why = "a summary.json that does not read" if path.exists() else "no summary.json"
-        views = [stage] if stage in relations and stage in DOCUMENT_STAGES else []
-        if (
-            stage.startswith("branches/")
-            and "branches" in relations
-            and any((folder / "data").rglob("*.parquet"))
-        ):
-            views.append("branches")
-        if views and relations.get("corpus", "").startswith(f"= {stage} "):
-            views.append("corpus")
-        if "rejects" in relations and any((folder / "rejects").rglob("*.parquet")):
-            views.append("rejects")
-        reads = f"; the views {', '.join(views)} read its partial output" if views else ""
-        where = "task_summaries/task_stats" if folder.parent != run_dir else "summaries/stats"
-        lines.append(f"{stage}: an unfinished stage ({why}): not in {where} or the report's funnel{reads}")
-    return lines
-
-
-def _position(stage: str) -> int:
-    """Pipeline order of a stage folder (branches/<task> share the rewrite stage's place)."""
-    head = stage.split("/", 1)[0]
-    return STAGE_FOLDERS.index(head) if head in STAGE_FOLDERS else len(STAGE_FOLDERS)
-
-
-INT64 = 2**63
-
-
-def _int(value: Any) -> int | None:
-    """A count as DuckDB's BIGINT holds it; None for no number (text, NaN, Infinity, one past int64)."""
-    try:
-        number = int(value) if value is not None else None
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if number is not None and -INT64 <= number < INT64 else None
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
 
 
 def _table_name(*parts: str) -> str:
@@ -363,13 +247,13 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
     if rows:
         _create_table(con, "shards", rows)
         made["shards"] = f"shards manifest(s): {len(manifests)} file(s), one row per entry"
-    for folder in _stage_dirs(run_dir):
+    for folder in stage_dirs(run_dir):
         for path in sorted(folder.iterdir()):
             if path.suffix not in REPORT_SUFFIXES or path.name in NOT_REPORT_FILES:
                 continue
             if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
                 continue
-            name = _table_name(_stage_name(run_dir, folder), path.stem)
+            name = _table_name(stage_name(run_dir, folder), path.stem)
             rows = _json_file_rows(path)
             if rows and any(rows) and name not in made:  # `{}` has no column to make a table of
                 try:
@@ -385,8 +269,8 @@ def create_jsonl_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
     """Lazy `read_json` views over JSON-lines reports: `<stage>_<stem>` for STAGE/<stem>.jsonl and
     `<stage>_<sub>_<folder>` for the .jsonl files of each folder under the stage (e.g. decont's report/)."""
     made: dict[str, str] = {}
-    for stage_dir in _stage_dirs(run_dir):
-        stage = _stage_name(run_dir, stage_dir)
+    for stage_dir in stage_dirs(run_dir):
+        stage = stage_name(run_dir, stage_dir)
         groups = [([f], _table_name(stage, f.stem)) for f in sorted(stage_dir.glob("*.jsonl"))]
         by_folder: dict[Path, list[Path]] = {}
         for sub in sorted(p for p in stage_dir.iterdir() if p.is_dir() and p.name not in NOT_REPORT_FOLDERS):
