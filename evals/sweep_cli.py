@@ -120,130 +120,128 @@ def sweep_records(
 
 def add_sweep_commands(app: typer.Typer) -> None:
     """Register `sweep` and `sweep-fit` on the eval group, in that order in --help."""
+    app.command("sweep")(sweep_cmd)
+    app.command("sweep-fit")(sweep_fit_cmd)
 
-    @app.command("sweep")
-    def sweep_cmd(
-        model: str = typer.Argument(..., help="HF model folder to probe."),
-        prompts: Path = opt.PROMPTS,
-        lrs: str = typer.Option("5e-7,1e-6,2e-6", help="Comma-separated learning rates."),
-        mini_batches: str = typer.Option("64", help="Comma-separated mini-batch sizes (prompts per update)."),
-        steps: int = typer.Option(100, help="Rollout steps per run."),
-        eval_every: int = typer.Option(10),
-        data_dir: Path = opt.DATA_DIR,
-        no_eval_sets: bool = opt.NO_EVAL_SETS,
-        prompts_per_step: int = opt.PROMPTS_PER_STEP,
-        rollouts: int = opt.ROLLOUTS,
-        micro_batch: int = opt.MICRO_BATCH,
-        max_response: int = opt.MAX_RESPONSE,
-        heldout: int = opt.HELDOUT,
-        heldout_samples: int = opt.HELDOUT_SAMPLES,
-        math500_limit: int = opt.MATH500_LIMIT,
-        out: Path = typer.Option(
-            Path("rl-sweep"), "--out", "-o", help="Sweep folder: one probe folder per setting."
-        ),
-    ) -> None:
-        """Run the probe for every (LR, mini-batch) pair, then fit how A and Cmid move with them.
 
-        Reads MODEL, PROMPTS, DATA_DIR; writes OUT/lr<LR>_mb<B>/ (probe folders) and OUT/sweep.json.
-        """
-        from evals.forecast_report import fit_sweep
-        from evals.rl_probe import run_probe
-        from mathmix.signals import StoppedBySignal, exit_stopped
+def sweep_cmd(
+    model: str = typer.Argument(..., help="HF model folder to probe."),
+    prompts: Path = opt.PROMPTS,
+    lrs: str = typer.Option("5e-7,1e-6,2e-6", help="Comma-separated learning rates."),
+    mini_batches: str = typer.Option("64", help="Comma-separated mini-batch sizes (prompts per update)."),
+    steps: int = typer.Option(100, help="Rollout steps per run."),
+    eval_every: int = typer.Option(10),
+    data_dir: Path = opt.DATA_DIR,
+    no_eval_sets: bool = opt.NO_EVAL_SETS,
+    prompts_per_step: int = opt.PROMPTS_PER_STEP,
+    rollouts: int = opt.ROLLOUTS,
+    micro_batch: int = opt.MICRO_BATCH,
+    max_response: int = opt.MAX_RESPONSE,
+    heldout: int = opt.HELDOUT,
+    heldout_samples: int = opt.HELDOUT_SAMPLES,
+    math500_limit: int = opt.MATH500_LIMIT,
+    out: Path = typer.Option(
+        Path("rl-sweep"), "--out", "-o", help="Sweep folder: one probe folder per setting."
+    ),
+) -> None:
+    """Run the probe for every (LR, mini-batch) pair, then fit how A and Cmid move with them.
 
-        sizes = dict(
-            steps=steps,
-            eval_every=eval_every,
-            prompts_per_step=prompts_per_step,
-            rollouts=rollouts,
-            micro_batch=micro_batch,
-            max_response=max_response,
-            heldout=heldout,
-            heldout_samples=heldout_samples,
-            math500_limit=math500_limit,
+    Reads MODEL, PROMPTS, DATA_DIR; writes OUT/lr<LR>_mb<B>/ (probe folders) and OUT/sweep.json.
+    """
+    from evals.forecast_report import fit_sweep
+    from evals.rl_probe import run_probe
+    from mathmix.signals import StoppedBySignal, exit_stopped
+
+    sizes = dict(
+        steps=steps,
+        eval_every=eval_every,
+        prompts_per_step=prompts_per_step,
+        rollouts=rollouts,
+        micro_batch=micro_batch,
+        max_response=max_response,
+        heldout=heldout,
+        heldout_samples=heldout_samples,
+        math500_limit=math500_limit,
+    )
+    names = {"learning_rate": "--lrs", "mini_batch": "--mini-batches"}
+    settings = {
+        (lr, mb): opt.build_config(names, learning_rate=lr, mini_batch=mb, **sizes)
+        for lr in _parse_list(lrs, float, "--lrs")
+        for mb in _parse_list(mini_batches, int, "--mini-batches")
+    }
+    # the fit forecasts each run's held-out curve, which needs a held-out slice and 3 validations or more
+    points = 1 + steps // eval_every + (1 if steps % eval_every else 0)
+    if heldout < 1 or points < 3:
+        fail(
+            f"the sweep forecasts the held-out curve: needs --heldout >= 1 and 3 or more validations "
+            f"(--steps {steps} / --eval-every {eval_every} give {points})"
         )
-        names = {"learning_rate": "--lrs", "mini_batch": "--mini-batches"}
-        settings = {
-            (lr, mb): opt.build_config(names, learning_rate=lr, mini_batch=mb, **sizes)
-            for lr in _parse_list(lrs, float, "--lrs")
-            for mb in _parse_list(mini_batches, int, "--mini-batches")
-        }
-        # the fit forecasts each run's held-out curve, which needs a held-out slice and 3 validations or more
-        points = 1 + steps // eval_every + (1 if steps % eval_every else 0)
-        if heldout < 1 or points < 3:
-            fail(
-                f"the sweep forecasts the held-out curve: needs --heldout >= 1 and 3 or more validations "
-                f"(--steps {steps} / --eval-every {eval_every} give {points})"
-            )
-        bench_dir = opt.check_inputs(prompts, data_dir, no_eval_sets, next(iter(settings.values())))
-        runs = []
-        for (lr, mb), config in settings.items():
-            run_dir = out / f"lr{lr:g}_mb{mb}"
-            try:  # a finished probe of this job returns at once, an interrupted one resumes, another is refused
-                run_probe(model, prompts, run_dir, config, bench_dir)
-            except (
-                StoppedBySignal
-            ) as stopped:  # a preemption: the probe checkpointed; the rerun goes on from it
-                exit_stopped(stopped)
-            except ValueError as err:
-                fail(f"{run_dir}: {err}")
-            runs.append(run_dir)
-        try:
-            records = sweep_records(runs, "heldout")
-            fit = {**fit_sweep(records), "records": records}
+    bench_dir = opt.check_inputs(prompts, data_dir, no_eval_sets, next(iter(settings.values())))
+    runs = []
+    for (lr, mb), config in settings.items():
+        run_dir = out / f"lr{lr:g}_mb{mb}"
+        try:  # a finished probe of this job returns at once, an interrupted one resumes, another is refused
+            run_probe(model, prompts, run_dir, config, bench_dir)
+        except StoppedBySignal as stopped:  # a preemption: the probe checkpointed; the rerun goes on from it
+            exit_stopped(stopped)
         except ValueError as err:
-            fail(str(err))
-        write_json(out / "sweep.json", fit)
-        _print_json({k: v for k, v in fit.items() if k != "records"})
+            fail(f"{run_dir}: {err}")
+        runs.append(run_dir)
+    try:
+        records = sweep_records(runs, "heldout")
+        fit = {**fit_sweep(records), "records": records}
+    except ValueError as err:
+        fail(str(err))
+    write_json(out / "sweep.json", fit)
+    _print_json({k: v for k, v in fit.items() if k != "records"})
 
-    @app.command("sweep-fit")
-    def sweep_fit_cmd(
-        paths: list[Path] = typer.Argument(
-            ..., help="Probe folders, a sweep folder holding them, or CSVs with lr/bs in column names."
-        ),
-        column: str = typer.Option(
-            "heldout",
-            help="Curve to forecast in each run: columns whose name contains this text, case aside.",
-        ),
-        out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
-    ) -> None:
-        """Fit forecast A and log Cmid against log LR and log batch size.
 
-        Reads PATHS (a sweep folder: its probe folders; lr and batch size from each probe's summary.json); prints
-        the fit to stdout (and writes it). A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
-        one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
-        null, with an `r2_note`, where it means nothing."""
-        from evals.forecast_cli import _note, check_out
-        from evals.forecast_report import fit_sweep, mixes_units, record_units
+def sweep_fit_cmd(
+    paths: list[Path] = typer.Argument(
+        ..., help="Probe folders, a sweep folder holding them, or CSVs with lr/bs in column names."
+    ),
+    column: str = typer.Option(
+        "heldout",
+        help="Curve to forecast in each run: columns whose name contains this text, case aside.",
+    ),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
+) -> None:
+    """Fit forecast A and log Cmid against log LR and log batch size.
 
-        missing = [str(p) for p in paths if not p.exists()]
-        if missing:
-            fail(f"not found: {', '.join(missing)}")
-        check_out(
-            out, "file", "sweep-fit.json"
-        )  # a folder, or a file on the way: one line before any fitting
-        try:
-            records = sweep_records(paths, column, report=_note)
-            if mixes_units(record_units(records)):
-                _note(
-                    "note: some runs are in percent and the others are not: A is fitted in fractions (a percent "
-                    "run's A / 100); each record keeps its own unit"
-                )
-            fit = fit_sweep(records)
-        except ValueError as err:
-            fail(str(err))
-        for key, why in fit["confounded"].items():
-            console.print(f"[yellow]warning: {key} {why}[/]")
-        for key, runs in fit["ignored"].items():
-            shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
-            console.print(
-                f"[yellow]warning: {key} left out of the fit: {len(runs)} run(s) do not give it ({shown})[/]"
+    Reads PATHS (a sweep folder: its probe folders; lr and batch size from each probe's summary.json); prints
+    the fit to stdout (and writes it). A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
+    one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
+    null, with an `r2_note`, where it means nothing."""
+    from evals.forecast_cli import _note, check_out
+    from evals.forecast_report import fit_sweep, mixes_units, record_units
+
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        fail(f"not found: {', '.join(missing)}")
+    check_out(out, "file", "sweep-fit.json")  # a folder, or a file on the way: one line before any fitting
+    try:
+        records = sweep_records(paths, column, report=_note)
+        if mixes_units(record_units(records)):
+            _note(
+                "note: some runs are in percent and the others are not: A is fitted in fractions (a percent "
+                "run's A / 100); each record keeps its own unit"
             )
-        fit["records"] = records
-        if out:
-            write_json(out, fit)
-        _print_json({k: v for k, v in fit.items() if k != "records"})
-        if out:
-            console.print(f"wrote {out}", soft_wrap=True, markup=False, highlight=False)
+        fit = fit_sweep(records)
+    except ValueError as err:
+        fail(str(err))
+    for key, why in fit["confounded"].items():
+        console.print(f"[yellow]warning: {key} {why}[/]")
+    for key, runs in fit["ignored"].items():
+        shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
+        console.print(
+            f"[yellow]warning: {key} left out of the fit: {len(runs)} run(s) do not give it ({shown})[/]"
+        )
+    fit["records"] = records
+    if out:
+        write_json(out, fit)
+    _print_json({k: v for k, v in fit.items() if k != "records"})
+    if out:
+        console.print(f"wrote {out}", soft_wrap=True, markup=False, highlight=False)
 
 
 def _print_json(data: dict[str, Any]) -> None:
