@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from classifiers.data import LabelledDoc, content_key, split_by_page
-from classifiers.metrics import at_threshold, roc_auc, threshold_for_precision
+from classifiers.fit import FIT_SCRIPT, fit_fasttext
+from classifiers.metrics import at_threshold, roc_auc
 from classifiers.model import (
-    DEFAULT_THRESHOLD,
     MATH_LABEL,
     NONMATH_LABEL,
     MathClassifier,
@@ -41,6 +41,23 @@ from classifiers.preprocess import (
     pack_chunks,
     preprocess_lines,
 )
+from classifiers.threshold import MIN_HELDOUT_PAGES, choose_threshold
+
+# Fitting (classifiers.fit) and the threshold's choice (classifiers.threshold) live apart; their names are still
+# imported from here, as before the split.
+_FIT_SCRIPT = FIT_SCRIPT
+__all__ = [
+    "MIN_HELDOUT_PAGES",
+    "PAGE_KINDS",
+    "SettingError",
+    "TrainData",
+    "TrainSettings",
+    "build_training_file",
+    "effective_min_count",
+    "evaluate_docs",
+    "is_page",
+    "train_model",
+]
 
 # Documents that are web pages (HTML, or rows of a text corpus: a web stage's output, recall candidates): the
 # threshold is chosen, and the headline held-out metrics measured, on these alone. Benchmark rows (MATH, GSM8K)
@@ -48,8 +65,6 @@ from classifiers.preprocess import (
 # "held-out pages: precision 0.999, recall 0.986" of pages at recall 0.625, and with 1,508 positives vs 58
 # negatives precision stays >= 0.963 whatever the non-math pages score, so the threshold could never move.
 PAGE_KINDS = frozenset({"html", "corpus"})
-# Under this many held-out pages of a class the threshold is not chosen (the default is kept, and said).
-MIN_HELDOUT_PAGES = 5
 
 
 @dataclass
@@ -236,14 +251,7 @@ def train_model(
     check_card_free(out)  # `a.bin` over the card of an existing `a.ftz`
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
-    pos_train, pos_test = split_by_page(data.positives, s.holdout, s.seed)
-    neg_train, neg_test = split_by_page(data.negatives, s.holdout, s.seed)
-    for name, docs, given in (("math", pos_train, data.positives), ("non-math", neg_train, data.negatives)):
-        if given and not docs:
-            raise ValueError(
-                f"holdout {s.holdout} leaves no {name} page for training ({len(given)} documents given): "
-                "lower the holdout or give more pages"
-            )
+    pos_train, pos_test, neg_train, neg_test = _hold_out_pages(data, s)
     final = {"card": card_path(out), "pages": train_pages_path(out), "model": out}
     temp = {key: path.with_name(path.name + ".tmp") for key, path in final.items()}
     try:
@@ -251,20 +259,14 @@ def train_model(
             train_file = Path(tmp) / "train.txt"
             counts = build_training_file(pos_train, neg_train, s, train_file)
             min_count = effective_min_count(s, counts["examples_written"])
-            used = _fit(train_file, temp["model"], s, min_count)
+            used = fit_fasttext(train_file, temp["model"], s, min_count)
         _write_train_pages(temp["pages"], pos_train + neg_train)
-        preprocess = {
-            "max_doc_tokens": MAX_DOC_TOKENS,
-            "formula_tokens": True,
-            "unknown_token": UNKNOWN_TOKEN,
-            "max_token_chars": MAX_TOKEN_CHARS,
-            "chunk_tokens": s.chunk_tokens,
-        }
+        preprocess = _preprocess_card(s)
         # Scored as the finished model will be (with `<unk>`), not by whatever card sits at OUT from before.
         clf = MathClassifier(temp["model"], card={"preprocess": preprocess})
         pos_pages, neg_pages = [d for d in pos_test if is_page(d)], [d for d in neg_test if is_page(d)]
         pos_rows, neg_rows = [d for d in pos_test if not is_page(d)], [d for d in neg_test if not is_page(d)]
-        threshold, choice = _choose_threshold(clf, pos_pages, neg_pages, s.target_precision)
+        threshold, choice = choose_threshold(clf, pos_pages, neg_pages, s.target_precision)
         held_out = evaluate_docs(clf, pos_pages, neg_pages, threshold) if pos_pages and neg_pages else None
         held_rows = evaluate_docs(clf, pos_rows, neg_rows, threshold) if pos_rows or neg_rows else None
         card = {
@@ -272,18 +274,7 @@ def train_model(
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "labels": [MATH_LABEL, NONMATH_LABEL],
             "inputs": data.inputs,
-            "counts": {
-                "positive_docs": len(data.positives),
-                "negative_docs": len(data.negatives),
-                # Web pages, and apart from them benchmark and LLM-seed rows (see PAGE_KINDS).
-                "train_pages": _page_counts(pos_train, neg_train, pages=True),
-                "heldout_pages": _page_counts(pos_test, neg_test, pages=True),
-                "train_rows": _page_counts(pos_train, neg_train, pages=False),
-                "heldout_rows": _page_counts(pos_test, neg_test, pages=False),
-                "by_source": _source_counts(data.positives, data.negatives),
-                "skipped": data.skipped,
-                **counts,
-            },
+            "counts": _card_counts(data, (pos_train, neg_train), (pos_test, neg_test), counts),
             "hyperparameters": {**asdict(s), "min_count_used": min_count, **used},
             "preprocess": preprocess,
             "threshold": threshold,
@@ -303,13 +294,63 @@ def train_model(
         for path in temp.values():
             path.unlink(missing_ok=True)
     if say is not None:
-        say(f"threshold {threshold:.3f}: {choice['reason']}")
-        if held_rows is not None:
-            say(
-                f"held-out benchmark/LLM-seed rows, not counted in the page metrics ({held_rows['n_math']} math, "
-                f"{held_rows['n_nonmath']} non-math): {_metrics_text(held_rows)}"
-            )
+        _say_threshold(say, threshold, choice, held_rows)
     return card
+
+
+def _hold_out_pages(data: TrainData, s: TrainSettings) -> tuple[list[LabelledDoc], ...]:
+    """(math train, math held out, non-math train, non-math held out), pages held out whole; ValueError when the
+    holdout leaves a class given documents with none for training."""
+    pos_train, pos_test = split_by_page(data.positives, s.holdout, s.seed)
+    neg_train, neg_test = split_by_page(data.negatives, s.holdout, s.seed)
+    for name, docs, given in (("math", pos_train, data.positives), ("non-math", neg_train, data.negatives)):
+        if given and not docs:
+            raise ValueError(
+                f"holdout {s.holdout} leaves no {name} page for training ({len(given)} documents given): "
+                "lower the holdout or give more pages"
+            )
+    return pos_train, pos_test, neg_train, neg_test
+
+
+def _preprocess_card(s: TrainSettings) -> dict[str, Any]:
+    """The card's `preprocess`: how texts are turned into tokens, as the scorer must repeat it."""
+    return {
+        "max_doc_tokens": MAX_DOC_TOKENS,
+        "formula_tokens": True,
+        "unknown_token": UNKNOWN_TOKEN,
+        "max_token_chars": MAX_TOKEN_CHARS,
+        "chunk_tokens": s.chunk_tokens,
+    }
+
+
+def _card_counts(
+    data: TrainData, train: tuple[list, list], held_out: tuple[list, list], counts: dict
+) -> dict:
+    """The card's `counts`: documents given, pages and rows trained on and held out (each as (math, non-math)),
+    by source, skipped, and the training file's `counts`."""
+    return {
+        "positive_docs": len(data.positives),
+        "negative_docs": len(data.negatives),
+        # Web pages, and apart from them benchmark and LLM-seed rows (see PAGE_KINDS).
+        "train_pages": _page_counts(*train, pages=True),
+        "heldout_pages": _page_counts(*held_out, pages=True),
+        "train_rows": _page_counts(*train, pages=False),
+        "heldout_rows": _page_counts(*held_out, pages=False),
+        "by_source": _source_counts(data.positives, data.negatives),
+        "skipped": data.skipped,
+        **counts,
+    }
+
+
+def _say_threshold(
+    say: Callable[[str], None], threshold: float, choice: dict, held_rows: dict | None
+) -> None:
+    say(f"threshold {threshold:.3f}: {choice['reason']}")
+    if held_rows is not None:
+        say(
+            f"held-out benchmark/LLM-seed rows, not counted in the page metrics ({held_rows['n_math']} math, "
+            f"{held_rows['n_nonmath']} non-math): {_metrics_text(held_rows)}"
+        )
 
 
 def _metrics_text(m: dict) -> str:
@@ -323,104 +364,6 @@ def _page_counts(pos: list[LabelledDoc], neg: list[LabelledDoc], pages: bool) ->
     return {
         label: len({d.page for d in docs if is_page(d) == pages})
         for label, docs in (("math", pos), ("nonmath", neg))
-    }
-
-
-# Runs in a fresh interpreter (see `_fit`): train with the JSON kwargs in argv[1], save to argv[2].
-_FIT_SCRIPT = (
-    "import fasttext, json, sys; fasttext.train_supervised(**json.loads(sys.argv[1])).save_model(sys.argv[2])"
-)
-
-
-def _fit(train_file: Path, out: Path, s: TrainSettings, min_count: int) -> dict:
-    """Train in a fresh process and save to `out`; returns the lr and word n-grams that trained.
-
-    This fastText wheel raises "Encountered NaN" on easily separable data with unigram features (any lr), and
-    after a failure later trainings in the same process can fail too. So each try runs in its own process
-    (which also makes reruns give the same model), and the fallbacks are: half the lr, then word bigrams.
-    """
-    import subprocess
-    import sys
-
-    errors = []
-    tries = [(s.lr, s.word_ngrams), (s.lr / 2, s.word_ngrams)]
-    if s.word_ngrams < 2:
-        tries += [(s.lr, 2), (s.lr / 2, 2)]
-    for lr, ngrams in tries:
-        kwargs = dict(
-            input=str(train_file),
-            dim=s.dim,
-            lr=lr,
-            wordNgrams=ngrams,
-            minCount=min_count,
-            epoch=s.epoch,
-            bucket=s.bucket,
-            thread=s.threads,
-            seed=s.seed,
-            verbose=0,
-        )
-        cmd = [sys.executable, "-c", _FIT_SCRIPT, json.dumps(kwargs), str(out)]
-        out.unlink(missing_ok=True)  # a file left by a killed run is not this try's model
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode == 0 and out.is_file():
-            return {"lr_used": lr, "word_ngrams_used": ngrams}
-        errors.append((proc.stderr.strip().splitlines() or ["?"])[-1])
-    raise RuntimeError(f"fastText training failed for lr/word n-grams {tries}: {errors}")
-
-
-def _choose_threshold(
-    clf: MathClassifier, pos: list[LabelledDoc], neg: list[LabelledDoc], target: float
-) -> tuple[float, dict[str, Any]]:
-    """(threshold, how it was set) for `target` precision on held-out pages `pos`/`neg` (pages only).
-
-    The default (0.5) is kept when the pages are too few to trust (< MIN_HELDOUT_PAGES a class), when precision
-    at 0.5 already reaches the target, or when no threshold reaches it; the record says which.
-    """
-    n_math, n_nonmath = len({d.page for d in pos}), len({d.page for d in neg})
-    record: dict[str, Any] = {
-        "chosen_on": "held-out pages (not benchmark or LLM-seed rows)",
-        "target_precision": target,
-        "heldout_pages": {"math": n_math, "nonmath": n_nonmath},
-    }
-    pages = f"{n_math} math and {n_nonmath} non-math held-out pages"
-    if not n_math and not n_nonmath:
-        return DEFAULT_THRESHOLD, {
-            **record,
-            "chosen": False,
-            "reason": "the default, not chosen: no page held out",
-        }
-    if n_math < MIN_HELDOUT_PAGES or n_nonmath < MIN_HELDOUT_PAGES:
-        return DEFAULT_THRESHOLD, {
-            **record,
-            "chosen": False,
-            "reason": (
-                f"the default, not chosen: too few held-out pages to choose a threshold for precision {target} "
-                f"({pages}; {MIN_HELDOUT_PAGES} a class needed; benchmark and LLM-seed rows do not count)"
-            ),
-        }
-    scores = clf.score([d.text for d in pos] + [d.text for d in neg])
-    labels = np.array([True] * len(pos) + [False] * len(neg))
-    chosen = threshold_for_precision(scores, labels, target)
-    if chosen is None:
-        return DEFAULT_THRESHOLD, {
-            **record,
-            "chosen": False,
-            "reason": f"the default, not chosen: no threshold reaches precision {target} on the {pages}",
-        }
-    if at_threshold(scores, labels, DEFAULT_THRESHOLD)["precision"] >= target:
-        return DEFAULT_THRESHOLD, {
-            **record,
-            "chosen": True,
-            "reason": f"the default already reaches precision {target} on the {pages}",
-        }
-    # Midway between the chosen score and the next score below it keeps the same pages with a margin; never
-    # below 0.5: lower would only fit this split's few pages, not the next crawl.
-    below = scores[scores < chosen]
-    threshold = max(DEFAULT_THRESHOLD, (chosen + below.max()) / 2 if len(below) else chosen)
-    return round(float(threshold), 6), {
-        **record,
-        "chosen": True,
-        "reason": f"the lowest threshold reaching precision {target} on the {pages}",
     }
 
 
