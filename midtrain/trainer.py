@@ -119,38 +119,17 @@ def train_stage(
     With `stop` open, a SIGTERM/SIGUSR1 ends the stage after the step in flight, checkpointed (TrainingStopped)."""
     t, stage = recipe.trainer, recipe.stage(stage_name)
     stage_dir = recipe.stage_dir(stage.name)
-    done = (stage_dir / DONE_FILE).exists()
-    # before job.json is written (check_run checked it too): a batch that does not split over the ranks is no job
-    if not done:
-        check_batch(t, int(os.environ.get("WORLD_SIZE", "1")))
-    # every rank compares with the stage folder's job.json: nothing is resumed or skipped for another recipe
-    check_stage_job(recipe, stage, record=False)
-    if done:
-        return json.loads((stage_dir / DONE_FILE).read_text())
+    if (finished := _finished_summary(recipe, stage)) is not None:
+        return finished
     tokenizer_sha256 = recipe_tokenizer_print(recipe)
     ranks = setup_ranks(t.device)
     total_steps = stage_steps(recipe, stage)
     peak_lr = stage.lr or t.lr
 
-    model = build_model(recipe.model, ranks.device, ranks.world_size, t.seed, t.intra_document)
-    loss_fn = loss_function(model, recipe.model.compile)
+    model, loss_fn, optimizer = _model_and_optimizer(recipe, stage, ranks)
     hf_config = model.config
-    optimizer = build_optimizer(model, recipe)
-    # rank 0 records job.json once the device, model and optimizer are set up: one that failed to set up (a
-    # device without a GPU, AdamW refusing its betas) left a stage folder holding only a job.json
-    if ranks.rank == 0 and not (stage_dir / JOB_FILE).is_file():
-        check_stage_job(recipe, stage, record=True)
     ckpt_dir = stage_dir / "checkpoints"
-    # a shard damaged or gone since the checks (a truncated .bin, a removed folder) is named in one line
-    try:
-        if documents is None:
-            plan = data_plan(recipe, stage, ckpt.latest_state(ckpt_dir))
-            documents = build_documents(recipe, stage, plan)
-        else:  # what the given documents are, else what a resume without them would build
-            plan = documents_plan(documents) or data_plan(recipe, stage, ckpt.latest_state(ckpt_dir))
-        keys = source_keys(documents)
-    except (OSError, ValueError) as err:
-        raise TrainRecipeError(f"stage {stage.name}: {first_line(err)}") from None
+    documents, plan, keys = _stage_documents(recipe, stage, documents, ckpt_dir)
     packer = PackedSequences(documents, t.seq_len, t.intra_document)
 
     state = _restore(recipe, stage, model, optimizer, packer, ckpt_dir)
@@ -202,11 +181,7 @@ def train_stage(
         # a diverged run stops here: training on would write NaN checkpoints over the last good ones
         # (keep_checkpoints prunes them) and hand decay branches and exports NaN weights, all with exit 0
         checkpoint_due = step % t.checkpoint_every == 0 or step == total_steps or bool(stop_signal)
-        if (
-            not math.isfinite(loss_val)
-            or not math.isfinite(norm_val)
-            or (checkpoint_due and not _finite(model))
-        ):
+        if _nonfinite(loss_val, norm_val, model, checkpoint_due):
             bar.close()
             logger.close()
             _diverged(stage.name, step, loss_val, norm_val, lr, ckpt_dir)
@@ -220,11 +195,7 @@ def train_stage(
         if stop_signal and step < total_steps:
             bar.close()
             logger.close()
-            raise TrainingStopped(
-                f"stage {stage.name}: stopped by {signal_name(stop_signal)} at step {step} of {total_steps}, "
-                f"checkpointed as {ckpt.list_checkpoints(ckpt_dir)[-1]}; rerun the same command to resume",
-                stop_signal,
-            )
+            raise _stopped(stage.name, stop_signal, step, total_steps, ckpt_dir)
     bar.close()
     logger.close()
 
@@ -233,14 +204,71 @@ def train_stage(
         "final_loss": loss_val, "checkpoint": str(ckpt.list_checkpoints(ckpt_dir)[-1]),
         "world_size": ranks.world_size, "seconds": round(time.time() - start_time, 2),
         "data_fraction": round(data_seconds / step_seconds, 5) if step_seconds else None,
+        **({"data_note": plan["data_note"]} if plan.get("data_note") else {}),
     }  # fmt: skip
-    if plan.get("data_note"):
-        summary["data_note"] = plan["data_note"]
     if is_main:
         write_json(stage_dir / DONE_FILE, summary)  # atomic: a kill mid-write left a torn done.json for good
     if dist.is_initialized():
         dist.barrier()
     return summary
+
+
+def _finished_summary(recipe: TrainRecipe, stage: StageConfig) -> dict[str, Any] | None:
+    """The summary of a stage that is done (its done.json), else None; checks first that the stage folder is this
+    recipe's (every rank compares with its job.json: nothing is resumed or skipped for another recipe)."""
+    stage_dir = recipe.stage_dir(stage.name)
+    done = (stage_dir / DONE_FILE).exists()
+    # before job.json is written (check_run checked it too): a batch that does not split over the ranks is no job
+    if not done:
+        check_batch(recipe.trainer, int(os.environ.get("WORLD_SIZE", "1")))
+    check_stage_job(recipe, stage, record=False)
+    if done:
+        return json.loads((stage_dir / DONE_FILE).read_text())
+    return None
+
+
+def _model_and_optimizer(recipe: TrainRecipe, stage: StageConfig, ranks: Ranks):
+    """(model, loss function, optimizer) of the stage, on this rank's device; rank 0 then records job.json."""
+    t = recipe.trainer
+    model = build_model(recipe.model, ranks.device, ranks.world_size, t.seed, t.intra_document)
+    loss_fn = loss_function(model, recipe.model.compile)
+    optimizer = build_optimizer(model, recipe)
+    # rank 0 records job.json once the device, model and optimizer are set up: one that failed to set up (a
+    # device without a GPU, AdamW refusing its betas) left a stage folder holding only a job.json
+    if ranks.rank == 0 and not (recipe.stage_dir(stage.name) / JOB_FILE).is_file():
+        check_stage_job(recipe, stage, record=True)
+    return model, loss_fn, optimizer
+
+
+def _stage_documents(recipe: TrainRecipe, stage: StageConfig, documents, ckpt_dir: Path):
+    """(documents, data plan, source keys) of the stage: the given documents, else those the plan builds.
+
+    A shard damaged or gone since the checks (a truncated .bin, a removed folder) is named in one line."""
+    try:
+        if documents is None:
+            plan = data_plan(recipe, stage, ckpt.latest_state(ckpt_dir))
+            documents = build_documents(recipe, stage, plan)
+        else:  # what the given documents are, else what a resume without them would build
+            plan = documents_plan(documents) or data_plan(recipe, stage, ckpt.latest_state(ckpt_dir))
+        keys = source_keys(documents)
+    except (OSError, ValueError) as err:
+        raise TrainRecipeError(f"stage {stage.name}: {first_line(err)}") from None
+    return documents, plan, keys
+
+
+def _stopped(stage: str, signum: int, step: int, total_steps: int, ckpt_dir: Path) -> TrainingStopped:
+    """The error of a stage stopped by a signal after the checkpoint of `step`."""
+    return TrainingStopped(
+        f"stage {stage}: stopped by {signal_name(signum)} at step {step} of {total_steps}, "
+        f"checkpointed as {ckpt.list_checkpoints(ckpt_dir)[-1]}; rerun the same command to resume",
+        signum,
+    )
+
+
+def _nonfinite(loss: float, grad_norm: float, model, checkpoint_due: bool) -> bool:
+    """Whether the step's loss or gradient norm is NaN or inf, or (checked only when a checkpoint is due, on every
+    rank) the weights are."""
+    return not math.isfinite(loss) or not math.isfinite(grad_norm) or (checkpoint_due and not _finite(model))
 
 
 def _finite(model) -> bool:
