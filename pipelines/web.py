@@ -17,6 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curate.summary import ensure_data_file
 
+# What a web job reads a page as. Recorded in job.json: an unfinished folder of another version is refused (its
+# finished tasks would hold pages read another way than the rest). 2: a UTF-8 BOM wins over the declared charset,
+# reading resumes past a damaged gzip member, WARCs gzipped as one stream, StackExchange chrome removed. None
+# recorded: 1.
+EXTRACTION = "mathmix-web/2"
+
 WEB_SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -211,7 +217,12 @@ def run_web(
     start = time.time()
     tasks = min(config.tasks or executor.tasks, len(files))
     identity, earlier = web_job_identity(config, files, out_dir.parent, math_model, tasks)
-    check_job(out_dir, identity, "web run", outputs=OUTPUTS, earlier=earlier)
+    try:
+        check_job(out_dir, identity, "web run", outputs=OUTPUTS, earlier=earlier)
+    except ValueError as err:
+        if refusal := _other_extraction(out_dir, identity):
+            raise refusal from err
+        raise
     pipeline = build_pipeline(config, files, out_dir, math_model)
     executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-web", tasks=tasks))
     ensure_data_file(out_dir / "data", WEB_SCHEMA)
@@ -249,9 +260,39 @@ def web_job_identity(
     digests = {what: [path, file_digest(path)] for what, path in read.items() if path}
     extra: dict[str, Any] = {"file_digests": digests} if digests else {}
     identity = job_identity(
-        files, config, run_dir, command="web", math_model=math_model, tasks=tasks, **extra
+        files,
+        config,
+        run_dir,
+        command="web",
+        math_model=math_model,
+        tasks=tasks,
+        extraction=EXTRACTION,
+        **extra,
     )
     return identity, [{k: v for k, v in identity.items() if k != "command"}]
+
+
+def _other_extraction(out_dir: Path, identity: dict[str, Any]) -> ValueError | None:
+    """The refusal of a folder holding this web job (the same inputs and settings as IDENTITY) by another
+    EXTRACTION version (none recorded: mathmix-web/1); None for any other record (check_job's refusal says it)."""
+    import json
+
+    from pipelines.job_record import JOB_FILE
+
+    try:
+        old = json.loads((out_dir / JOB_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(old, dict) or old.get("command", "web") != "web" or old.get("extraction") == EXTRACTION:
+        return None
+    if any(old.get(key) != identity.get(key) for key in ("inputs", "settings")):
+        return None
+    earlier = old.get("extraction") or "mathmix-web/1"
+    return ValueError(
+        f"{out_dir} holds the output of a web run by an earlier reader ({earlier}; this is {EXTRACTION}, which "
+        "reads some pages otherwise): its finished tasks and the rest would differ. Write to a new folder, or "
+        "delete this one to start over"
+    )
 
 
 def files_read(

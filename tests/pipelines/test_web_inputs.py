@@ -116,3 +116,30 @@ def test_provenance_fields_of_other_types_do_not_crash_the_run(tmp_path):
     assert summary["dropped"] == {"bad_record": 2} and summary["docs_out"] == 2
     got = {r["url"]: r["fetch_date"] for r in _rows(tmp_path / "w")}
     assert got == {"123": None, "https://j.example/t2": "20240101"}
+
+
+def test_an_unfinished_folder_of_the_earlier_reader_is_refused_by_name(tmp_path):
+    """Pages read by mathmix-web/1 (no BOM rule, no gzip resync, StackExchange chrome kept) and by /2 must not
+    mix in one output: a web folder of the earlier reader with unfinished tasks is refused, naming both versions;
+    one of the same reader resumes."""
+    from pipelines.web import EXTRACTION
+
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text(_jsonl(_page_rows(3, "v")))
+    out = tmp_path / "web"
+    result, summary = _web([pages], out)
+    assert result.exit_code == 0 and summary, result.output
+    record = json.loads((out / "job.json").read_text())
+    assert record["extraction"] == EXTRACTION
+    for marker in (out / "logs" / "completions").iterdir():
+        marker.unlink()  # the run was cut short
+    again, _ = _web([pages], out)
+    assert again.exit_code == 0, again.output  # the same reader resumes
+    for marker in (out / "logs" / "completions").iterdir():
+        marker.unlink()
+    del record["extraction"]
+    (out / "job.json").write_text(json.dumps(record))
+    refused, _ = _web([pages], out)
+    assert refused.exit_code != 0
+    said = " ".join(refused.output.split())
+    assert "mathmix-web/1" in said and EXTRACTION in said, refused.output
