@@ -197,8 +197,9 @@ def _question_labels(text: str, start: int = 0) -> list[re.Match[str]]:
 
 def find_qa(text: str) -> QAParse | None:
     """The first question/solution pair of a text (labels as `_label` reads them), or None when the format is not
-    there, or when a second question comes before the first answer (which question the solution answers is not
-    known: `Question: A / Question: B / Solution: ...` kept A and B as one question).
+    there, or when a second question label of the first one's name comes before the first answer (which question
+    the solution answers is not known: `Question: A / Question: B / Solution: ...` kept A and B as one question);
+    a label of another name there (the page's own `Problem:` line under `Question:`) is part of the question.
 
     Two pairs in one output (`Question: A / Solution: ... / Question: B / Solution: ...`) kept B's question in A's
     solution, and B's boxed answer as the row's: the solution is cut at the next question label of the same name
@@ -220,8 +221,8 @@ def find_qa(text: str) -> QAParse | None:
     ans = answer_label.search(text, line_end + 1) if line_end >= 0 else None
     if ans is None:
         return None
-    if any(m.start() < ans.start() for m in labels[1:]):
-        return None  # two questions before one answer
+    if any(m.start() < ans.start() and m.group("name").lower() == name for m in labels[1:]):
+        return None  # two questions before one answer (a `Problem:` line under `Question:` is the question's)
     question, solution = text[first.end() : ans.start()].strip(), text[ans.end() :].strip()
     nxt = next((m for m in _question_labels(solution) if m.group("name").lower() == name), None)
     if nxt:

@@ -64,6 +64,15 @@ def test_a_solutions_own_problem_line_stays_under_question():
     assert verdict.fields["text"].endswith(sol)
 
 
+def test_a_page_problem_line_under_question_stays_in_the_question():
+    """A model that keeps the page's own `Problem:` line under its `Question:` label wrote one question: only a
+    second label of the first one's name is a second question (this row was dropped as wrong_format)."""
+    text = f"Question: Solve the page's exercise.\nProblem: {QUESTION}\nSolution: {SOLUTION}"
+    verdict = run(text)
+    assert verdict.ok, verdict.reason
+    assert f"Problem: {QUESTION}" in verdict.fields["text"]
+
+
 MALFORMED = {
     "only-a-question": (f"### Question\n{QUESTION}", "wrong_format"),
     "only-a-q": (f"Q: {QUESTION}", "wrong_format"),
