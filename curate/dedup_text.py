@@ -122,3 +122,13 @@ def url_hash(url: str | None) -> int:
     if canon is None:
         return 0
     return int.from_bytes(hashlib.blake2b(canon.encode("utf-8"), digest_size=8).digest(), "little") | 1
+
+
+def __getattr__(name: str):
+    """`canonical_math_text` and `CANONICAL_MATH_TOKENS` moved to `curate.decont_tokens` (decontamination's tokens,
+    which import this module); still importable from here, looked up on first use."""
+    if name in ("canonical_math_text", "CANONICAL_MATH_TOKENS"):
+        from curate import decont_tokens
+
+        return getattr(decont_tokens, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
