@@ -138,7 +138,7 @@ class WebPageReader(BaseDiskReader):
             return
         start, end = 0, 0
         with open(path, "rb") as stream:
-            gzipped = stream.read(2) == b"\x1f\x8b"
+            gzipped = self._gzipped = stream.read(2) == b"\x1f\x8b"
             while start < size:
                 stream.seek(start)
                 iterator = ArchiveIterator(stream, arc2warc=True)
@@ -242,7 +242,11 @@ class WebPageReader(BaseDiskReader):
                 getattr(record.raw_stream, "limit", 0) > 0
             ):  # the file ended inside this record, or its member did
                 url = record.rec_headers.get_header("WARC-Target-URI")
-                if not self._stream and next_record_start(path, offset + 1) < Path(path).stat().st_size:
+                if (
+                    not self._stream
+                    and self._gzipped
+                    and next_record_start(path, offset + 1) < Path(path).stat().st_size
+                ):
                     # members follow: warcio ended it where its gzip member broke (a bad CRC), and stops there
                     self._cut_at = offset
                     why = "its gzip member is damaged (a bad CRC or data): its content ends early"

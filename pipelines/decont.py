@@ -247,6 +247,16 @@ def _training_splits_read_before(out_dir: Path, identity: dict, benchmarks: list
     )
 
 
+def earlier_matcher_refusal(out_dir: Path) -> ValueError | None:
+    """For the recipe runner, its runs and dry runs alike: `_other_matcher`'s refusal of a decont stage folder
+    holding unfinished work (a finished one is kept, a folder with nothing finished taken over)."""
+    from pipelines.job_record import has_progress
+
+    if (out_dir / "summary.json").is_file() or not has_progress(out_dir):
+        return None
+    return _other_matcher(out_dir)
+
+
 def _other_matcher(out_dir: Path) -> ValueError | None:
     """The refusal of a folder holding work of another matcher version (`curate.decont.MATCHER`; none recorded:
     mathmix-decont/1): its finished tasks kept or dropped documents by other tokens and another rule, and the

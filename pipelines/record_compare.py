@@ -82,6 +82,11 @@ def without_settings(record: Any, keys: Collection[str]) -> Any:
     return {**record, "settings": {k: v for k, v in record["settings"].items() if k not in keys}}
 
 
+# A command's version of how it reads (web) or matches (decont), recorded since a later mathmix: a record without
+# one is that command's earlier version, not another command's.
+VERSION_FIELDS = ("extraction", "matcher")
+
+
 def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
     """`inputs differ`, `settings.ngram: 13 -> 8`, `tasks: 2 -> 4` ... (the first few; a setting missing on one
     side was at its default). Never empty: a record of other fields than this job's is another command's."""
@@ -91,7 +96,7 @@ def describe_difference(old: dict[str, Any], new: dict[str, Any]) -> str:
 
     if old.get("command") != new.get("command"):  # another command's folder: settings unalike
         return f"it holds the output of {old.get('command') or 'another command'}"
-    fields = sorted((set(old) ^ set(new)) - set(LATER_FIELDS))
+    fields = sorted((set(old) ^ set(new)) - set(LATER_FIELDS) - set(VERSION_FIELDS))
     if fields and "command" not in old:  # e.g. web's math_model for dedup: commands that record no name
         return f"it holds the output of another command: {', '.join(fields)} in one record only"
     parts = []

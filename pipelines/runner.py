@@ -282,9 +282,25 @@ def _checked_stage(
             run_dir=recipe.output_dir,
             write=write,
         )
+        if refusal := _earlier_version(name, out_dir):  # refused by the stage's own command, said here too
+            raise refusal
     if write:
         _record_upstream(out_dir, upstream)
     return inputs, kept or None
+
+
+def _earlier_version(name: str, out_dir: Path) -> ValueError | None:
+    """The refusal of a stage folder holding unfinished work of an earlier reader (web) or matcher (decont): the
+    stage's command refuses it when it runs; checked here too, so that a dry run says so."""
+    if name == "web":
+        from pipelines.web import earlier_reader_refusal
+
+        return earlier_reader_refusal(out_dir)
+    if name == "decont":
+        from pipelines.decont import earlier_matcher_refusal
+
+        return earlier_matcher_refusal(out_dir)
+    return None
 
 
 def _dry_run(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | None) -> None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from curate.summary import ensure_data_file
 
 # What a web job reads a page as. Recorded in job.json: an unfinished folder of another version is refused (its
-# finished tasks would hold pages read another way than the rest). 2: a UTF-8 BOM wins over the declared charset,
+# finished tasks would hold pages read another way than the rest); a finished one is kept. 2: a UTF-8 BOM wins over the declared charset,
 # reading resumes past a damaged gzip member, WARCs gzipped as one stream, StackExchange chrome removed. None
 # recorded: 1.
 EXTRACTION = "mathmix-web/2"
@@ -220,8 +220,14 @@ def run_web(
     try:
         check_job(out_dir, identity, "web run", outputs=OUTPUTS, earlier=earlier)
     except ValueError as err:
-        if refusal := _other_extraction(out_dir, identity):
-            raise refusal from err
+        kept = _other_extraction(out_dir, identity)
+        if isinstance(kept, dict):
+            from mathmix.cli_util import console
+
+            console.print(f"web: {out_dir} was finished by an earlier reader: kept as it is", markup=False)
+            return kept
+        if kept is not None:
+            raise kept from err
         raise
     pipeline = build_pipeline(config, files, out_dir, math_model)
     executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-web", tasks=tasks))
@@ -272,9 +278,9 @@ def web_job_identity(
     return identity, [{k: v for k, v in identity.items() if k != "command"}]
 
 
-def _other_extraction(out_dir: Path, identity: dict[str, Any]) -> ValueError | None:
-    """The refusal of a folder holding this web job (the same inputs and settings as IDENTITY) by another
-    EXTRACTION version (none recorded: mathmix-web/1); None for any other record (check_job's refusal says it)."""
+def _earlier_reader_record(out_dir: Path) -> dict[str, Any] | None:
+    """OUT's job record where it is a web job's (or one from before web recorded its command) of another
+    EXTRACTION version; None otherwise."""
     import json
 
     from pipelines.job_record import JOB_FILE
@@ -285,14 +291,42 @@ def _other_extraction(out_dir: Path, identity: dict[str, Any]) -> ValueError | N
         return None
     if not isinstance(old, dict) or old.get("command", "web") != "web" or old.get("extraction") == EXTRACTION:
         return None
-    if any(old.get(key) != identity.get(key) for key in ("inputs", "settings")):
-        return None
+    return old
+
+
+def _reader_refusal(out_dir: Path, old: dict[str, Any]) -> ValueError:
     earlier = old.get("extraction") or "mathmix-web/1"
     return ValueError(
-        f"{out_dir} holds the output of a web run by an earlier reader ({earlier}; this is {EXTRACTION}, which "
-        "reads some pages otherwise): its finished tasks and the rest would differ. Write to a new folder, or "
-        "delete this one to start over"
+        f"{out_dir} holds unfinished output of a web run by an earlier reader ({earlier}; this is {EXTRACTION}, "
+        "which reads some pages otherwise): its finished tasks and the rest would differ. Write to a new folder, "
+        "or delete this one to start over"
     )
+
+
+def _other_extraction(out_dir: Path, identity: dict[str, Any]) -> ValueError | dict[str, Any] | None:
+    """For a folder holding this web job (the same inputs and settings as IDENTITY) by another EXTRACTION version
+    (none recorded: mathmix-web/1): its summary where it finished (one reading: kept, as the rerun of a finished
+    job always was), else the refusal. None for any other record (check_job's refusal says it)."""
+    import json
+
+    old = _earlier_reader_record(out_dir)
+    if old is None or any(old.get(key) != identity.get(key) for key in ("inputs", "settings")):
+        return None
+    try:
+        return json.loads((out_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return _reader_refusal(out_dir, old)
+
+
+def earlier_reader_refusal(out_dir: Path) -> ValueError | None:
+    """For the recipe runner, its runs and dry runs alike: the refusal of a web stage folder holding unfinished
+    work of another EXTRACTION version (a finished one is kept, a folder with nothing finished taken over)."""
+    from pipelines.job_record import has_progress
+
+    old = _earlier_reader_record(out_dir)
+    if old is None or (out_dir / "summary.json").is_file() or not has_progress(out_dir):
+        return None
+    return _reader_refusal(out_dir, old)
 
 
 def files_read(

@@ -51,3 +51,22 @@ def test_a_saved_index_of_another_matcher_is_not_read(tmp_path):
     path.write_bytes(pickle.dumps({"matcher": None}))
     with pytest.raises(ValueError, match="another matcher"):
         load_saved_index(path)
+
+
+def test_the_runner_refuses_only_an_unfinished_stage_of_another_matcher(tmp_path):
+    """`mathmix run` (and its dry run) refuses a decont stage folder holding unfinished work of an earlier
+    matcher, as `mathmix decont` does; one with nothing finished is taken over, a finished one kept."""
+    import json
+
+    from pipelines.decont import earlier_matcher_refusal
+    from pipelines.runner import _earlier_version
+
+    out = tmp_path / "decont"
+    (out / "logs" / "completions").mkdir(parents=True)
+    (out / "job.json").write_text(json.dumps({"command": "decont", "matcher": "mathmix-decont/2"}))
+    assert earlier_matcher_refusal(out) is None  # nothing finished: taken over
+    (out / "logs" / "completions" / "00000").write_text("")
+    refusal = _earlier_version("decont", out)
+    assert refusal is not None and "mathmix-decont/2" in str(refusal)
+    (out / "summary.json").write_text("{}")
+    assert _earlier_version("decont", out) is None  # finished: kept

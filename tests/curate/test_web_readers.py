@@ -417,3 +417,27 @@ def test_a_page_quoting_a_warc_record_is_one_page_in_an_uncompressed_warc(tmp_pa
     assert [d.metadata["url"] for d in docs] == ["http://example.com/1", "http://example.com/spec"]
     assert summary["docs_in"] == 2 and not summary.get("dropped"), summary
     assert "non_document_records" not in (tmp_path / "logs" / "stats.json").read_text()
+
+
+def test_an_uncompressed_warc_cut_off_after_a_quoted_record_is_one_truncated_page(tmp_path):
+    """A `.warc` cut off inside a last page that quotes a WARC record: that page is one truncated_record. The
+    check for a damaged gzip member (records after a record that ends early) ran on uncompressed files too, read
+    the quoted record as a page and said 'its gzip member is damaged' of a file with no gzip."""
+    quoted = (
+        b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: http://phantom.example/\r\n"
+        b"Content-Type: application/http; msgtype=response\r\nContent-Length: 60\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>phantom page</p>\r\n\r\n"
+    )
+    spec = b"<html><body><pre>\n" + quoted + b"</pre>" + b"<p>tail</p>" * 200 + b"</body></html>"
+    path = tmp_path / "a.warc"
+    _warc(
+        path,
+        [
+            ("http://example.com/1", b"<p>one</p>", "text/html"),
+            ("http://example.com/spec", spec, "text/html"),
+        ],
+    )
+    path.write_bytes(path.read_bytes()[:-1000])  # cut off inside the spec page, after the quote
+    docs, summary = _read(tmp_path, [str(path)])
+    assert [d.metadata["url"] for d in docs] == ["http://example.com/1"]
+    assert summary["docs_in"] == 2 and summary["dropped"] == {"truncated_record": 1}, summary

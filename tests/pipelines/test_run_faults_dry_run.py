@@ -151,3 +151,25 @@ def test_a_first_stage_without_inputs_is_refused_naming_the_recipe(tmp_path, mon
             with pytest.raises(ValueError, match=rf"r\.yaml: stages\.{first}\.inputs is required"):
                 run_recipe(load_recipe(recipe), dry_run=dry_run)
         assert not (tmp_path / "run").exists()
+
+
+def test_an_unfinished_web_stage_of_the_earlier_reader_is_refused_in_the_dry_run_as_in_the_run(
+    run_copy, capsys
+):
+    """The web command refuses a folder holding unfinished work of an earlier reader (mathmix-web/1, no
+    `extraction` in job.json); the dry run said `will run` there. A finished one is kept by both."""
+    import json
+
+    web = run_copy / "run" / "web"
+    record = json.loads((web / "job.json").read_text())
+    del record["extraction"]
+    (web / "job.json").write_text(json.dumps(record))
+    assert run_recipe(load_recipe(_recipe(run_copy)), dry_run=True) == {}  # finished: kept
+    assert _said(capsys).count("complete, skipped") == 2
+    (web / "summary.json").unlink()  # killed after its tasks finished, before its summary
+    shutil.rmtree(run_copy / "run" / "dedup")
+    with pytest.raises(StageFailed, match="earlier reader") as dry:
+        run_recipe(load_recipe(_recipe(run_copy)), dry_run=True)
+    assert dry.value.stage == "web" and "refused:" in _said(capsys)
+    with pytest.raises(StageFailed, match="earlier reader"):
+        run_recipe(load_recipe(_recipe(run_copy)))

@@ -121,7 +121,7 @@ def test_provenance_fields_of_other_types_do_not_crash_the_run(tmp_path):
 def test_an_unfinished_folder_of_the_earlier_reader_is_refused_by_name(tmp_path):
     """Pages read by mathmix-web/1 (no BOM rule, no gzip resync, StackExchange chrome kept) and by /2 must not
     mix in one output: a web folder of the earlier reader with unfinished tasks is refused, naming both versions;
-    one of the same reader resumes."""
+    one of the same reader resumes; a finished one (one reading) is kept, as a finished job's rerun always was."""
     from pipelines.web import EXTRACTION
 
     pages = tmp_path / "pages.jsonl"
@@ -131,15 +131,39 @@ def test_an_unfinished_folder_of_the_earlier_reader_is_refused_by_name(tmp_path)
     assert result.exit_code == 0 and summary, result.output
     record = json.loads((out / "job.json").read_text())
     assert record["extraction"] == EXTRACTION
-    for marker in (out / "logs" / "completions").iterdir():
-        marker.unlink()  # the run was cut short
-    again, _ = _web([pages], out)
-    assert again.exit_code == 0, again.output  # the same reader resumes
-    for marker in (out / "logs" / "completions").iterdir():
-        marker.unlink()
-    del record["extraction"]
+    del record["extraction"]  # as the earlier reader wrote it
     (out / "job.json").write_text(json.dumps(record))
+    kept, again = _web([pages], out)
+    assert kept.exit_code == 0 and again == summary, kept.output
+    assert "finished by an earlier reader" in " ".join(kept.output.split())
+    assert "extraction" not in json.loads((out / "job.json").read_text())  # still says what read it
+
+    def cut_short():
+        (out / "summary.json").unlink()
+        for marker in list((out / "logs" / "completions").iterdir())[1:]:
+            marker.unlink()
+
+    cut_short()
     refused, _ = _web([pages], out)
     assert refused.exit_code != 0
     said = " ".join(refused.output.split())
     assert "mathmix-web/1" in said and EXTRACTION in said, refused.output
+    (out / "job.json").write_text(json.dumps({**record, "extraction": EXTRACTION}))
+    resumed, _ = _web([pages], out)
+    assert resumed.exit_code == 0, resumed.output  # the same reader resumes
+
+
+def test_another_setting_of_a_web_record_from_before_its_command_is_named(tmp_path):
+    """A record from before web recorded its command and its reader, with another setting: the refusal names the
+    setting. The reader's version, recorded since, made it read as another command's folder."""
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text(_jsonl(_page_rows(3, "v")))
+    out = tmp_path / "web"
+    assert _web([pages], out)[0].exit_code == 0
+    record = json.loads((out / "job.json").read_text())
+    old = {k: v for k, v in record.items() if k not in ("command", "extraction")}
+    old["settings"] = {**old["settings"], "min_words": 7}
+    (out / "job.json").write_text(json.dumps(old))
+    refused, _ = _web([pages], out)
+    said = " ".join(refused.output.split())
+    assert refused.exit_code != 0 and "min_words" in said and "another command" not in said, refused.output
