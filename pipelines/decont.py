@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
@@ -94,6 +94,11 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     try:
         check_job(out_dir, identity, "decont run", outputs=OUTPUTS, earlier=earlier)
     except ValueError as err:
+        if (kept := _finished_by_other_matcher(out_dir, identity)) is not None:
+            console.print(
+                f"decont: {out_dir} was finished by an earlier matcher: kept as it is", markup=False
+            )
+            return kept
         if refusal := _training_splits_read_before(out_dir, identity, benchmarks) or _other_matcher(out_dir):
             raise refusal from err
         raise
@@ -245,6 +250,26 @@ def _training_splits_read_before(out_dir: Path, identity: dict, benchmarks: list
         f"of the benchmark folders ({names}): this run's output would differ. Write to a new folder, delete this "
         "one to start over, or name those files with --benchmarks to check against them as before"
     )
+
+
+def _finished_by_other_matcher(out_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | None:
+    """The summary of a folder that finished this very job (IDENTITY but its matcher) under another matcher: one
+    matching, kept as a finished job's rerun always was; None otherwise."""
+    from pipelines.job_record import JOB_FILE
+
+    try:
+        old = json.loads((out_dir / JOB_FILE).read_text())
+        summary = json.loads((out_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(old, dict) or old.get("matcher") == identity.get("matcher"):
+        return None
+
+    def plain(record: dict[str, Any]) -> dict[str, Any]:  # the record's `outputs` are what the job created
+        return {k: v for k, v in record.items() if k not in ("matcher", "outputs")}
+
+    same = plain(old) == plain(identity)
+    return summary if same and isinstance(summary, dict) else None
 
 
 def earlier_matcher_refusal(out_dir: Path) -> ValueError | None:

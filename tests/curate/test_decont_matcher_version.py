@@ -36,6 +36,10 @@ def test_a_folder_of_an_earlier_matcher_is_refused_naming_it(tmp_path):
     assert record["matcher"] == MATCHER
     del record["matcher"]  # as mathmix-decont/1 wrote it
     (out / "job.json").write_text(json.dumps(record))
+    # finished by it: one matching, kept as it is (as a finished job's rerun always was)
+    assert run_decont(Config(), [str(docs)], out, ExecutorConfig(tasks=1, workers=1), [str(bench)]) == summary
+    assert "matcher" not in json.loads((out / "job.json").read_text())
+    (out / "summary.json").unlink()  # killed before it finished: resumed by this matcher, it would mix two
     with pytest.raises(
         ValueError, match=rf"earlier matcher \(mathmix-decont/1; this is {re.escape(MATCHER)}"
     ):
