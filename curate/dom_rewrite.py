@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from curate.dom_images import rewrite_images
+from curate.dom_lists import number_lists
 from curate.dom_tables import rewrite_tables
 from curate.mathml import mathml_to_latex
 
@@ -283,6 +284,7 @@ def rewrite_tree(tree, headings: bool = True, tex_page: bool = False) -> None:
         for node in body.query_selector_all("script, style, template").values():
             replace_node(tree, node, "")
     rewrite_images(tree, body, wrap_math, replace_node)
+    number_lists(tree, body, as_divs=headings)
     _rewrite_scripts_marks(tree, body)
     _protect_code(tree, body)
     if headings:

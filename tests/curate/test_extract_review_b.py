@@ -1,0 +1,60 @@
+"""Defects a reviewer found running the fast extraction over the real pages of ../shared/data/html."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from curate.extract import extract
+
+HTML = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "html"
+FILLER = (
+    "<p>This paragraph is ordinary prose, long enough that the main-content heuristics keep the article.</p>"
+)
+MATHJAX = '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js"></script>'
+
+
+def page(body: str, head: str = "") -> str:
+    return f"<html><head><title>t</title>{head}</head><body><article>{FILLER}{body}{FILLER}</article></body></html>"
+
+
+def real(name: str) -> str:
+    path = HTML / name
+    if not path.exists():
+        pytest.skip(f"{path} not found: ../shared/data not found")
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+@pytest.mark.parametrize("engine", ["fast", "clean"])
+def test_ol_start_and_li_value_numbers_are_kept(engine):
+    html = page(
+        '<ol start="4"><li>four items here</li><li>five items here</li></ol>'
+        '<ol><li>one item here</li><li value="9">nine item here</li><li>ten item here</li></ol>'
+        "<ol reversed><li>second last</li><li>first last</li></ol>"
+    )
+    out = extract(html, engine=engine)
+    for n, word in (
+        (4, "four"),
+        (5, "five"),
+        (1, "one"),
+        (9, "nine"),
+        (10, "ten"),
+        (2, "second"),
+        (1, "first"),
+    ):
+        assert re.search(rf"{n}\. {word}", out), (n, word, out)
+
+
+def test_plain_ol_still_numbered_by_the_extractor():
+    out = extract(page("<ol><li>alpha item</li><li>beta item</li></ol>"))
+    assert "1. alpha item" in out and "2. beta item" in out
+
+
+def test_ol_start_on_real_pages():
+    out = extract(real("math/colah__2014-03-NN-Manifolds-Topology.html"))
+    assert "2. We can continually transition from the identity function to the $b$ translation" in out
+    assert "3. We can continually transition from the identity function to the pointwise use" in out
+    vae = extract(real("math/lilianweng__2018-08-12-vae.html"))
+    assert "2. $p_T(.)$ is the" in vae and "4. $p_S(.)$ is the" in vae
