@@ -7,8 +7,28 @@ Split from `evals.curves` (which re-exports these names): telling columns apart 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
+
+# The columns `eval rl-probe` tracks in a probe's validation.csv beside its accuracies: left out of a forecast
+# without a `skipped column` line (a 9-run sweep printed the same line 9 times); a user CSV's still get one.
+PROBE_TRACKED = frozenset(
+    {
+        "Step",
+        "rollouts",
+        "mean_response_length",
+        "truncated_fraction",
+        "train_reward",
+        "train_response_length",
+    }
+)
+
+
+def is_probe_tracked(source: str, name: str) -> bool:
+    """Whether column NAME of file SOURCE is one a probe's validation.csv tracks (not an accuracy, by design)."""
+    return Path(source).name == "validation.csv" and name in PROBE_TRACKED
+
 
 # Words that say a column is not an accuracy (the forecast fits accuracies; lengths are tracked, not forecast).
 # Matched as whole words of the metric's name (`_`, `/`, spaces and other non-alphanumerics separate words), plural

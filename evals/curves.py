@@ -20,7 +20,7 @@ import numpy as np
 from evals.curve_columns import SCALES as SCALES  # re-exported: moved there
 from evals.curve_columns import column_matches as column_matches
 from evals.curve_columns import column_unit as column_unit
-from evals.curve_columns import is_accuracy_column, non_accuracy_word
+from evals.curve_columns import is_accuracy_column, is_probe_tracked, non_accuracy_word
 from evals.curve_columns import metric_part as metric_part
 
 # Columns that are never a curve of their own: W&B's min/max bands and bookkeeping, in any case (`__min` bands
@@ -335,7 +335,7 @@ def load_curves(
     if accurate and report is not None:  # one line per file, naming every column left out
         left_out: dict[str, list[tuple[str, str]]] = {}
         for curve in every:
-            if word := non_accuracy_word(curve.name):
+            if (word := non_accuracy_word(curve.name)) and not is_probe_tracked(curve.source, curve.name):
                 left_out.setdefault(curve.source, []).append((curve.name, word))
         for source, columns in left_out.items():
             names = ", ".join(repr(name) for name, _ in columns)

@@ -177,6 +177,13 @@ def record_units(records: list[dict[str, Any]]) -> list[tuple[float, float] | No
 def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How forecast A and log Cmid move with log LR and log batch size (least squares over the sweep's runs).
 
+    The regressors are natural logs centred at the sweep's geometric mean (`centre`): `intercept` is the value
+    at a typical setting of the sweep, not at lr = 1, batch size = 1 (far outside any sweep). Each slope comes
+    with its OLS standard error and a 90% t interval (`stderr_slope_log_K`, `interval90_slope_log_K`), null
+    with an `interval_note` where there are no more runs than fitted parameters (`sweep_warnings` says so on
+    stderr), and a `slope_notes` entry where the interval includes 0. OLS, not weighted by the runs' posterior
+    widths: the spread of A between runs is mostly the run-to-run noise a single run's posterior does not see.
+
     Where percent runs come with others (each record's `unit`), their A is fitted as A / 100 (as
     `rank_by_asymptote` ranks them), and the fit is in fractions.
 
@@ -214,18 +221,23 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
         raise ValueError(f"a sweep fit needs {need} ({'; '.join(detail)})")
     if len(records) < len(keys) + 1:
         raise ValueError(f"a sweep fit over {' and '.join(keys)} needs {len(keys) + 1} runs or more")
-    design = np.column_stack([np.ones(len(records))] + [np.log([r[k] for r in records]) for k in keys])
+    logs = {k: np.log([r[k] for r in records]) for k in keys}
+    centre = {k: float(np.exp(logs[k].mean())) for k in keys}
+    design = np.column_stack([np.ones(len(records))] + [logs[k] - logs[k].mean() for k in keys])
     confounded = {}
     if len(keys) == 2 and np.linalg.matrix_rank(design) < 3:  # lr and batch size moved together in every run
         confounded = {"batch_size": "moves with lr in every run (log batch_size is linear in log lr): their "
                                     "effects cannot be told apart, so the fit is on lr alone"}  # fmt: skip
         keys = ["lr"]
         design = design[:, :2]
+        centre = {"lr": centre["lr"]}
     # Runs beyond the fitted parameters: with none (2 runs for intercept + 1 slope, 3 for intercept + 2 slopes)
     # any values are fitted exactly, and an R^2 of 1 says nothing.
     spare = len(records) - int(np.linalg.matrix_rank(design))
     out: dict[str, Any] = {"hyperparameters": keys, "fixed": fixed, "runs": len(records), "ignored": ignored}
     out["confounded"] = confounded
+    out["centre"] = centre
+    out["regressors"] = "natural log of each hyperparameter minus the log of its centre (the geometric mean)"
     for target, values in (
         ("A", [r["A"] * f for r, f in zip(records, factor, strict=True)]),
         ("log_Cmid", np.log([r["Cmid"] for r in records])),
@@ -249,6 +261,48 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
             )
         else:
             fit["r2"] = 1 - float((resid**2).sum()) / total
+        fit.update(_slope_uncertainty(design, resid, keys, coef, spare))
         out[target] = fit
     out["best_by_A"] = records[max(range(len(records)), key=lambda i: records[i]["A"] * factor[i])]
     return out
+
+
+def _slope_uncertainty(
+    design: np.ndarray, resid: np.ndarray, keys: list[str], coef: np.ndarray, spare: int
+) -> dict[str, Any]:
+    """Each slope's OLS standard error and 90% t interval (df = runs - fitted parameters); null, with an
+    `interval_note`, where no run is spare; `slope_notes` for a slope whose interval includes 0."""
+    names = [f"slope_log_{k}" for k in keys]
+    if spare <= 0:
+        note = (
+            f"{design.shape[0]} runs for {design.shape[1]} fitted parameters: the slopes fit the runs exactly, "
+            "with no residual to tell their uncertainty (a sweep needs more runs than parameters)"
+        )
+        return {**{f"stderr_{n}": None for n in names}, **{f"interval90_{n}": None for n in names},
+                "interval_note": note}  # fmt: skip
+    from scipy.stats import t
+
+    sigma2 = float((resid**2).sum()) / spare
+    cov = sigma2 * np.linalg.pinv(design.T @ design)
+    half = float(t.ppf(0.95, spare))
+    out: dict[str, Any] = {}
+    notes = {}
+    for i, name in enumerate(names, start=1):
+        err = math.sqrt(max(float(cov[i, i]), 0.0))
+        lo, hi = float(coef[i]) - half * err, float(coef[i]) + half * err
+        out[f"stderr_{name}"] = err
+        out[f"interval90_{name}"] = [lo, hi]
+        if lo <= 0 <= hi:
+            notes[name] = f"90% interval [{lo:.3g}, {hi:.3g}] includes 0: the sweep does not tell its sign"
+    if notes:
+        out["slope_notes"] = notes
+    return out
+
+
+def sweep_warnings(fit: dict[str, Any]) -> list[str]:
+    """The stderr lines a sweep fit needs: where no run is spare, its slopes are exact fits with no uncertainty."""
+    note = fit.get("A", {}).get("interval_note")
+    if not note:
+        return []
+    return [f"warning: {note.split(':')[0]}: the slopes have no uncertainty and may be far from the truth; "
+            "run more settings"]  # fmt: skip

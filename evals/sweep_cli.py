@@ -130,7 +130,10 @@ def sweep_cmd(
     lrs: str = typer.Option("5e-7,1e-6,2e-6", help="Comma-separated learning rates."),
     mini_batches: str = typer.Option("64", help="Comma-separated mini-batch sizes (prompts per update)."),
     steps: int = typer.Option(100, help="Rollout steps per run."),
-    eval_every: int = typer.Option(10),
+    eval_every: int = typer.Option(
+        10,
+        help="Validate (held-out and MATH500, a row of validation.csv) every N rollout steps, and at the last.",
+    ),
     data_dir: Path = opt.DATA_DIR,
     no_eval_sets: bool = opt.NO_EVAL_SETS,
     prompts_per_step: int = opt.PROMPTS_PER_STEP,
@@ -148,7 +151,7 @@ def sweep_cmd(
 
     Reads MODEL, PROMPTS, DATA_DIR; writes OUT/lr<LR>_mb<B>/ (probe folders) and OUT/sweep.json.
     """
-    from evals.forecast_report import fit_sweep
+    from evals.forecast_report import fit_sweep, sweep_warnings
     from evals.rl_probe import run_probe
     from mathmix.signals import StoppedBySignal, exit_stopped
 
@@ -193,6 +196,8 @@ def sweep_cmd(
     except ValueError as err:
         fail(str(err))
     write_json(out / "sweep.json", fit)
+    for line in sweep_warnings(fit):
+        console.print(f"[yellow]{line}[/]", soft_wrap=True)
     _print_json({k: v for k, v in fit.items() if k != "records"})
 
 
@@ -204,16 +209,21 @@ def sweep_fit_cmd(
         "heldout",
         help="Curve to forecast in each run: columns whose name contains this text, case aside.",
     ),
-    out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) here."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the fit (JSON) with the per-run records here."),
 ) -> None:
-    """Fit forecast A and log Cmid against log LR and log batch size.
+    """Fit forecast A and log Cmid against log LR and log batch size (natural logs, centred at the sweep's
+    geometric mean: `intercept` is the value there, `centre` says where).
 
-    Reads PATHS (a sweep folder: its probe folders; lr and batch size from each probe's summary.json); prints
-    the fit to stdout (and writes it). A hyperparameter with one value everywhere is under `fixed`, one that only some runs give under `ignored`,
-    one that moved with LR in every run under `confounded` (all left out of the fit, with a warning); `r2` is
-    null, with an `r2_note`, where it means nothing."""
+    Reads each probe folder's validation.csv (a sweep folder: its probe folders) and the lr and batch size from
+    the summary.json beside it (config.learning_rate, config.mini_batch), or CSV columns named like
+    run_lr1e-6_bs64. Prints the fit (JSON) to stdout; writes it, with the per-run records, only with -o. Each
+    slope has a standard error and a 90% interval (null, with a warning, where there are no more runs than
+    fitted parameters). A hyperparameter with one value everywhere is under `fixed`, one that only some runs
+    give under `ignored`, one that moved with LR in every run under `confounded` (all left out of the fit,
+    with a warning); `r2` is null, with an `r2_note`, where it means nothing.
+    """
     from evals.forecast_cli import _note, check_out
-    from evals.forecast_report import fit_sweep, mixes_units, record_units
+    from evals.forecast_report import fit_sweep, mixes_units, record_units, sweep_warnings
 
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
@@ -236,6 +246,8 @@ def sweep_fit_cmd(
         console.print(
             f"[yellow]warning: {key} left out of the fit: {len(runs)} run(s) do not give it ({shown})[/]"
         )
+    for line in sweep_warnings(fit):
+        console.print(f"[yellow]{line}[/]", soft_wrap=True)
     fit["records"] = records
     if out:
         write_json(out, fit)

@@ -294,9 +294,16 @@ def test_sweep_fit_leaves_a_constant_batch_size_out_of_the_fit():
     fit = fit_sweep(records)
     # lstsq used to split the intercept with log(64): a 'batch-size slope' from one batch size
     assert fit["hyperparameters"] == ["lr"] and fit["fixed"] == {"batch_size": 64}
-    assert set(fit["A"]) == {"intercept", "slope_log_lr", "r2"}
+    assert set(fit["A"]) == {
+        "intercept",
+        "slope_log_lr",
+        "r2",
+        "stderr_slope_log_lr",
+        "interval90_slope_log_lr",
+    }
     assert fit["A"]["slope_log_lr"] == pytest.approx(0.03, abs=1e-9)
-    assert fit["A"]["intercept"] == pytest.approx(0.4 - 0.03 * math.log(1e-6), abs=1e-9)
+    assert fit["centre"] == {"lr": pytest.approx(2e-6)}  # the geometric mean of 1e-6, 2e-6, 4e-6
+    assert fit["A"]["intercept"] == pytest.approx(0.4 + 0.03 * math.log(2), abs=1e-9)  # A at the centre
     with pytest.raises(ValueError, match="every run has lr 1e-06, batch_size 64"):
         fit_sweep([{**r, "lr": 1e-6} for r in records])
     assert fit["ignored"] == {}
