@@ -199,7 +199,11 @@ class _Converter:
         kids = _elements(node)
         base, over = self._args(node, depth, 2)
         accent_char = _norm(kids[1]) if len(kids) > 1 else ""
-        if (node.getattr("accent") or "") == "true" and accent_char in _ACCENTS:
+        accent = (node.getattr("accent") or "").strip().lower()
+        # The operator dictionary makes these characters accents in an <mo> (MathJax writes \dot{x} as
+        # <mover><mi>x</mi><mo>˙</mo></mover>, no attribute): accent unless the page says accent="false".
+        is_accent = accent == "true" or (accent != "false" and len(kids) > 1 and _tag(kids[1]) == "mo")
+        if is_accent and accent_char in _ACCENTS:
             return f"{_ACCENTS[accent_char]}{{{base}}}"
         if kids and self._is_big_op(kids[0]):
             return f"{base}^{{{over}}}"

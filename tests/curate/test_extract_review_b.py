@@ -58,3 +58,10 @@ def test_ol_start_on_real_pages():
     assert "3. We can continually transition from the identity function to the pointwise use" in out
     vae = extract(real("math/lilianweng__2018-08-12-vae.html"))
     assert "2. $p_T(.)$ is the" in vae and "4. $p_S(.)$ is the" in vae
+
+
+def test_mathml_accents_without_accent_attribute_on_real_page():
+    out = extract(real("math/mathjaxdemos__mml-chtml.html"))
+    assert "\\dot{x}& =\\sigma" in out and "\\dot{z}" in out
+    assert "\\vec{\\mathbf{B}}" in out
+    assert "\\stackrel{˙}" not in out and "\\stackrel{\\to }" not in out

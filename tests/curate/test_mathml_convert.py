@@ -36,7 +36,12 @@ def nows(s: str | None) -> str:
         ("<msqrt><mi>x</mi><mo>+</mo><mn>1</mn></msqrt>", "\\sqrt{x+1}"),
         ("<mroot><mi>x</mi><mn>3</mn></mroot>", "\\sqrt[3]{x}"),
         ('<mover accent="true"><mi>x</mi><mo>^</mo></mover>', "\\hat{x}"),
-        ("<mover><mi>x</mi><mo>&#x02D9;</mo></mover>", "\\stackrel{˙}{x}"),
+        # accents by the operator dictionary, no attribute needed (MathJax's \dot, \ddot, \vec)
+        ("<mover><mi>x</mi><mo>&#x02D9;</mo></mover>", "\\dot{x}"),
+        ("<mover><mi>y</mi><mo>&#x00A8;</mo></mover>", "\\ddot{y}"),
+        ('<mover><mi>v</mi><mo stretchy="false">&#x2192;</mo></mover>', "\\vec{v}"),
+        ('<mover accent="false"><mi>x</mi><mo>&#x02D9;</mo></mover>', "\\stackrel{˙}{x}"),
+        ("<mover><mi>x</mi><mo>=</mo></mover>", "\\stackrel{=}{x}"),
         (
             "<munder><mo>lim</mo><mrow><mi>n</mi><mo>&#x2192;</mo><mi>&#x221E;</mi></mrow></munder>",
             "\\lim_{n\\to\\infty}",
