@@ -47,7 +47,8 @@ MACRO_DEFS = (
 )
 _MATH_TAGS = "math, mml\\:math, m\\:math"  # namespaced MathML from XHTML / publisher pages
 _ANY_MATH_MARKUP = (
-    f'script[type^="math/" i], .katex, .mwe-math-element, mjx-container, .math, {_MATH_TAGS}, {_RENDERED}'
+    f'script[type^="math/" i], .katex, .mwe-math-element, mjx-container, .math, .math-inline, .math-display, '
+    f"{_MATH_TAGS}, {_RENDERED}"
 )
 _TEX_ENCODINGS = ("application/x-tex", "tex", "latex", "application/x-latex", "text/x-tex")
 
@@ -217,6 +218,25 @@ def _rewrite_math_class(tree, body) -> None:
         replace_node(tree, node, wrap_math(tex, display))
 
 
+_DOLLAR_SPAN = re.compile(r"^(\$\$?)([^$]+)\1$")
+
+
+def _rewrite_dollar_class(tree, body) -> None:
+    """An element of class `math`/`math-inline`/`math-display` whose whole text is one `$..$` / `$$..$$` span.
+
+    The class says it is math whatever the page loads (a renderer added by a script we cannot see), so it is
+    not left to the text pass, which reads `$` as math only on renderer pages or for unmistakable TeX.
+    """
+    for node in body.query_selector_all(".math, .math-inline, .math-display").values():
+        if node.first_element_child is not None or node.closest("pre, code") is not None:
+            continue
+        m = _DOLLAR_SPAN.match((node.text or "").strip())
+        if m is None or any(s in m.group(2) for s in SENTINELS):
+            continue
+        display = m.group(1) == "$$" or "math-display" in _classes(node).split()
+        replace_node(tree, node, wrap_math(m.group(2), display))
+
+
 def _rewrite_mathml(tree, body) -> None:
     for node in body.query_selector_all(_MATH_TAGS).values():
         display = (node.getattr("display") or "").lower() == "block"
@@ -276,6 +296,7 @@ def rewrite_tree(tree, headings: bool = True, tex_page: bool = False) -> None:
         for node in body.query_selector_all(_RENDERED).values():
             replace_node(tree, node, "")
         _rewrite_mathml(tree, body)
+        _rewrite_dollar_class(tree, body)
         if tex_page:
             _rewrite_math_class(tree, body)
     if headings:

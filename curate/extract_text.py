@@ -35,8 +35,7 @@ _STRAY = re.compile(
 # Bounded lengths keep every alternative linear: an unclosed delimiter scans at most a few thousand chars.
 # The leading lookahead lets the regex engine skip to candidate characters (5x faster than trying every
 # alternative, with its lookbehinds, at every position).
-_PAGE_TEX = re.compile(
-    r"(?=[\\$\[])(?:"
+_PAGE_TEX_ALTS = (
     r"(?<!\\)\\\[(?P<d1>.{1,8000}?)(?<!\\)\\\]"
     r"|(?<!\\)\\\((?P<i1>.{1,3000}?)(?<!\\)\\\)"
     r"|\\begin\{(?P<env>equation|align|alignat|aligned|gather|gathered|multline|eqnarray|displaymath|cases|"
@@ -46,7 +45,14 @@ _PAGE_TEX = re.compile(
     r"|(?<![\\$])\$\$(?P<d2>[^$]{1,8000}?)\$\$"
     r"|(?<![\\$\w])\$(?P<i2>[^\s$](?:[^$\n]{0,1000}?[^\s$\\])?)\$(?![\d$])"
     r"|(?P<lone>(?<!\\)\$)"
-    r")",
+)
+_PAGE_TEX = re.compile(r"(?=[\\$\[])(?:" + _PAGE_TEX_ALTS + ")", re.S | re.I)
+# On a TeX page, a `$..$` span with whitespace inside its delimiters (`$ \vert x \vert $`, which MathJax
+# typesets) is tried before a lone `$`; it is math only when it holds strong TeX, else its `$` is a lone one.
+_TEX_PAGE_TEX = re.compile(
+    r"(?=[\\$\[])(?:"
+    + _PAGE_TEX_ALTS.replace(r"|(?P<lone>", r"|(?<![\\$\w])\$(?P<i3>[^$\n]{1,1000}?)\$(?![\d$])|(?P<lone>")
+    + ")",
     re.S | re.I,
 )
 _CURRENCY = re.compile(
@@ -128,7 +134,36 @@ def _plain_text(text: str, tex_page: bool) -> str:
     """
     if "$" not in text and "\\" not in text and "[" not in text:
         return text
-    return _PAGE_TEX.sub(lambda m: _page_tex_repl(m, tex_page), text)
+    if not tex_page:
+        return _PAGE_TEX.sub(lambda m: _page_tex_repl(m, tex_page), text)
+    out = []
+    pos = 0
+    while (m := _TEX_PAGE_TEX.search(text, pos)) is not None:
+        out.append(text[pos : m.start()])
+        spaced = m.group("i3")
+        if spaced is None:
+            out.append(_page_tex_repl(m, tex_page))
+            pos = m.end()
+        elif _spaced_tex(spaced):
+            out.append(_inline(spaced))
+            pos = m.end()
+        else:  # not math: its first `$` is a lone one, and the text after it is read again
+            out.append("\\$")
+            pos = m.start() + 1
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _spaced_tex(tex: str) -> bool:
+    """A `$..$` span with edge whitespace on a TeX page: math when it holds strong TeX and reads as no prose."""
+    tex = tex.strip()
+    return (
+        bool(tex)
+        and not tex.endswith("\\")
+        and _STRONG_TEX.search(tex) is not None
+        and not _CURRENCY.match(tex)
+        and not _PROSE.search(_TEX_GROUP.sub(" ", tex))
+    )
 
 
 def _math_and_text(text: str, tex_page: bool) -> str:

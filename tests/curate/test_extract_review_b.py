@@ -65,3 +65,43 @@ def test_mathml_accents_without_accent_attribute_on_real_page():
     assert "\\dot{x}& =\\sigma" in out and "\\dot{z}" in out
     assert "\\vec{\\mathbf{B}}" in out
     assert "\\stackrel{˙}" not in out and "\\stackrel{\\to }" not in out
+
+
+def test_dollar_math_with_spaces_inside_on_a_tex_page():
+    html = page(
+        "<p>The sum $ \\sum_i x_i $ is defined for vectors, the size $\\vert\\mathcal{D}\\vert =n $ too.</p>"
+        "<p>It costs $5 and $ 10 here, and $ x y $ is no TeX.</p>",
+        MATHJAX,
+    )
+    out = extract(html)
+    assert "$\\sum_i x_i$" in out and "$\\vert\\mathcal{D}\\vert =n$" in out
+    assert "\\$5 and \\$ 10" in out and "\\$ x y \\$" in out
+
+
+def test_dollar_math_with_spaces_needs_a_tex_page():
+    out = extract(page("<p>The norm $ \\|x\\|^2 $ is defined for vectors in this text.</p>"))
+    assert "\\$ \\|x\\|^2 \\$" in out
+
+
+def test_spaced_dollar_math_on_real_pages():
+    gan = extract(real("math/lilianweng__2017-08-20-gan.html"))
+    assert "$| \\Theta - \\frac{1}{t} \\sum_{i=1}^t \\Theta_i |^2$" in gan
+    vae = extract(real("math/lilianweng__2018-08-12-vae.html"))
+    assert "$\\vert\\mathcal{D}\\vert =n$" in vae
+
+
+def test_math_class_holding_dollar_tex_is_math_without_a_renderer():
+    html = page(
+        '<p>A sequence <span class="math-inline">$a_n &lt; b$</span> grows, for all'
+        ' <span class="math-inline">$n \\in \\mathbb{N}$</span> and <span class="math">$x y$</span>.</p>'
+        '<div class="math-display">$\\sum_k k$</div><p>It costs <span class="price">$5</span> only.</p>'
+    )
+    out = extract(html)
+    assert "$a_n < b$" in out and "$n \\in \\mathbb{N}$" in out and "$x y$" in out
+    assert "$$\n\\sum_k k\n$$" in out and "\\$5" in out
+
+
+def test_math_inline_class_on_real_page():
+    out = extract(real("math/llmwebkit__math_mathjax_mock.html"))
+    assert "\\$n < n+1\\$" not in out and "$n < n+1$" in out
+    assert "sequence $(n + 2)$" in out
