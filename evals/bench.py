@@ -3,7 +3,8 @@
 Output folder: `{benchmark}.json` ({"benchmark", "model", "shots", "n", "correct", "accuracy", "extraction",
 "grader", "hit_max_new_tokens" (outputs cut by the generation budget, where the generator can tell), "items":
 [{"id", "question", "gold", "output", "extracted", "method", "correct", "hit_max_new_tokens"}], "backend", and
-"truncated_prompts" where prompts were cut to fit the model}), `results.json` ({"model", "backend", "grader",
+"truncated_prompts" where prompts were cut to fit the model: whole exemplars dropped, oldest first, and with them
+"shots_used" ({shots: items}) and each item's "shots"}), `results.json` ({"model", "backend", "grader",
 "benchmarks": {name: {"shots", "n", "correct", "accuracy", + "truncated_prompts" and "dropped_items" where not 0,
 "hit_max_new_tokens" where known}}, "skipped": {name: reason}, "seconds"}) and `job.json` (what was evaluated: a
 rerun of the same job keeps the finished benchmarks, regrading those graded by another grader version, and
@@ -20,7 +21,7 @@ from typing import Any
 
 from evals.bench_grade import benchmark_result, budget_hits, grade_outputs, regrade
 from evals.bench_grade import hit_count as hit_count  # re-exported: moved there
-from evals.benchmarks import BENCHMARKS, STOPS, build_prompt, find_test_file, load_benchmark, load_exemplars
+from evals.benchmarks import BENCHMARKS, STOPS, find_test_file, load_benchmark, load_exemplars
 from evals.grading import GRADER
 from mathmix.cli_util import write_json
 
@@ -265,13 +266,20 @@ def _evaluate(
             f"[yellow]warning:[/] {name}: {len(exemplars)} exemplar(s) found for {shots}-shot",
             soft_wrap=True,
         )
-    prompts = [build_prompt(item, exemplars, BENCHMARKS[name].style) for item in items]
+    from evals.generate import fit_prompts
+
+    prompts, used = fit_prompts(generator, items, exemplars, BENCHMARKS[name].style, max_new_tokens)
     task = progress.add_task(f"{name} ({len(exemplars)}-shot)", total=len(prompts))
     outputs = generator.generate(
         prompts, max_new_tokens, STOPS, progress=lambda n, t=task: progress.advance(t, n)
     )
     hits = budget_hits(generator, outputs)
-    result = benchmark_result(name, model, len(exemplars), grade_outputs(items, outputs, hits))
+    records = grade_outputs(items, outputs, hits)
+    fewer = sum(k < len(exemplars) for k in used)
+    if fewer:  # each item's shots where any prompt lost exemplars to fit the model
+        for record, k in zip(records, used, strict=True):
+            record["shots"] = k
+    result = benchmark_result(name, model, len(exemplars), records)
     result["backend"] = generator.backend
     if result.get("hit_max_new_tokens"):
         console.print(
@@ -282,13 +290,17 @@ def _evaluate(
         )
     if name in dropped:
         result["dropped_items"] = dropped[name]
-    cut = getattr(generator, "truncated", 0)
+    # a prompt the generator cut (no exemplar left) lost its exemplars first, where it had any: counted once
+    cut = max(fewer, getattr(generator, "truncated", 0))
     if cut:
         result["truncated_prompts"] = cut
+        if fewer:
+            result["shots_used"] = {str(k): n for k, n in sorted(Counter(used).items(), reverse=True)}
         console.print(
             f"[yellow]warning:[/] {name}: {cut} of {len(prompts)} prompts longer than the model's "
-            f"positions minus --max-new-tokens {max_new_tokens}: cut from the left (oldest "
-            "exemplars first)",
+            f"positions minus --max-new-tokens {max_new_tokens}: whole exemplars dropped to fit (oldest "
+            f"first; shots used: {format_reasons(result.get('shots_used', {'0': cut}))}), cut from the left "
+            "only with none left",
             soft_wrap=True,
         )
     return result
@@ -331,7 +343,7 @@ def print_results_table(summary: dict[str, Any]) -> None:
         table.add_row(*cells, *([str(row.get("hit_max_new_tokens", "-"))] if hit_column else []))
         if cut:
             notes.append(
-                f"* {name}: {cut} of {row['n']} prompts cut from the left to fit the model (oldest exemplars)"
+                f"* {name}: {cut} of {row['n']} prompts lost their oldest exemplars to fit the model"
             )
         if dropped := row.get("dropped_items"):
             count = sum(dropped.values())

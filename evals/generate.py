@@ -44,7 +44,8 @@ def load_pretrained(loader, model_path: str | Path, **kwargs):
 
 
 class TransformersGenerator:
-    """Batched greedy decoding with Hugging Face transformers (left padding; prompts cut from the left to fit)."""
+    """Batched greedy decoding with Hugging Face transformers (left padding; a prompt that still does not fit after
+    `fit_prompts` dropped its exemplars is cut from the left)."""
 
     backend = "transformers"
 
@@ -65,19 +66,28 @@ class TransformersGenerator:
         self.cut: list[bool] = []  # per output of the last `generate` call: stopped by max_new_tokens
         self.max_positions = int(getattr(self.model.config, "max_position_embeddings", 4096) or 4096)
 
+    def prompt_budget(self, max_new_tokens: int) -> int:
+        """The tokens a prompt may take: the model's positions less the answer's."""
+        return max(8, self.max_positions - max_new_tokens)
+
+    def prompt_tokens(self, prompt: str) -> int:
+        return len(self.tokenizer(prompt)["input_ids"])
+
     def generate(
         self, prompts: list[str], max_new_tokens: int, stops: list[str], progress: Progress | None = None
     ) -> list[str]:
         import torch
 
-        budget = max(8, self.max_positions - max_new_tokens)
+        budget = self.prompt_budget(max_new_tokens)
         outputs: list[str] = []
         self.truncated, self.cut = 0, []
         ends = end_token_ids(self.model, self.tokenizer)
         for start in range(0, len(prompts), self.batch_size):
             batch = prompts[start : start + self.batch_size]
             self.truncated += sum(len(ids) > budget for ids in self.tokenizer(batch)["input_ids"])
-            self.tokenizer.truncation_side = "left"  # keep the question, drop the oldest exemplars
+            self.tokenizer.truncation_side = (
+                "left"  # the last resort (`fit_prompts`): keep the question's end
+            )
             enc = self.tokenizer(batch, return_tensors="pt", padding=True, truncation=True, max_length=budget)
             enc = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
             with torch.no_grad():
@@ -97,6 +107,38 @@ class TransformersGenerator:
             if progress:
                 progress(len(batch))
         return outputs
+
+
+def fit_prompts(
+    generator, items: list[dict], exemplars: list[dict], style: str, max_new_tokens: int
+) -> tuple[list[str], list[int]]:
+    """Each item's few-shot prompt and the exemplars it kept: where the prompt is longer than the GENERATOR's
+    budget (`prompt_budget`, `prompt_tokens`), whole exemplars are dropped, oldest (first) first, until it fits.
+    Cutting tokens from the left put half an exemplar, with no header, before the newer ones; the generator
+    cuts only a prompt with no exemplar left. A generator that cannot count tokens gets every prompt whole."""
+    from evals.benchmarks import build_prompt
+
+    count = getattr(generator, "prompt_tokens", None)
+    budget = generator.prompt_budget(max_new_tokens) if count is not None else 0
+    prompts, used = [], []
+    for item in items:
+        prompt, kept = build_prompt(item, exemplars, style), len(exemplars)
+        while count is not None and kept > 0 and count(prompt) > budget:
+            kept -= 1
+            shots = exemplars[len(exemplars) - kept :]
+            prompt = build_prompt(item, shots, style) if kept else _question_part(item, exemplars[-1:], style)
+        prompts.append(prompt)
+        used.append(kept)
+    return prompts, used
+
+
+def _question_part(item: dict, one: list[dict], style: str) -> str:
+    """The item's own part of a few-shot prompt (its question in the exemplars' format, no exemplar): one exemplar
+    and its separator is what a 2-shot prompt adds to a 1-shot one (the zero-shot prompt is another format)."""
+    from evals.benchmarks import build_prompt
+
+    p1, p2 = build_prompt(item, one, style), build_prompt(item, one * 2, style)
+    return p1[len(p2) - len(p1) :]
 
 
 def end_token_ids(model, tokenizer) -> set[int]:

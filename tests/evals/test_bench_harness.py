@@ -544,7 +544,7 @@ def test_the_table_shows_cut_prompts_dropped_records_and_budget_cut_outputs(caps
     print_results_table(summary)
     shown = capsys.readouterr().out
     assert "cut at max-new-tokens" in shown and "8*" in shown
-    assert "* gsm8k: 4 of 4 prompts cut from the left to fit the model" in shown
+    assert "* gsm8k: 4 of 4 prompts lost their oldest exemplars to fit the model" in shown
     assert "math500: 2 test record(s) dropped, not evaluated (no_answer: 2)" in shown
     assert [line.split("│")[-2].strip() for line in shown.splitlines() if "math500 " in line] == ["-"]
     summary["benchmarks"] = {"math500": {"shots": 4, "n": 2, "correct": 1, "accuracy": 0.5}}
