@@ -15,6 +15,7 @@ from curate.dom_images import rewrite_images
 from curate.dom_lists import number_lists
 from curate.dom_tables import rewrite_tables
 from curate.mathml import mathml_to_latex
+from curate.tex_macros import strip_macro_defs
 
 INLINE_OPEN, INLINE_CLOSE = "\u2e28", "\u2e29"
 DISPLAY_OPEN, DISPLAY_CLOSE = "\u2983", "\u2984"
@@ -63,8 +64,9 @@ def strip_sentinels(text: str) -> str:
 
 def wrap_math(tex: str, display: bool) -> str:
     """Wrap LaTeX in the sentinels of its kind; sentinels inside the TeX are dropped."""
-    tex = strip_sentinels(tex).strip()
-    if not tex or tex.startswith(MACRO_DEFS):  # macro preambles (hidden \newcommand blocks) are not content
+    # leading \require{..} and macro definitions go; a formula of nothing else (a hidden preamble) is dropped
+    tex = strip_macro_defs(strip_sentinels(tex).strip())
+    if not tex:
         return ""
     # Inline math is padded: resiliparse may drop the whitespace between a replaced node and its neighbour text;
     # the text pass removes the padding again before punctuation.

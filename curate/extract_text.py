@@ -18,10 +18,10 @@ from curate.dom_rewrite import (
     DISPLAY_OPEN,
     INLINE_CLOSE,
     INLINE_OPEN,
-    MACRO_DEFS,
     PRE_CLOSE,
     PRE_OPEN,
 )
+from curate.tex_macros import strip_macro_defs
 
 _CODE_SPAN = re.compile(f"({PRE_OPEN}[^{PRE_CLOSE}]*{PRE_CLOSE}|{CODE_OPEN}[^{CODE_CLOSE}]*{CODE_CLOSE})")
 _MATH_SPAN = re.compile(
@@ -88,13 +88,13 @@ def has_tex_renderer(tree) -> bool:
 
 
 def _inline(tex: str) -> str:
-    tex = " ".join(tex.split())
-    return "" if tex.startswith(MACRO_DEFS) else f"${tex}$"
+    tex = strip_macro_defs(" ".join(tex.split()))
+    return f"${tex}$" if tex else ""
 
 
 def _display(tex: str) -> str:
-    tex = tex.strip()
-    return "" if tex.startswith(MACRO_DEFS) else f"\n$$\n{tex}\n$$\n"
+    tex = strip_macro_defs(tex.strip())
+    return f"\n$$\n{tex}\n$$\n" if tex else ""
 
 
 def _dollar_repl(m: re.Match, renderer: bool) -> str:

@@ -105,3 +105,22 @@ def test_math_inline_class_on_real_page():
     out = extract(real("math/llmwebkit__math_mathjax_mock.html"))
     assert "\\$n < n+1\\$" not in out and "$n < n+1$" in out
     assert "sequence $(n + 2)$" in out
+
+
+def test_leading_require_and_macro_definitions_are_stripped_not_the_formula():
+    html = page(
+        "<p>Testing AMScd: \\(\\require{AMScd} \\begin{CD} A @>f>> B\\end{CD}\\) here.</p>"
+        '<p>Norm <script type="math/tex">\\newcommand{\\norm}[1]{\\|#1\\|} \\norm{v}</script> too.</p>'
+        '<p>Hidden <script type="math/tex">\\newcommand{\\R}{\\mathbb{R}} \\def\\x#1{x_{#1}} % R</script> preamble.</p>',
+        MATHJAX,
+    )
+    out = extract(html)
+    assert "$\\begin{CD} A @>f>> B\\end{CD}$" in out
+    assert "$\\norm{v}$" in out
+    assert "newcommand" not in out and "\\def" not in out and "% R" not in out
+
+
+def test_require_on_real_page():
+    out = extract(real("math/mathjaxdemos__v2-compatibility.html"))
+    assert "Testing AMScd: $\\begin{CD} A @>f>> B\\end{CD}$" in out
+    assert "Testing HTML: $\\href{https://www.mathjax.org/}{\\text{a link}}$" in out
