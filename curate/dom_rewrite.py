@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from resiliparse.parse.html import NodeType
+
 from curate.dom_images import rewrite_images
 from curate.dom_lists import number_lists
 from curate.dom_tables import rewrite_tables
@@ -251,6 +253,8 @@ def _rewrite_scripts_marks(tree, body) -> None:
         text = " ".join((node.text or "").split())
         if not text or len(text) > 20 or node.query_selector("a") is not None or text.startswith("["):
             continue
+        if node.closest("pre, code") is not None:  # code is kept verbatim: x<sup>2</sup> stays x2
+            continue
         mark = "^" if node.tag == "sup" else "_"
         replace_node(tree, node, f"{mark}{{{text}}}")
 
@@ -261,10 +265,34 @@ def _set_text(tree, node, text: str) -> None:
     node.replace_children(tree.create_text_node(text))
 
 
+_PRE_BLOCKS = frozenset(
+    ("div", "p", "li", "tr", "table", "ul", "ol", "section", "h1", "h2", "h3", "h4", "h5", "h6")
+)
+
+
+def _pre_text(node, depth: int = 0) -> str:
+    """Text of a <pre> with its line structure: `<br>` and block children (one `<div>` per line) end a line.
+
+    Plain textContent would join such lines into one (highlighters write each line as its own element).
+    """
+    if node.type == NodeType.TEXT:
+        return node.text or ""
+    if node.tag == "br":
+        return "\n"
+    if node.type != NodeType.ELEMENT:  # comments
+        return ""
+    if depth > 50:
+        return node.text or ""
+    inner = "".join(_pre_text(child, depth + 1) for child in node.child_nodes)
+    if depth and node.tag in _PRE_BLOCKS and inner and not inner.endswith("\n"):
+        inner += "\n"
+    return inner
+
+
 def _protect_code(tree, body) -> None:
     """Mark <pre> and inline <code> so the text pass keeps them verbatim (no `$` handling)."""
     for node in body.query_selector_all("pre").values():
-        text = node.text or ""
+        text = _pre_text(node)
         if text.strip():
             _set_text(tree, node, f"{PRE_OPEN}{text}{PRE_CLOSE}")
     for node in body.query_selector_all("code").values():

@@ -21,7 +21,8 @@ from curate.summary import ensure_data_file
 # finished tasks would hold pages read another way than the rest); a finished one is kept. 2: a UTF-8 BOM wins over the declared charset,
 # reading resumes past a damaged gzip member, WARCs gzipped as one stream, StackExchange chrome removed, `<ol start=N>` numbers kept, MathML
 # accents without accent="true" as \dot{x}, `$ x_i $` on TeX pages and
-# `$..$` in class math-inline as math, a formula after `\require{..}`/definitions kept. None
+# `$..$` in class math-inline as math, a formula after `\require{..}`/definitions kept,
+# <pre> lines from <br>/blocks. None
 # recorded: 1.
 EXTRACTION = "mathmix-web/2"
 

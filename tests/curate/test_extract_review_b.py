@@ -124,3 +124,28 @@ def test_require_on_real_page():
     out = extract(real("math/mathjaxdemos__v2-compatibility.html"))
     assert "Testing AMScd: $\\begin{CD} A @>f>> B\\end{CD}$" in out
     assert "Testing HTML: $\\href{https://www.mathjax.org/}{\\text{a link}}$" in out
+
+
+@pytest.mark.parametrize(
+    "pre",
+    [
+        "<pre>a = 1<br>b = 2<br/>c = 3</pre>",
+        '<pre><div class="line">a = 1</div><div class="line">b = 2</div><div class="line">c = 3</div></pre>',
+        "<pre><code><span>a = 1</span><br><span>b = 2</span><br><span>c = 3</span></code></pre>",
+    ],
+)
+def test_pre_lines_from_br_and_block_children(pre):
+    out = extract(page(pre))
+    assert "```\na = 1\nb = 2\nc = 3\n```" in out
+
+
+def test_sup_and_sub_inside_code_stay_verbatim():
+    out = extract(page("<pre>x<sup>2</sup> + y<sub>i</sub></pre><p>Run <code>a<sup>n</sup></code> now.</p>"))
+    assert "x2 + yi" in out and "`an`" in out
+    assert "^{" not in out and "_{" not in out
+
+
+def test_pre_lines_on_real_page():
+    out = extract(real("nonmath/readability__v8-blog.html"))
+    assert "// add.c\n#include <emscripten.h>\n" in out
+    assert "int add(int x, int y) {\n  return x + y;\n}" in out
