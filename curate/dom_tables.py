@@ -82,19 +82,31 @@ def _is_layout(table) -> bool:
     return table.query_selector(_BLOCK_SELECTOR) is not None
 
 
+def _caption(table) -> str:
+    for child in _children(table):
+        if child.tag == "caption":
+            return " ".join((child.text or "").split())[:MAX_CELL_CHARS]
+    return ""
+
+
 def rewrite_tables(tree, body) -> None:
-    """Replace each data table by a <div> of Markdown lines."""
+    """Replace each data table by a <div> of Markdown lines (its `<caption>`, if any, the line above them)."""
     for table in body.query_selector_all("table").values():
         if table.parent is None or _is_layout(table):
             continue
+        caption = _caption(table)
         if _has_merged_cells(table):
-            table.parent.replace_child(tree.create_text_node(to_html(table)), table)
-            continue
-        rows = table_rows(table)
-        if not rows or all(not any(r) for r in rows):
-            continue
+            if not caption:
+                table.parent.replace_child(tree.create_text_node(to_html(table)), table)
+                continue
+            lines = [caption, to_html(table)]
+        else:
+            rows = table_rows(table)
+            if not rows or all(not any(r) for r in rows):
+                continue
+            lines = ([caption] if caption else []) + to_markdown(rows)
         div = tree.create_element("div")
-        for i, line in enumerate(to_markdown(rows)):
+        for i, line in enumerate(lines):
             if i:
                 div.append_child(tree.create_element("br"))
             div.append_child(tree.create_text_node(line))

@@ -149,3 +149,21 @@ def test_pre_lines_on_real_page():
     out = extract(real("nonmath/readability__v8-blog.html"))
     assert "// add.c\n#include <emscripten.h>\n" in out
     assert "int add(int x, int y) {\n  return x + y;\n}" in out
+
+
+@pytest.mark.parametrize("engine", ["fast", "clean"])
+def test_table_caption_is_a_line_above_the_table(engine):
+    html = page(
+        "<table><caption>Table 1: measured values</caption><tr><th>a</th><th>b</th></tr>"
+        "<tr><td>1</td><td>2</td></tr></table>"
+        '<table><caption>Table 2: merged</caption><tr><td colspan="2">A</td></tr><tr><td>1</td><td>2</td></tr></table>'
+    )
+    out = extract(html, engine=engine)
+    assert "Table 1: measured values\n| a | b |" in out
+    assert 'Table 2: merged\n<table><tr><td colspan="2">A</td>' in out
+
+
+def test_table_caption_on_real_page():
+    out = extract(real("math/llmwebkit__math_mathjax_latex_7.html"))
+    assert "Table $\\PageIndex{1}$\n    | Same signs | Product | Example |" in out
+    assert "Table $\\PageIndex{3}$\n    <table><tr><th>Same signs</th>" in out
