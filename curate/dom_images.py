@@ -1,7 +1,8 @@
 """Formula images -> LaTeX: TeX from the alt text, else from the image URL (latex.php, mimetex/mathtex, codecogs).
 
 An image counts as a formula when its URL is a known TeX renderer or its class says latex/tex; its alt text is
-used when it looks like TeX (renderers put the source there), else the TeX is decoded from the URL query.
+used when it looks like TeX (renderers put the source there), else the TeX is decoded from the URL query; an
+image with neither (a prose alt on an `equation`-class figure) is left alone.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ _CODECOGS_OPTS = re.compile(
 _KEY_VALUE = re.compile(r"^[A-Za-z_]{1,16}=")
 # Alt text that can only be TeX (a command or a braced script): the image is a formula whatever its URL.
 _TEX_ALT = re.compile(r"\\[A-Za-z]{2,}|[_^]\{")
+# A run of three words once TeX commands are taken out: a caption, not a formula (`\text{for all } x` is kept).
+_TEX_CMD = re.compile(r"\\[A-Za-z]+\*?(?:\{[^{}]{0,200}\})?")
+_PROSE_ALT = re.compile(r"[A-Za-z]{3,}[,:;.]?\s+[A-Za-z]{2,}[,:;.]?\s+[A-Za-z]{2,}")
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 _GENERIC_ALT = {
     "",
@@ -88,8 +92,11 @@ def tex_from_url(src: str) -> str:
 
 
 def _looks_like_tex(alt: str) -> bool:
-    return alt.strip().lower() not in _GENERIC_ALT and not alt.lower().endswith(
-        (".png", ".gif", ".jpg", ".svg")
+    """Alt text that can be the formula: not generic, not a file name, not prose ("Figure 3: loss curve")."""
+    return (
+        alt.strip().lower() not in _GENERIC_ALT
+        and not alt.lower().endswith((".png", ".gif", ".jpg", ".svg"))
+        and _PROSE_ALT.search(_TEX_CMD.sub(" ", alt)) is None
     )
 
 

@@ -22,7 +22,8 @@ from curate.summary import ensure_data_file
 # reading resumes past a damaged gzip member, WARCs gzipped as one stream, StackExchange chrome removed, `<ol start=N>` numbers kept, MathML
 # accents without accent="true" as \dot{x}, `$ x_i $` on TeX pages and
 # `$..$` in class math-inline as math, a formula after `\require{..}`/definitions kept,
-# <pre> lines from <br>/blocks, table captions kept. None
+# <pre> lines from <br>/blocks, table captions kept, an equation-class image
+# with a prose alt not math. None
 # recorded: 1.
 EXTRACTION = "mathmix-web/2"
 

@@ -167,3 +167,14 @@ def test_table_caption_on_real_page():
     out = extract(real("math/llmwebkit__math_mathjax_latex_7.html"))
     assert "Table $\\PageIndex{1}$\n    | Same signs | Product | Example |" in out
     assert "Table $\\PageIndex{3}$\n    <table><tr><th>Same signs</th>" in out
+
+
+def test_equation_class_image_with_prose_alt_is_not_math():
+    html = page(
+        '<p>See the figure. <img class="equation" src="/f.png" alt="Figure 3: loss curve over time"> The loss.</p>'
+        '<p>Mass <img class="equation" src="/e.png" alt="E = mc^2"> and '
+        '<img class="latex" src="https://s0.wp.com/latex.php?latex=%5Cfrac%7Ba%7D%7Bb%7D" alt="Figure of the fraction a over b">.</p>'
+    )
+    out = extract(html)
+    assert "$Figure" not in out and "Figure 3: loss" not in out
+    assert "$E = mc^2$" in out and "$\\frac{a}{b}$" in out
