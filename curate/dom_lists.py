@@ -42,7 +42,14 @@ def _numbers(ol, items: list) -> list[int]:
 
 def number_lists(tree, body, as_divs: bool) -> None:
     """Write the numbers of lists not numbered 1, 2, 3 ... into their items (see the module docstring)."""
-    for ol in body.query_selector_all("ol").values():
+    for ol in body.query_selector_all("ol[start], ol[reversed], ol li[value]").values():
+        if ol.tag == "li":  # an item with a value: its list (matched once per such item, so seen once)
+            ol = ol.parent
+            if ol is None or ol.tag != "ol" or ol.hasattr("data-mathmix-numbered"):
+                continue
+        elif ol.hasattr("data-mathmix-numbered"):
+            continue
+        ol.setattr("data-mathmix-numbered", "1")
         items = [child for child in ol.child_nodes if child.tag == "li"]
         if not items or not _needs_numbers(ol, items):
             continue

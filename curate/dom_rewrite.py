@@ -270,6 +270,9 @@ _PRE_BLOCKS = frozenset(
 )
 
 
+_PRE_LINE_ENDS = ", ".join(("br", *sorted(_PRE_BLOCKS)))
+
+
 def _pre_text(node, depth: int = 0) -> str:
     """Text of a <pre> with its line structure: `<br>` and block children (one `<div>` per line) end a line.
 
@@ -292,7 +295,8 @@ def _pre_text(node, depth: int = 0) -> str:
 def _protect_code(tree, body) -> None:
     """Mark <pre> and inline <code> so the text pass keeps them verbatim (no `$` handling)."""
     for node in body.query_selector_all("pre").values():
-        text = _pre_text(node)
+        # walked only where a line may end in markup: the walk costs a Python object per node of a highlighted block
+        text = _pre_text(node) if node.query_selector(_PRE_LINE_ENDS) is not None else (node.text or "")
         if text.strip():
             _set_text(tree, node, f"{PRE_OPEN}{text}{PRE_CLOSE}")
     for node in body.query_selector_all("code").values():
