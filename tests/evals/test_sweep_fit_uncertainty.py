@@ -133,7 +133,7 @@ def test_a_probe_folders_own_columns_are_skipped_silently(tmp_path):
     assert "skipped column" not in result.stderr
     user = tmp_path / "user.csv"  # a user's CSV keeps the line
     user.write_text((tmp_path / "sweep" / "lr1e-06_mb64" / "validation.csv").read_text())
-    result = run_eval("forecast", user, "--n-boot", "0")
+    result = run_eval("forecast", user, "--n-boot", "0", "-o", tmp_path / "fc")
     assert "skipped columns 'rollouts'" in result.stderr
 
 
