@@ -23,7 +23,7 @@ from curate.summary import ensure_data_file
 # accents without accent="true" as \dot{x}, `$ x_i $` on TeX pages and
 # `$..$` in class math-inline as math, a formula after `\require{..}`/definitions kept,
 # <pre> lines from <br>/blocks, table captions kept, an equation-class image
-# with a prose alt not math. None
+# with a prose alt not math, MediaWiki chrome ("[edit]", jump links, navboxes) removed. None
 # recorded: 1.
 EXTRACTION = "mathmix-web/2"
 
