@@ -8,16 +8,9 @@ from pathlib import Path
 import pytest
 
 from curate.extract import extract
+from tests.curate.test_extract_constructs import MATHJAX, page
 
 HTML = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "html"
-FILLER = (
-    "<p>This paragraph is ordinary prose, long enough that the main-content heuristics keep the article.</p>"
-)
-MATHJAX = '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js"></script>'
-
-
-def page(body: str, head: str = "") -> str:
-    return f"<html><head><title>t</title>{head}</head><body><article>{FILLER}{body}{FILLER}</article></body></html>"
 
 
 def real(name: str) -> str:
