@@ -13,6 +13,7 @@ instead (faster, but only interrupts Python code; falls back to no timer outside
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 import threading
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from datatrove.pipeline.extractors.base import ExtractorSandbox
 from curate.proc_guard import die_with_parent
 
 DEFAULT_MAX_BYTES = 5_000_000
+WORKER_GC_THRESHOLD = 10_000  # allocations between young-generation collections in the worker (Python's: 700)
 PLAIN_TEXT = "text/plain"  # curate.readers.PLAIN_TEXT: the content type of a document that is text already
 PLAIN_TEXT_EXTRACTOR = "plain-text"  # metadata["extractor"] of such a document
 
@@ -49,11 +51,18 @@ class _Sandbox(ExtractorSandbox):
 
     Its worker also dies with its parent. A pool worker ended by the pool (SIGTERM: another task failed, or the
     run was killed) never ran the sandbox's cleanup, and its worker, waiting for pages that never came, stayed for
-    good, holding the forkserver and the resource tracker alive after `mathmix` had exited."""
+    good, holding the forkserver and the resource tracker alive after `mathmix` had exited.
+
+    The worker is forked from a parent that holds the whole pipeline (datatrove, readers, the trafilatura module
+    graph once imported): those objects are frozen, so the worker's collections never walk them (nor touch their
+    copy-on-write pages), and the young generation is collected less often, since a page makes tens of thousands of
+    short-lived DOM node objects. Measured: ~8% of the fast engine's time in a bench run after trafilatura's."""
 
     def _worker(self, conn, extract_fn):
         die_with_parent()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        gc.freeze()
+        gc.set_threshold(WORKER_GC_THRESHOLD, 10, 10)
         super()._worker(conn, extract_fn)
 
 

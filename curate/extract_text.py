@@ -67,24 +67,19 @@ _RENDERER_MARKS = ("mathjax", "katex", "rendermathinelement", "math/tex", "ascii
 def has_tex_renderer(tree) -> bool:
     """True when the page loads or configures a client-side TeX renderer (MathJax, KaTeX) or has TeX scripts."""
     # Looks at <script>/<link> only: lower-casing and scanning whole pages costs more than the extraction.
+    # Their attributes and inline code are joined and lower-cased once ("\n" between parts, which no mark holds).
     doc = tree.document
     if doc is None:
         return False
+    parts = []
     for node in doc.query_selector_all("script, link[href]").values():
-        attrs = (
-            (node.getattr("src") or "")
-            + " "
-            + (node.getattr("href") or "")
-            + " "
-            + (node.getattr("type") or "")
-        ).lower()
-        if any(mark in attrs for mark in _RENDERER_MARKS):
-            return True
+        parts.append(node.getattr("src") or "")
+        parts.append(node.getattr("href") or "")
+        parts.append(node.getattr("type") or "")
         if node.tag == "script" and not node.hasattr("src"):
-            code = (node.text or "")[:20_000].lower()
-            if any(mark in code for mark in _RENDERER_MARKS):
-                return True
-    return False
+            parts.append((node.text or "")[:20_000])
+    seen = "\n".join(parts).lower()
+    return any(mark in seen for mark in _RENDERER_MARKS)
 
 
 def _inline(tex: str) -> str:

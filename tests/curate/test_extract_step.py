@@ -230,3 +230,22 @@ def test_plain_text_drops_stackexchange_group_markers_as_html_extraction_does():
     assert "begingroup" not in text and "endgroup" not in text
     assert "Let" in text and "x^2 = 4" in text and "answered" in text
     assert "\\begingroup" in plain_text("$\\begingroup x$")  # a formula with more in it is kept whole
+
+
+def _gc_state(_text):
+    import gc
+
+    return gc.get_threshold()[0], gc.get_freeze_count()
+
+
+def test_the_worker_freezes_what_it_inherits_and_collects_the_young_generation_less_often():
+    import gc
+
+    from curate.extract_step import WORKER_GC_THRESHOLD, _Sandbox
+
+    before = gc.get_threshold()
+    with _Sandbox(timeout=10, warmup_text="") as sandbox:
+        threshold, frozen = sandbox.process_document("", _gc_state)
+    assert threshold == WORKER_GC_THRESHOLD
+    assert frozen > 1000, "the objects the worker inherited were not frozen"
+    assert gc.get_threshold() == before, "the parent's collector settings changed"
