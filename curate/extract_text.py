@@ -192,6 +192,7 @@ def finalize_text(raw: str, tex_page: bool = True) -> str:
     text = _PAD_BEFORE_PUNCT.sub(r"\1\2", text)
     text = _PAD_AFTER_BRACKET.sub(r"\1\2", text)
     text = _STRAY.sub("", text)
-    text = re.sub(r"[ \t]+\n", "\n", text)
+    # trailing blanks of each line (a regex `[ \t]+\n` retries every blank of a long run: quadratic)
+    text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()

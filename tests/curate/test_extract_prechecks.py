@@ -1,0 +1,62 @@
+"""The fast engine's cheap tests before its exact ones: they may let more pages through, never fewer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from resiliparse.parse.html import HTMLTree
+
+from curate.dom_rewrite import _ANY_MATH_MARKUP, _MAYBE_MATH_MARKUP
+from curate.extract import extract
+from curate.extract_text import finalize_text
+
+HTML = Path(__file__).resolve().parents[3] / "shared" / "data" / "html"
+
+
+def _element_for(selector: str) -> str:
+    """Minimal markup matching one selector of `_ANY_MATH_MARKUP` (`.cls`, `tag`, `a > b`, `script[type^=..]`)."""
+    if ">" in selector:
+        outer, inner = (_element_for(part.strip()) for part in selector.split(">"))
+        tag = outer[1 : outer.index(">")].split()[0]
+        return outer.replace(f"</{tag}>", inner + f"</{tag}>")
+    if selector.startswith("script["):
+        return '<script type="Math/TeX">x^2</script>'
+    if selector.startswith("."):
+        return f'<span class="other {selector[1:]}">x</span>'
+    tag = selector.replace("\\", "")
+    return f"<{tag}>x</{tag}>"
+
+
+@pytest.mark.parametrize("selector", [s.strip() for s in _ANY_MATH_MARKUP.split(",")])
+def test_every_kind_of_math_markup_passes_the_cheap_test(selector):
+    body = HTMLTree.parse(f"<html><body><p>text</p>{_element_for(selector)}</body></html>").body
+    assert body.query_selector(selector) is not None, f"the test page does not hold {selector}"
+    assert body.query_selector(_MAYBE_MATH_MARKUP) is not None, f"{selector} fails the cheap test"
+
+
+def test_on_the_real_pages_the_cheap_test_misses_no_page_with_math_markup():
+    if not HTML.is_dir():
+        pytest.skip(f"{HTML} not found (../shared/data is needed)")
+    exact = cheap = 0
+    for path in sorted(HTML.glob("*/*.html")):
+        body = HTMLTree.parse(path.read_bytes().decode("utf-8", errors="replace")).body
+        if body is None:
+            continue
+        found = body.query_selector(_ANY_MATH_MARKUP) is not None
+        passed = body.query_selector(_MAYBE_MATH_MARKUP) is not None
+        assert passed or not found, f"{path.name}: math markup, but the cheap test fails"
+        exact, cheap = exact + found, cheap + passed
+    assert exact >= 10, f"only {exact} pages with math markup: the check proves little"
+    assert cheap <= exact + exact // 2, f"the cheap test passes {cheap} pages for {exact} with math markup"
+
+
+def test_a_long_run_of_blanks_costs_linear_time():
+    # `re.sub(r"[ \t]+\n")` retried every blank of a run: 100,000 blanks took ~8 s (a 1 MB run, minutes)
+    text = "a" + " " * 100_000 + "x\n" + "b \t\nc"
+    start = time.perf_counter()
+    assert finalize_text(text) == "a" + " " * 100_000 + "x\nb\nc"
+    page = f"<html><body><p>a{' ' * 100_000}x</p><pre>y{' ' * 100_000}z</pre></body></html>"
+    assert "x" in extract(page)
+    assert time.perf_counter() - start < 2.0
