@@ -24,7 +24,7 @@ _KEY_VALUE = re.compile(r"^[A-Za-z_]{1,16}=")
 _TEX_ALT = re.compile(r"\\[A-Za-z]{2,}|[_^]\{")
 # A run of three words once TeX commands are taken out: a caption, not a formula (`\text{for all } x` is kept).
 _TEX_CMD = re.compile(r"\\[A-Za-z]+\*?(?:\{[^{}]{0,200}\})?")
-_PROSE_ALT = re.compile(r"[A-Za-z]{3,}[,:;.]?\s+[A-Za-z]{2,}[,:;.]?\s+[A-Za-z]{2,}")
+_PROSE_ALT = re.compile(r"(?<![A-Za-z])[A-Za-z]{3,}[,:;.]?\s+[A-Za-z]{2,}[,:;.]?\s+[A-Za-z]{2,}")
 _HTML_TAG = re.compile(r"<[^<>]{0,200}>")
 _GENERIC_ALT = {
     "",

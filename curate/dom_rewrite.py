@@ -176,7 +176,7 @@ _DELIMITED = ("\\(", "\\[")
 _TEX_MARK = re.compile(r"\\[A-Za-z]{2,}|[_^]\{|[A-Za-z0-9)}][_^][A-Za-z0-9{]")
 # ... and, once commands with their first argument are taken out, no run of words (prose).
 _TEX_CMD = re.compile(r"\\[A-Za-z]+\*?(?:\{[^{}]{0,200}\})?")
-_WORDS = re.compile(r"[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
+_WORDS = re.compile(r"(?<![A-Za-z])[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 
 
 def _raw_tex(node) -> str | None:

@@ -60,7 +60,7 @@ _CURRENCY = re.compile(
 )
 _STRONG_TEX = re.compile(r"\\[A-Za-z]{2,}|[_^]\{|[A-Za-z\)][_^][A-Za-z0-9]")
 _TEX_GROUP = re.compile(r"\\[A-Za-z]+\*?(?:\{[^{}]{0,200}\})?")
-_PROSE = re.compile(r"[\"]|[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
+_PROSE = re.compile(r"[\"]|(?<![A-Za-z])[A-Za-z]{3,}[,;.]?\s+[A-Za-z]{2,}\s+[A-Za-z]{2,}")
 _RENDERER_MARKS = ("mathjax", "katex", "rendermathinelement", "math/tex", "asciimath")
 
 

@@ -1,4 +1,5 @@
-"""The fast engine's cheap tests before its exact ones: they may let more pages through, never fewer."""
+"""The fast engine's cheap tests before its exact ones (they may let more pages through, never fewer), and its
+regexes in linear time on long runs of one character."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from pathlib import Path
 import pytest
 from resiliparse.parse.html import HTMLTree
 
-from curate.dom_rewrite import _ANY_MATH_MARKUP, _MAYBE_MATH_MARKUP
-from curate.extract import extract
-from curate.extract_text import finalize_text
+from curate.dom_images import _PROSE_ALT
+from curate.dom_rewrite import _ANY_MATH_MARKUP, _MAYBE_MATH_MARKUP, _WORDS
+from curate.extract import drop_empty_groups, extract
+from curate.extract_text import _PROSE, finalize_text
 
 HTML = Path(__file__).resolve().parents[3] / "shared" / "data" / "html"
 
@@ -60,3 +62,34 @@ def test_a_long_run_of_blanks_costs_linear_time():
     page = f"<html><body><p>a{' ' * 100_000}x</p><pre>y{' ' * 100_000}z</pre></body></html>"
     assert "x" in extract(page)
     assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    "name, call, text",
+    [
+        ("empty groups", drop_empty_groups, "$\\begingroup$ a" + " " * 100_000 + "x"),
+        ("prose in an alt text", _PROSE_ALT.search, "a" * 100_000 + "1"),
+        ("words in a .math element", _WORDS.search, "a" * 100_000),
+        ("prose in a $..$ span", _PROSE.search, "a" * 100_000),
+    ],
+)
+def test_regexes_take_linear_time_on_a_long_run(name, call, text):
+    # each started a match at every character of the run and scanned the rest of it: 100,000 chars, ~80 s
+    start = time.perf_counter()
+    call(text)
+    assert time.perf_counter() - start < 1.0, f"{name}: quadratic on a long run"
+
+
+@pytest.mark.parametrize(
+    "pattern, text, found",
+    [
+        (_PROSE, "x is the set of all", True),
+        (_PROSE, "abc def", False),
+        (_PROSE, "1abc de fg", True),
+        (_WORDS, "the sum of", True),
+        (_PROSE_ALT, "Figure 3: loss curve", False),
+        (_PROSE_ALT, "plot of the loss", True),
+    ],
+)
+def test_anchoring_a_word_at_its_start_finds_what_it_found(pattern, text, found):
+    assert (pattern.search(text) is not None) is found
