@@ -61,6 +61,9 @@ class _Sandbox(ExtractorSandbox):
     def _worker(self, conn, extract_fn):
         die_with_parent()
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # SIGTERM ends it quietly: the sandbox terminates its worker at every normal end, and the handler inherited
+        # from `mathmix` (SIGTERM as Ctrl-C) printed a KeyboardInterrupt traceback at the end of each run.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         gc.freeze()
         gc.set_threshold(WORKER_GC_THRESHOLD, 10, 10)
         super()._worker(conn, extract_fn)

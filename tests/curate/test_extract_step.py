@@ -249,3 +249,24 @@ def test_the_worker_freezes_what_it_inherits_and_collects_the_young_generation_l
     assert threshold == WORKER_GC_THRESHOLD
     assert frozen > 1000, "the objects the worker inherited were not frozen"
     assert gc.get_threshold() == before, "the parent's collector settings changed"
+
+
+def test_a_web_run_with_one_worker_ends_without_a_traceback(tmp_path):
+    # the sandbox terminates its worker (SIGTERM) at the end of every run; the worker kept mathmix's handler, which
+    # turns SIGTERM into KeyboardInterrupt, and printed "Process Process-1: Traceback ... KeyboardInterrupt"
+    import subprocess
+    import sys
+
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><body><p>Let $x^2 = 4$, so $x = \\pm 2$ and the sum of roots is 0.</p></body></html>"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mathmix", "web", str(page), "-o", str(tmp_path / "out"), "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["docs_in"] == 1
