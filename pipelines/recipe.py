@@ -99,6 +99,8 @@ def load_recipe(path: str | Path) -> Recipe:
     relative to the current folder, as they always were; `{run_dir}` is the run folder.
     """
     path = Path(path)
+    if path.is_dir():  # was "recipe file not found"
+        raise RecipeError(f"{path}: is a folder; name the recipe YAML file")
     if not path.is_file():
         raise RecipeError(f"{path}: recipe file not found")
     try:

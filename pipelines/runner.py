@@ -141,20 +141,26 @@ def run_recipe(recipe: Recipe, dry_run: bool = False, only: list[str] | None = N
 def preflight(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | None = None) -> None:
     """Run each selected stage's cheap checks of what it reads (its module's optional `preflight(config, run_dir,
     plan)`, PLAN being STEPS: decont's and rewrite's benchmarks, rewrite's prompt templates, train's recipe and
-    mixtures and the shards the plan will make for them, eval's benchmark folder) before any stage runs; StageFailed naming the first stage refused. A stage refused only when reached
-    ran after the stages before it in full: hours of web and dedup on a crawl before decont said it had none.
+    mixtures and the shards the plan will make for them, eval's benchmark folder, web's math model, shards'
+    tokenizer), and that its output folder is not inside one of its inputs (`prerun_checks`), before any stage
+    runs; StageFailed naming the first stage refused. A stage refused only when reached ran after the stages
+    before it in full: hours of web and dedup on a crawl before decont said it had none.
 
     A stage already complete is checked too: the files such a check reads are in its record (`files_read`), so a
     rerun after they were deleted was refused at that stage anyway, naming a digest; now it is refused first, with
     the stage's own message. Only what no earlier stage writes is checked (a module's `preflight` reads no stage
     output)."""
+    from pipelines.prerun_checks import check_output_outside_inputs
+
     for step in steps:
         name = step["stage"]
-        check = getattr(stage_module(name), "preflight", None)
-        if check is None or (only and name not in only):
+        if only and name not in only:
             continue
+        check = getattr(stage_module(name), "preflight", None)
         try:
-            check(step["config"], recipe.output_dir, plan=steps)
+            check_output_outside_inputs(step)  # the stage refuses it too, but only once reached
+            if check is not None:
+                check(step["config"], recipe.output_dir, plan=steps)
         except (OSError, ValueError) as err:
             raise StageFailed(name, err) from None
 

@@ -86,6 +86,16 @@ def files_read(
     return {f"tokenizer {name}": str((folder / name).resolve()) for name in names}
 
 
+def preflight(config: Config, run_dir: Path | str, plan: list[dict] | None = None) -> None:
+    """What the stage reads that no earlier stage writes, checked by `mathmix run` before its first stage and in
+    --dry-run: a tokenizer given by path exists (`prerun_checks.check_tokenizer`). A bad one was
+    found after web, dedup and decont had run in full."""
+    from pipelines.prerun_checks import check_tokenizer, written_by_earlier_stage
+
+    if config.tokenizer != "train" and not written_by_earlier_stage(config.tokenizer, plan, "shards"):
+        check_tokenizer(config.tokenizer)
+
+
 def sources(config: Config, ctx: StageContext) -> dict[str, list[str]]:
     """Source name -> input folders: the corpus, then each rewriter branch with data."""
     return find_sources(config, ctx.inputs, ctx.run_dir, ctx.previous)

@@ -211,10 +211,13 @@ def run_web(
     from curate.readers import NO_HTML_FIELD, input_files
     from curate.summary import summarize_logs, write_summary
     from pipelines.job_record import check_job, check_output_outside_inputs
+    from pipelines.prerun_checks import check_math_model
 
     out_dir = Path(out_dir)
     check_output_outside_inputs(out_dir, inputs)
     check_input_kinds(inputs)
+    if math_model:  # before job.json: the scoring step loads it only at the first page it scores
+        check_math_model(math_model)
     files = input_files(inputs)
     if not files:
         raise FileNotFoundError(f"no WARC, .html or JSONL files in {', '.join(inputs)}")
@@ -363,6 +366,21 @@ def resolve_paths(config: Config, run_dir: Path | str) -> dict[str, Any]:
         for key in ("math_model", "blocklist")
         if isinstance(value := getattr(config, key), str)
     }
+
+
+def preflight(config: Config, run_dir: Path | str, plan: list[dict] | None = None) -> None:
+    """What the stage reads that no earlier stage writes, checked by `mathmix run` before its first stage and in
+    --dry-run: the math model (`check_math_model`; one in an earlier stage's folder, the classifier's, is left to
+    the stage) and the blocklist file."""
+    from pipelines.prerun_checks import check_math_model, written_by_earlier_stage
+
+    paths = resolve_paths(config, run_dir)
+    model = paths.get("math_model")
+    if model and not written_by_earlier_stage(model, plan, "web"):
+        check_math_model(model)
+    blocklist = paths.get("blocklist")
+    if blocklist and not written_by_earlier_stage(blocklist, plan, "web") and not Path(blocklist).is_file():
+        raise FileNotFoundError(f"{blocklist}: URL blocklist file not found")
 
 
 def run_stage(config: Config, ctx) -> dict:

@@ -169,6 +169,7 @@ def run_web(
     --recipe sets.
     """
     from pipelines.executors import ExecutorConfig, JobsSubmitted
+    from pipelines.prerun_checks import check_math_model
     from pipelines.recipe import RecipeError, load_recipe
     from pipelines.web import Config, resolve_paths
     from pipelines.web import run_web as run_stage
@@ -181,18 +182,26 @@ def run_web(
             parsed = load_recipe(recipe)
         except RecipeError as err:
             fail(str(err))
-        config, executor = parsed.stages.get("web", config), parsed.executor
+        if (
+            "web" not in parsed.stages
+        ):  # its executor alone was taken, with the default web settings, silently
+            fail(
+                f"{recipe}: has no web stage (its stages: {', '.join(parsed.stages)}); --recipe takes the settings "
+                "of a recipe's `web:` block"
+            )
+        config, executor = parsed.stages["web"], parsed.executor
         config = config.model_copy(update=resolve_paths(config, parsed.output_dir))
         if workers is not None:
             executor = executor.model_copy(update={"workers": workers})
     if write_rejects is not None:
         config = config.model_copy(update={"write_rejects": write_rejects})
     if math_model is not None:
-        if not math_model.is_file():
-            fail(
-                f"{math_model}: no such model file (--math-model: a fastText model from `mathmix classifier train`)"
-            )
         config = config.model_copy(update={"math_model": str(math_model.absolute())})
+    if config.math_model is not None:  # before any page is read: the scoring step loads it at its first page
+        try:
+            check_math_model(config.math_model)
+        except ValueError as err:
+            fail(f"--math-model {err}" if math_model is not None else f"{recipe}: web.math_model {err}")
     if math_threshold is not None:
         if config.math_model is None:
             fail("--math-threshold needs a model to score with: pass --math-model")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -232,3 +233,33 @@ def test_math_model_scores_pages_and_math_threshold_keeps_by_it(tmp_path):
     assert missing.exit_code == 2 and "nope.bin: no such model file" in _out(missing)
     alone = CliRunner().invoke(app, ["web", str(pages), "-o", str(tmp_path / "a"), "--math-threshold", "0.5"])
     assert alone.exit_code == 2 and "--math-threshold needs a model" in _out(alone)
+
+
+def test_a_math_model_that_is_no_fasttext_model_is_refused_before_any_page(pages, tmp_path):
+    # one WARC whose page was dropped before scoring: exit 0, job.json recording the bad model; a folder of pages:
+    # an ERROR traceback from the scoring step's first page, then the error, OUT half-written
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "not a model"}\n')
+    warc = (
+        Path(__file__).resolve().parents[2].parent / "shared" / "data" / "warc" / "warcio" / "example.warc.gz"
+    )
+    for source in [pages, warc] if warc.is_file() else [pages]:
+        out = tmp_path / f"w-{source.name}"
+        result = CliRunner().invoke(app, ["web", str(source), "-o", str(out), "--math-model", str(bad)])
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+        assert f"error: --math-model {bad}: not a readable fastText model" in _out(result)
+        assert "Traceback" not in result.output and not out.exists()
+    # a recipe's model too, named with the recipe
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"name: t\nstages:\n  web: {{math_model: {bad}}}\n")
+    result = CliRunner().invoke(app, ["web", str(pages), "-o", str(tmp_path / "w"), "--recipe", str(recipe)])
+    assert result.exit_code == 2 and f"error: {recipe}: web.math_model {bad}: not a readable" in _out(result)
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_recipe_without_a_web_stage_is_refused(pages, tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: t\nstages:\n  dedup: {inputs: [x.jsonl]}\n")
+    result = CliRunner().invoke(app, ["web", str(pages), "-o", str(tmp_path / "w"), "--recipe", str(recipe)])
+    assert result.exit_code == 2 and f"error: {recipe}: has no web stage (its stages: dedup)" in _out(result)
+    assert not (tmp_path / "w").exists()

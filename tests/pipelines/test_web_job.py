@@ -58,7 +58,8 @@ def test_a_retrained_model_or_an_edited_blocklist_at_the_same_path_is_another_jo
     out = tmp_path / "web"
     run_web(config, [str(pages)], out, ONE_TASK, math_model=str(model))
     run_web(config, [str(pages)], out, ONE_TASK, math_model=str(model))  # the same job: kept
-    before = model.read_bytes()
+    card = model.with_name("model.card.json")  # its card records the model's digest: restored with it below
+    before, card_before = model.read_bytes(), card.read_bytes()
     _train(model, 2)
     assert model.read_bytes() != before
     with pytest.raises(
@@ -66,6 +67,7 @@ def test_a_retrained_model_or_an_edited_blocklist_at_the_same_path_is_another_jo
     ):
         run_web(config, [str(pages)], out, ONE_TASK, math_model=str(model))
     model.write_bytes(before)
+    card.write_bytes(card_before)
     run_web(config, [str(pages)], out, ONE_TASK, math_model=str(model))
     blocklist.write_text("example.com\n")  # the same size, another domain
     with pytest.raises(ValueError, match=r"blocklist: other contents at the same path"):
