@@ -100,6 +100,17 @@ def _started_unfinished(stage: Path) -> bool:
     )
 
 
+def _failed_before_data(folder: Path) -> bool:
+    """FOLDER holds a stage's record (job.json, recipe-stage.json) and nothing but what a stage writes as it starts
+    (logs/, rejects/), no data/ nor summary.json: a stage that failed before it wrote any output (a `mathmix web`
+    refused at its first task). Read as a corpus, it was `no .parquet or .jsonl files in ...`."""
+    if not folder.is_dir() or (folder / "summary.json").exists():
+        return False
+    if not any((folder / mark).is_file() for mark in ("job.json", "recipe-stage.json")):
+        return False
+    return all(child.name in (*STARTED_MARKS, "rejects", "job.tmp") for child in folder.iterdir())
+
+
 def _check_readable(path: Path) -> None:
     """StageNotReadable where PATH lies in a run folder in use, or is (the data/ of) a stage folder that has not
     finished."""
@@ -109,10 +120,15 @@ def _check_readable(path: Path) -> None:
         )
     stage = path if (path / "data").is_dir() else path.parent if path.name == "data" else None
     if stage is not None and _started_unfinished(stage):
-        raise StageNotReadable(
-            f"{path}: the stage in {stage} has not finished (no summary.json), so its data/ holds part of its "
-            "output; finish it first: rerun the command that makes it"
-        )
+        held = "its data/ holds part of its output"
+    elif stage is None and _failed_before_data(path):
+        stage, held = path, "it holds no output yet"
+    else:
+        return
+    raise StageNotReadable(
+        f"{path}: the stage in {stage} has not finished (no summary.json), so {held}; finish it first: rerun the "
+        "command that makes it"
+    )
 
 
 def stage_data(path: str | Path) -> Path:

@@ -212,6 +212,10 @@ def mix_cmd(
     output = Path(output_arg) if output_arg is not None else None
     if output is not None:
         _check_report_path(output)
+    if Path(mixture).is_dir():
+        fail(f"{mixture}: is a folder; name the mixture YAML file (name, total_tokens, sources)")
+    if not Path(mixture).is_file():  # printed as `[Errno 2] No such file or directory: ...`
+        fail(f"{mixture}: mixture file not found")
     try:
         config = MixtureConfig.from_yaml(mixture, run_dir)
         if run_dir is None:

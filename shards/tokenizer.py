@@ -333,7 +333,8 @@ CORPUS_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json.gz", ".jsonl.zst")
 
 def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
     """Parquet/JSONL files named by `paths` (files, or folders searched recursively; a stage folder: its data/),
-    sorted per folder."""
+    sorted per folder. ValueError for a file named directly that has none of CORPUS_SUFFIXES, as a folder's
+    files are chosen."""
     from mathmix.paths import stage_data, unique_files
 
     files: list[Path] = []
@@ -341,8 +342,12 @@ def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
         p = stage_data(raw)
         if p.is_dir():
             files.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(CORPUS_SUFFIXES)))
-        elif p.is_file():
+        elif p.is_file() and p.name.endswith(CORPUS_SUFFIXES):
             files.append(p)
+        elif p.is_file():  # read as JSONL, a text or WARC file made an empty, finished shard folder
+            raise ValueError(
+                f"{p}: not a corpus file; shards read {', '.join(CORPUS_SUFFIXES)} files and folders of them"
+            )
         else:
             raise FileNotFoundError(f"{p}: no such corpus file or folder")
     return unique_files(files)

@@ -159,3 +159,18 @@ def test_a_dedup_taking_over_a_killed_dedup_folder_leaves_no_file_of_it(tmp_path
     assert result.exit_code == 0, result.output
     assert not (out / "data" / "000_00009.parquet").exists()
     assert sorted(_data(out).column("id").to_pylist()) == ["b0", "b1", "b2"]
+
+
+def test_a_stage_folder_that_failed_before_writing_data_is_named_unfinished(tmp_path):
+    # a `mathmix web` refused at its first task leaves job.json and logs/: it was `no .parquet or .jsonl files in`
+    failed = tmp_path / "web"
+    (failed / "logs").mkdir(parents=True)
+    (failed / "job.json").write_text("{}")
+    result = CliRunner().invoke(app, ["dedup", str(failed), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert f"error: {failed}: the stage in {failed} has not finished (no summary.json)" in _out(result)
+    assert "finish it first" in _out(result) and not (tmp_path / "o").exists()
+    # a folder of documents that happens to hold a job.json besides them is read as it is
+    _jsonl(failed / "docs.jsonl", [{"id": "a", "text": _text(1)}])
+    result = CliRunner().invoke(app, ["dedup", str(failed), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output

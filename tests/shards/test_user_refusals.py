@@ -298,3 +298,34 @@ def test_train_tokenizer_reads_a_categorical_and_a_string_view_text_column(tmp_p
         runner.invoke(app, ["shards", "train-tokenizer", str(codes), "-o", str(tmp_path / "t")])
     )
     assert str(codes) in error and "not text" in error
+
+
+def test_build_refuses_a_file_named_that_is_no_corpus_file(tmp_path):
+    # notes.txt (or a .warc.gz) was read as JSONL: exit 0, `warning: no line of notes.txt is a document`, and a
+    # finished, empty shard folder
+    from shards.tokenizer import train_tokenizer
+
+    tok = train_tokenizer([f"x = {i}" for i in range(50)], tmp_path / "tok", vocab_size=300)
+    for name in ("notes.txt", "crawl.warc.gz", "rows.json"):
+        given = tmp_path / name
+        given.write_text(json.dumps({"text": "x = 1"}) + "\n")
+        out = tmp_path / f"out-{name}"
+        for command in (["shards", "build", str(given), "-o", str(out), "--tokenizer", str(tok)],
+                        ["shards", "train-tokenizer", str(given), "-o", str(out)]):  # fmt: skip
+            error = _one_line_error(runner.invoke(app, command))
+            assert error.startswith(f"error: {given}: not a corpus file; shards read .parquet, .jsonl"), error
+            assert not out.exists()
+    good = tmp_path / "c.jsonl"
+    good.write_text(json.dumps({"text": "x = 1"}) + "\n")
+    result = runner.invoke(
+        app, ["shards", "build", str(good), "-o", str(tmp_path / "ok"), "--tokenizer", str(tok)]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_mix_names_a_missing_mixture_file_and_a_folder(tmp_path):
+    # was `error: /nope.yaml: [Errno 2] No such file or directory: '/nope.yaml'`
+    error = _one_line_error(runner.invoke(app, ["shards", "mix", str(tmp_path / "nope.yaml")]))
+    assert error == f"error: {tmp_path / 'nope.yaml'}: mixture file not found", error
+    error = _one_line_error(runner.invoke(app, ["shards", "mix", str(tmp_path)]))
+    assert error.startswith(f"error: {tmp_path}: is a folder; name the mixture YAML file"), error
