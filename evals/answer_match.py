@@ -28,7 +28,9 @@ _NAMED_VALUE = re.compile(
     r"^(?:[A-Za-z]|\\[A-Za-z]+)\s*(?:_\s*(?:\{(?:[^{}]|\{[^{}]*\})*\}|[A-Za-z0-9]))?\s*(?:'|\^\s*\{?\s*\\prime\s*\}?)?"
     r"\s*=(?!=)\s*([^=]+)$"
 )
-_PERCENT = re.compile(r"\s*\\?%$")
+# `(?<!\s)`: a match starting inside a run of blanks implies one at the run's first blank, found first, and a match
+# ends at the end: the same match, without retrying each blank of a run (answers here are `_tidy`, single-spaced).
+_PERCENT = re.compile(r"(?<!\s)\s*\\?%$")
 
 
 def _wrap(answer: str) -> str:

@@ -14,7 +14,14 @@ from typing import Any
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
-_ENV_LINE = re.compile(r"^\s*(?:\$\$|\\\[|\\\])?\s*\\(?:begin|end)\{[a-zA-Z*]+\}\s*(?:\$\$|\\\[|\\\])?\s*$")
+# Blank quantifiers are possessive (`*+`, `++`) here and in `_value`, `_MARKUP`, `_label`: the greedy regexes tried
+# every split of a run of blanks between two of them (a line of 20,000 blanks: 5-7 s; "final score" then 30 blanks:
+# 9 s, one more blank doubling it). A blank given back could only be taken by a later blank quantifier, with the
+# optional parts between matching empty; taking it in the earlier one is a path the greedy regex tried first, so its
+# first match already took every blank: the same matches, groups included (the differential tests check this).
+_ENV_LINE = re.compile(
+    r"^\s*+(?:\$\$|\\\[|\\\])?\s*+\\(?:begin|end)\{[a-zA-Z*]+\}\s*+(?:\$\$|\\\[|\\\])?\s*+$"
+)
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
@@ -22,27 +29,28 @@ def _value(tag: str = "") -> str:
     """A score as models write it: `3`, `**3**`, `<3>`, `$\\boxed{3}$`, `three`, with an optional `/5` or `out of
     5` (another denominator, `4/10`, is not this scale's: no score). TAG names its groups apart."""
     return (
-        r"(?:\*\*|__)?[ \t]*\$?[ \t]*(?:\\boxed\{|<)?[ \t]*"
+        r"(?:\*\*|__)?[ \t]*+\$?[ \t]*+(?:\\boxed\{|<)?[ \t]*+"
         rf"(?P<n{tag}>-?\d+(?:\.\d+)?|zero|one|two|three|four|five)\b[ \t]*"
         rf"(?:\}}|>)?[ \t]*\$?(?:[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<d{tag}>\d+))?"
     )
 
 
-_MARKUP = r"[ \t]*(?:\*\*|__)?[ \t]*"
+_MARKUP = r"[ \t]*+(?:\*\*|__)?[ \t]*+"
 # "Final score: 4", "**Final score:** 4/5", "Final Score = 3", "The final score is 3", "Final score (out of 5): 3",
 # "Final score - 3". Explicit only with a separator or at the start of a line: "(it could reach a final score 5)"
 # is not a statement.
 _FINAL_SCORE = re.compile(
     r"final[ \t]+score(?:[ \t]*\((?:out[ \t]+of|/)[ \t]*5\))?" + _MARKUP
-    + r"(?P<sep>:|=|-|–|—|\bis\b|\bof\b)?" + _MARKUP + r"\s*" + _value(),
+    + r"(?P<sep>:|=|-|–|—|\bis\b|\bof\b)?" + _MARKUP + r"\s*+" + _value(),
     re.I,
 )  # fmt: skip
 # Other score statements, taken when there is no final one (the last wins): "Score: 3/5", "**Score**: 3",
 # "Total score: 3", "Total: 3 points", "I'd rate this 3 out of 5".
 _OTHER_SCORE = re.compile(
     r"(?:\b(?:total[ \t]+|overall[ \t]+)?score|\btotal(?:[ \t]+points)?)" + _MARKUP + r"(?::|=|\bis\b)" + _MARKUP
-    + r"\s*" + _value()
-    + r"|\brat(?:e|es|ed|ing)[ \t]+(?:it|this|the[ \t]+\w+)?[ \t]*(?:as[ \t]+|at[ \t]+|an?[ \t]+)?" + _value("2"),
+    + r"\s*+" + _value()
+    + r"|\brat(?:e|es|ed|ing)[ \t]++(?:it|this|the[ \t]++\w+)?[ \t]*+(?:as[ \t]++|at[ \t]++|an?[ \t]++)?"
+    + _value("2"),
     re.I,
 )  # fmt: skip
 _NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
@@ -57,8 +65,8 @@ _LINE_OPENING = re.compile(r"[\s*#>\-•]*")
 # row `wrong_format`. `A:` answers only `Q:`: after `Problem:` it is a multiple-choice option ("A: 3 / B: 4").
 def _label(names: str, seps: str) -> re.Pattern[str]:
     return re.compile(
-        r"^[ \t]*(?P<h>#{1,6}[ \t]*)?(?:\d{1,2}[.)][ \t]*)?(?P<o>\*\*)?[ \t]*"
-        rf"(?P<name>{names})(?:[ \t]+\d{{1,2}})?(?:[ \t]*\*\*)?[ \t]*"
+        r"^[ \t]*+(?P<h>#{1,6}[ \t]*+)?(?:\d{1,2}[.)][ \t]*+)?(?P<o>\*\*)?[ \t]*+"
+        rf"(?P<name>{names})(?:[ \t]++\d{{1,2}})?(?:[ \t]*+\*\*)?[ \t]*+"
         rf"(?:[{seps}](?(o)(?:\*\*)?)|(?(h)(?=[ \t]*$)|(?(o)(?=[ \t]*$)|(?!))))",
         re.I | re.M,
     )
