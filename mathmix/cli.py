@@ -44,6 +44,26 @@ app = typer.Typer(
 )
 
 
+def _one_line_usage_error(err) -> None:
+    """A bad command line as one line, as mathmix's own checks write theirs (typer's is a usage line, a hint and a
+    boxed message): `error: Invalid value for '--workers': ... (see 'mathmix web run --help')`."""
+    if err.__class__.__name__ == "NoArgsIsHelpError":  # the help was printed already (typer skips these too)
+        return
+    import sys
+
+    ctx = getattr(err, "ctx", None)
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    message = " ".join(err.format_message().split())
+    sys.stderr.write(f"error: {message}{hint}\n")
+
+
+def _plain_usage_errors() -> None:
+    """Route typer's usage errors (bad option values, unknown options, missing arguments) to one line; exit 2 stays."""
+    from typer import rich_utils
+
+    rich_utils.rich_format_error = _one_line_usage_error  # type: ignore[assignment]  # looked up at each error
+
+
 @app.callback()
 def _each_command() -> None:
     from mathmix.cli_util import forget_created_outputs
@@ -85,6 +105,7 @@ def _sigterm_as_ctrl_c(group: typer.Typer, path: tuple[str, ...] = ()) -> None:
 
 _register_all()
 _sigterm_as_ctrl_c(app)
+_plain_usage_errors()
 
 
 def main() -> None:
