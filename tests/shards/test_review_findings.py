@@ -286,7 +286,8 @@ def test_build_rerun_with_the_default_eos_spelled_out_or_a_copied_tokenizer(tok,
 def test_build_names_files_that_give_no_document(tok, tmp_path):
     corpus = _corpus(tmp_path / "corpus")
     pq.write_table(pa.table({"text": [1, 2, 3]}), corpus / "numbers.parquet")
-    notes = tmp_path / "notes.txt"
+    # a .jsonl of plain lines (a file of another suffix is refused before anything runs: test_user_refusals.py)
+    notes = tmp_path / "notes.jsonl"
     notes.write_text("just some words\nand more words\n")
     out = tmp_path / "shards"
     result = runner.invoke(
@@ -297,7 +298,9 @@ def test_build_names_files_that_give_no_document(tok, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["files_all_bad_records"] == [str(corpus / "numbers.parquet"), str(notes)]
     flat = " ".join(result.output.split())
-    assert "numbers.parquet" in flat and "notes.txt" in flat and "every one was dropped as bad_record" in flat
+    assert (
+        "numbers.parquet" in flat and "notes.jsonl" in flat and "every one was dropped as bad_record" in flat
+    )
 
 
 def test_a_redone_task_gets_a_new_summary_timing(tok, tmp_path):
