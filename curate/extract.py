@@ -22,7 +22,9 @@ FALLBACK_MAX_MAIN_CHARS = 200
 FALLBACK_MIN_PAGE_CHARS = 2000
 # A formula that is only `\begingroup` or `\endgroup` (MathJax no-op groups StackExchange puts around every
 # post): not content. Code spans and fences are left alone.
-_EMPTY_GROUP = re.compile(r"(?<![ \t])[ \t]*(?<![\\$])(\$\$?)\s*\\(?:begin|end)group\s*\1(?!\$)[ \t]*")
+# Leading blanks only from the first blank of a run (a match tried at each blank of a long run and scanned the rest of
+# it: quadratic); a match right after the previous one (whose trailing blanks it took) starts at its `$`.
+_EMPTY_GROUP = re.compile(r"(?:(?<![ \t])[ \t]++)?(?<![\\$])(\$\$?)\s*\\(?:begin|end)group\s*\1(?!\$)[ \t]*")
 _CODE = re.compile(r"(```.*?```|`[^`\n]*`)", re.S)
 
 

@@ -93,3 +93,29 @@ def test_regexes_take_linear_time_on_a_long_run(name, call, text):
 )
 def test_anchoring_a_word_at_its_start_finds_what_it_found(pattern, text, found):
     assert (pattern.search(text) is not None) is found
+
+
+OLD_EMPTY_GROUP = (
+    r"[ \t]*(?<![\\$])(\$\$?)\s*\\(?:begin|end)group\s*\1(?!\$)[ \t]*"  # before the linear rewrite
+)
+
+
+def test_empty_groups_are_removed_as_the_old_pattern_removed_them():
+    # a first rewrite refused a group right after another (`$\begingroup$ $\endgroup$` kept the second)
+    import random
+    import re
+
+    from curate.extract import _EMPTY_GROUP
+
+    old = re.compile(OLD_EMPTY_GROUP)
+    rng = random.Random(0)
+    tokens = ["$", "$$", "\\begingroup", "\\endgroup", " ", "  ", "\t", "\n", "a", "\\", "x$"]
+    matched = 0
+    for _ in range(20_000):
+        text = "".join(rng.choice(tokens) for _ in range(rng.randint(1, 14)))
+        spans = [m.span() for m in old.finditer(text)]
+        assert [m.span() for m in _EMPTY_GROUP.finditer(text)] == spans, repr(text)
+        matched += bool(spans)
+    assert matched > 500
+    assert drop_empty_groups("$\\begingroup$ $\\endgroup$") == ""
+    assert drop_empty_groups("a $\\endgroup$ $\\begingroup$ b") == "a  b"
