@@ -46,13 +46,14 @@ def check_tokenizer(name_or_path: str) -> None:
     that does not exist (a name written as a path: `/x`, `./x`, `~/x`, `a/b/c`), or a folder with neither
     tokenizer.json nor tokenizer_config.json. Its contents are the stage's to read (a finished stage's are in its
     record); a hub name is left to the stage too (it may be fetched then)."""
-    path = Path(name_or_path).expanduser()
+    path = Path(name_or_path)  # not expanded: the stage does not expand `~` either (it looked a hub name up)
     if path.is_dir() and not any(
         (path / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")
     ):
         raise ValueError(f"{name_or_path}: no tokenizer.json or tokenizer_config.json in this folder")
     if not path.exists() and (name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1):
-        raise FileNotFoundError(f"tokenizer not found: {name_or_path}: no such file or folder")
+        tilde = " (`~` is not expanded here: write the full path)" if name_or_path.startswith("~") else ""
+        raise FileNotFoundError(f"tokenizer not found: {name_or_path}: no such file or folder{tilde}")
 
 
 def check_output_outside_inputs(step: dict[str, Any]) -> None:

@@ -214,7 +214,7 @@ def mix_cmd(
         _check_report_path(output)
     if Path(mixture).is_dir():
         fail(f"{mixture}: is a folder; name the mixture YAML file (name, total_tokens, sources)")
-    if not Path(mixture).is_file():  # printed as `[Errno 2] No such file or directory: ...`
+    if not Path(mixture).exists():  # printed as `[Errno 2] No such file or directory: ...` (a pipe is read)
         fail(f"{mixture}: mixture file not found")
     try:
         config = MixtureConfig.from_yaml(mixture, run_dir)

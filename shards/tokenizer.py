@@ -333,8 +333,8 @@ CORPUS_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json.gz", ".jsonl.zst")
 
 def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
     """Parquet/JSONL files named by `paths` (files, or folders searched recursively; a stage folder: its data/),
-    sorted per folder. ValueError for a file named directly that has none of CORPUS_SUFFIXES, as a folder's
-    files are chosen."""
+    sorted per folder. A file named directly is read when it has one of CORPUS_SUFFIXES (as a folder's files are
+    chosen) or its first line is a JSON object; ValueError for any other (a text or WARC file)."""
     from mathmix.paths import stage_data, unique_files
 
     files: list[Path] = []
@@ -342,15 +342,35 @@ def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
         p = stage_data(raw)
         if p.is_dir():
             files.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(CORPUS_SUFFIXES)))
-        elif p.is_file() and p.name.endswith(CORPUS_SUFFIXES):
-            files.append(p)
+        elif p.is_file() and (p.name.endswith(CORPUS_SUFFIXES) or _starts_with_a_json_object(p)):
+            files.append(
+                p
+            )  # named directly: JSON lines under any name (corpus.json, .ndjson, a bare .gz) too
         elif p.is_file():  # read as JSONL, a text or WARC file made an empty, finished shard folder
             raise ValueError(
-                f"{p}: not a corpus file; shards read {', '.join(CORPUS_SUFFIXES)} files and folders of them"
+                f"{p}: not a corpus file: its first line is not a JSON object; shards read "
+                f"{', '.join(CORPUS_SUFFIXES)} files, folders of them, and JSON-lines files named directly"
             )
         else:
             raise FileNotFoundError(f"{p}: no such corpus file or folder")
     return unique_files(files)
+
+
+def _starts_with_a_json_object(path: Path) -> bool:
+    """Whether the first non-blank line of PATH (decompressed as `shards build` reads it) is a JSON object."""
+    import json
+
+    try:
+        with _open_binary(path) as f:
+            for _ in range(100):
+                line = f.readline(1 << 20)
+                if not line:
+                    return False
+                if line.strip():
+                    return isinstance(json.loads(line), dict)
+    except (OSError, ValueError, EOFError):
+        return False
+    return False
 
 
 def _open_binary(path: Path) -> Any:

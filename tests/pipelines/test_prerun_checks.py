@@ -121,3 +121,15 @@ def test_a_folder_given_as_the_recipe_is_named_as_one(tmp_path):
     assert result.exit_code == 2 and f"error: {tmp_path}: is a folder; name the recipe YAML file" in _out(
         result
     )
+
+
+def test_a_tokenizer_path_with_a_tilde_is_refused_as_the_stage_would_fail_on_it(tmp_path, monkeypatch):
+    # the check expanded `~` and passed; the stage does not expand it and failed later ("Repo id must use ...")
+    from pipelines.prerun_checks import check_tokenizer
+
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer.json").write_text("{}")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="is not expanded"):
+        check_tokenizer("~/tok")
+    check_tokenizer(str(tmp_path / "tok"))

@@ -303,24 +303,33 @@ def test_train_tokenizer_reads_a_categorical_and_a_string_view_text_column(tmp_p
 def test_build_refuses_a_file_named_that_is_no_corpus_file(tmp_path):
     # notes.txt (or a .warc.gz) was read as JSONL: exit 0, `warning: no line of notes.txt is a document`, and a
     # finished, empty shard folder
+    import gzip
+
     from shards.tokenizer import train_tokenizer
 
     tok = train_tokenizer([f"x = {i}" for i in range(50)], tmp_path / "tok", vocab_size=300)
-    for name in ("notes.txt", "crawl.warc.gz", "rows.json"):
+    (tmp_path / "notes.txt").write_text("just some words\nand more words\n")
+    with gzip.open(tmp_path / "crawl.warc.gz", "wt") as f:
+        f.write("WARC/1.0\r\nWARC-Type: warcinfo\r\n\r\n")
+    for name in ("notes.txt", "crawl.warc.gz"):
         given = tmp_path / name
-        given.write_text(json.dumps({"text": "x = 1"}) + "\n")
         out = tmp_path / f"out-{name}"
         for command in (["shards", "build", str(given), "-o", str(out), "--tokenizer", str(tok)],
                         ["shards", "train-tokenizer", str(given), "-o", str(out)]):  # fmt: skip
             error = _one_line_error(runner.invoke(app, command))
-            assert error.startswith(f"error: {given}: not a corpus file; shards read .parquet, .jsonl"), error
+            assert error.startswith(
+                f"error: {given}: not a corpus file: its first line is not a JSON object"
+            ), error
             assert not out.exists()
-    good = tmp_path / "c.jsonl"
-    good.write_text(json.dumps({"text": "x = 1"}) + "\n")
-    result = runner.invoke(
-        app, ["shards", "build", str(good), "-o", str(tmp_path / "ok"), "--tokenizer", str(tok)]
-    )
-    assert result.exit_code == 0, result.output
+    # JSON lines named directly are read whatever their name (the suffixes choose a folder's files only)
+    for name in ("c.jsonl", "rows.json", "rows.ndjson", "ROWS.JSONL"):
+        good = tmp_path / name
+        good.write_text("\n" + json.dumps({"text": "x = 1"}) + "\n")
+        result = runner.invoke(
+            app, ["shards", "build", str(good), "-o", str(tmp_path / f"ok-{name}"), "--tokenizer", str(tok)]
+        )
+        assert result.exit_code == 0, result.output
+        assert json.loads((tmp_path / f"ok-{name}" / "summary.json").read_text())["documents"] == 1
 
 
 def test_mix_names_a_missing_mixture_file_and_a_folder(tmp_path):
