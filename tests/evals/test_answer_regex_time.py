@@ -183,8 +183,10 @@ def _seconds(call, *args) -> float:
         "Solve it.\n" + " \n" * (RUN // 2) + "So the answer is 5.",
         "The answer is 5.\nQ" + " " * RUN + "7" + " " * RUN + "x",
         "The answer is 5.\n" + " " * RUN + "Problem" + " " * RUN + "x",
+        "x\n" + "\n\nProblem 1.\n" * (RUN // 5),  # the answer was searched for from 0 at every header: 54 s
+        "x\n" + "\n\nProblem 1.\n" * (RUN // 5) + "The answer is 5.",
     ],
-    ids=["newlines", "blank_lines", "q_blanks", "problem_blanks"],
+    ids=["newlines", "blank_lines", "q_blanks", "problem_blanks", "headers_no_answer", "headers_then_answer"],
 )
 def test_cut_at_next_problem_is_linear_on_runs(text):
     assert _seconds(ax.cut_at_next_problem, text) < 1
