@@ -26,6 +26,23 @@ def written_by_earlier_stage(path: str | Path, plan: Sequence[dict[str, Any]] | 
 
 
 def check_math_model(path: str | Path) -> None:
+    """`_check_math_model`, done once per file version in a process: `mathmix web` and `mathmix run` check before
+    the run and again where the stage starts, and a large fastText model takes seconds to load."""
+    try:
+        stat = Path(path).stat()
+        version = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        _check_math_model(path)  # names the missing file
+        return
+    if version not in _CHECKED_MODELS:
+        _check_math_model(path)
+        _CHECKED_MODELS.add(version)
+
+
+_CHECKED_MODELS: set[tuple[str, int, int]] = set()
+
+
+def _check_math_model(path: str | Path) -> None:
     """ModelError (a ValueError) unless PATH loads as the math classifier the web stage scores with: a file, a
     fastText model, with the math labels, and the card it was trained with (as `mathmix classifier score`
     loads it). The scoring step loads its model lazily, at the first page it scores: a bad one failed inside a

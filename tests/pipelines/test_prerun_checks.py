@@ -133,3 +133,20 @@ def test_a_tokenizer_path_with_a_tilde_is_refused_as_the_stage_would_fail_on_it(
     with pytest.raises(FileNotFoundError, match="is not expanded"):
         check_tokenizer("~/tok")
     check_tokenizer(str(tmp_path / "tok"))
+
+
+def test_the_math_model_is_loaded_once_per_version_of_its_file(tmp_path, monkeypatch):
+    # mathmix web and mathmix run loaded it twice before the first page (check, then the stage's own check)
+    import classifiers.model
+    from pipelines.prerun_checks import check_math_model
+
+    loads = []
+    monkeypatch.setattr(classifiers.model, "MathClassifier", lambda path: loads.append(path))
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"x" * 10)
+    check_math_model(model)
+    check_math_model(str(model))
+    assert len(loads) == 1
+    model.write_bytes(b"y" * 11)  # another file at the same path is checked again
+    check_math_model(model)
+    assert len(loads) == 2
