@@ -38,7 +38,7 @@ def run(
     rerun after a kill waits for the jobs the killed run left queued. See docs/scaling.md.
     """
     from pipelines.recipe import RecipeError, load_recipe
-    from pipelines.runner import StageFailed, run_recipe
+    from pipelines.runner import RefusedBeforeRun, StageFailed, run_recipe
 
     try:
         parsed = load_recipe(recipe)
@@ -54,7 +54,12 @@ def run(
         if os.environ.get("MATHMIX_DEBUG"):
             raise
         # the message carries its own advice (delete a folder, run --only X first): the suffix only adds the facts
-        fail(f"{err} (finished stages are kept; MATHMIX_DEBUG=1 shows the traceback)")
+        done = (
+            "checked before any stage ran: nothing was run"
+            if isinstance(err, RefusedBeforeRun)
+            else ("finished stages are kept")
+        )
+        fail(f"{err} ({done}; MATHMIX_DEBUG=1 shows the traceback)")
     except ValueError as err:
         fail(str(err))
 

@@ -78,6 +78,10 @@ class StageFailed(Exception):
         self.stage, self.error = stage, error
 
 
+class RefusedBeforeRun(StageFailed):
+    """A stage refused by the checks made before the first stage runs (`preflight`): no stage ran."""
+
+
 def plan(recipe: Recipe) -> list[dict[str, Any]]:
     """The stages a recipe will run, with their input and output folders."""
     steps = []
@@ -162,7 +166,7 @@ def preflight(recipe: Recipe, steps: list[dict[str, Any]], only: list[str] | Non
             if check is not None:
                 check(step["config"], recipe.output_dir, plan=steps)
         except (OSError, ValueError) as err:
-            raise StageFailed(name, err) from None
+            raise RefusedBeforeRun(name, err) from None
 
 
 def check_inputs_given(recipe: Recipe, steps: list[dict[str, Any]]) -> None:

@@ -42,6 +42,8 @@ def _dry_run_and_run_refuse(recipe: Path, run_dir: Path, said: str) -> None:
         assert result.exit_code == 2 and isinstance(result.exception, SystemExit), (dry, result.output)
         assert said in _out(result), (dry, result.output)
         assert "will run" not in result.output
+        # no stage ran: "finished stages are kept" said otherwise
+        assert "nothing was run" in _out(result) and "finished stages are kept" not in _out(result)
     assert not run_dir.exists()  # refused before any stage ran: nothing written
 
 
