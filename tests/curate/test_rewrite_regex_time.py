@@ -7,16 +7,16 @@ every string literal of the rewriter's tests.
 from __future__ import annotations
 
 import ast
-import os
 import random
 import re
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from curate.rewrite import validate as v
+from tests.regex_timing import RUN
+from tests.regex_timing import seconds as _seconds
 
 # The patterns as they were before the linear rewrite.
 OLD_ENV_LINE = re.compile(
@@ -218,16 +218,6 @@ def test_functions_return_what_they_returned_on_the_old_patterns():
     with _old_patterns():
         old = [(v.find_score(t), v.find_qa(t), v.is_degenerate(t)) for t in texts]
     assert new == old
-
-
-# 100,000 by default; the old patterns were seen failing with REGEX_TIME_RUN=30000 (and 30 for the scores' blanks)
-RUN = int(os.environ.get("REGEX_TIME_RUN", "100000"))
-
-
-def _seconds(call, *args) -> float:
-    start = time.perf_counter()
-    call(*args)
-    return time.perf_counter() - start
 
 
 @pytest.mark.parametrize(

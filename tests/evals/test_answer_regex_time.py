@@ -7,16 +7,16 @@ return value).
 from __future__ import annotations
 
 import ast
-import os
 import random
 import re
-import time
 from pathlib import Path
 
 import pytest
 
 from evals import answer_extract as ax
 from evals import answer_match as am
+from tests.regex_timing import RUN
+from tests.regex_timing import seconds as _seconds
 
 # The patterns as they were before the linear rewrite.
 OLD_NEXT_PROBLEM = re.compile(
@@ -164,16 +164,6 @@ def test_patterns_find_what_the_old_ones_found(name, new, old):
         assert _found(new.finditer(text)) == _found(old.finditer(text)), text
         assert _found(filter(None, [new.match(text)])) == _found(filter(None, [old.match(text)])), text
         assert new.sub("", text) == old.sub("", text), text
-
-
-# 100,000 by default; the old patterns were seen failing with REGEX_TIME_RUN=30000 (~40 s to minutes each)
-RUN = int(os.environ.get("REGEX_TIME_RUN", "100000"))
-
-
-def _seconds(call, *args) -> float:
-    start = time.perf_counter()
-    call(*args)
-    return time.perf_counter() - start
 
 
 @pytest.mark.parametrize(
