@@ -113,9 +113,8 @@ def _rewritten_for_clean(html: str, tex_page: bool):
 
 def drop_empty_groups(text: str) -> str:
     """Remove formulas that are only `\\begingroup` / `\\endgroup` (outside code); no-op without them."""
-    if (
-        "\\begingroup" not in text and "\\endgroup" not in text
-    ):  # the regex needs one ("group" is a common word)
+    # the regex needs one of them ("group" alone is a common word)
+    if "\\begingroup" not in text and "\\endgroup" not in text:
         return text
     parts = _CODE.split(text)
     for i in range(0, len(parts), 2):  # even parts are outside code

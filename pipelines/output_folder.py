@@ -51,12 +51,13 @@ def _holds_files(path: Path) -> bool:
 
 
 def check_output_outside_inputs(
-    out_dir: Path | str, inputs: Sequence[str | Path], what: str = "input"
+    out_dir: Path | str, inputs: Sequence[str | Path], what: str = "input", missing_is_folder: bool = False
 ) -> None:
     """ValueError when OUT is an input folder or lies inside one.
 
     A rerun would read OUT's own files as inputs, or refuse the input folder for the stage folder now in it.
-    A file input in the same folder is fine: a rerun reads that file alone.
+    A file input in the same folder is fine: a rerun reads that file alone. MISSING_IS_FOLDER: an input that does
+    not exist yet is a folder (checked before a run, where an earlier stage or the run itself will make it).
     """
     from mathmix.paths import expand_inputs
 
@@ -68,7 +69,8 @@ def check_output_outside_inputs(
             continue  # a glob that matches nothing: its reader names it
         for given in paths:
             folder = Path(given).resolve()
-            if folder.is_dir() and (out == folder or folder in out.parents):
+            is_folder = folder.is_dir() or (missing_is_folder and not folder.exists())
+            if is_folder and (out == folder or folder in out.parents):
                 raise ValueError(
                     f"{out_dir} is inside the {what} folder {given}: a rerun would find this output among the "
                     f"{what}s; write to a folder outside {given}"

@@ -77,20 +77,6 @@ def check_output_outside_inputs(step: dict[str, Any]) -> None:
     """ValueError when STEP's (a runner step's) output folder is one of its inputs or lies inside one (`output_dir:
     X` with `web: {inputs: [X]}`), as the stage itself refuses it when it runs. An input that does not exist yet
     is a folder the run will make, where the output lies inside it."""
-    from mathmix.paths import expand_inputs
+    from pipelines.output_folder import check_output_outside_inputs as check
 
-    out = Path(step["output"]).expanduser().resolve()
-    for raw in step["inputs"]:
-        try:
-            paths = expand_inputs([raw])
-        except (OSError, ValueError):
-            continue  # a glob that matches nothing: the stage names it
-        for given in paths:
-            folder = Path(given).expanduser().resolve()
-            if folder.is_file():
-                continue  # a file beside the output: a rerun reads that file alone
-            if out == folder or folder in out.parents:
-                raise ValueError(
-                    f"{step['output']} is inside the input folder {given}: a rerun would find this output among "
-                    f"the inputs; set output_dir to a folder outside {given}"
-                )
+    check(step["output"], step["inputs"], missing_is_folder=True)

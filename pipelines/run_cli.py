@@ -54,11 +54,8 @@ def run(
         if os.environ.get("MATHMIX_DEBUG"):
             raise
         # the message carries its own advice (delete a folder, run --only X first): the suffix only adds the facts
-        done = (
-            "checked before any stage ran: nothing was run"
-            if isinstance(err, RefusedBeforeRun)
-            else ("finished stages are kept")
-        )
+        before = isinstance(err, RefusedBeforeRun)
+        done = "checked before any stage ran: nothing was run" if before else "finished stages are kept"
         fail(f"{err} ({done}; MATHMIX_DEBUG=1 shows the traceback)")
     except ValueError as err:
         fail(str(err))

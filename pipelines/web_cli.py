@@ -182,9 +182,8 @@ def run_web(
             parsed = load_recipe(recipe)
         except RecipeError as err:
             fail(str(err))
-        if (
-            "web" not in parsed.stages
-        ):  # its executor alone was taken, with the default web settings, silently
+        # without a web: block, its executor alone was taken, with the default web settings, silently
+        if "web" not in parsed.stages:
             fail(
                 f"{recipe}: has no web stage (its stages: {', '.join(parsed.stages)}); --recipe takes the settings "
                 "of a recipe's `web:` block"

@@ -343,9 +343,8 @@ def corpus_files(paths: Iterable[str | Path]) -> list[Path]:
         if p.is_dir():
             files.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(CORPUS_SUFFIXES)))
         elif p.is_file() and (p.name.endswith(CORPUS_SUFFIXES) or _starts_with_a_json_object(p)):
-            files.append(
-                p
-            )  # named directly: JSON lines under any name (corpus.json, .ndjson, a bare .gz) too
+            # named directly: JSON lines under any name (corpus.json, .ndjson, a bare .gz) too
+            files.append(p)
         elif p.is_file():  # read as JSONL, a text or WARC file made an empty, finished shard folder
             raise ValueError(
                 f"{p}: not a corpus file: its first line is not a JSON object; shards read "
