@@ -2,9 +2,10 @@
 
 A run's shards folder (RUN/shards) is inspected as all its sources together, with per-source counts. Each file's
 index and .bin size are checked on the way (`validate_prefix` without the manifest's checksums): a damaged one
-is listed under `warnings`, since the lengths and samples then read wrong token spans. So is a sample of documents
-(the first INSPECT_SCAN_TOKENS tokens, spread over the files) holding a special token id before their closing EOS
-(`shards.validate.scan_special_tokens`; `validate` reads every document): `special_tokens_warning`.
+is listed under `warnings`, since the lengths and samples then read wrong token spans; so is a .bin without its
+.idx. So is a sample of documents (the first INSPECT_SCAN_TOKENS tokens, spread over the files) holding a special
+token id before their closing EOS (`shards.validate.scan_special_tokens`; `validate` reads every document):
+`special_tokens_warning`. A `shards build` folder that did not finish is refused (`shards.manifest.unfinished_build`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,15 @@ import numpy as np
 
 from mathmix.cli_util import write_json
 from shards.indexed import IndexedDataset
-from shards.manifest import MANIFEST, is_run_manifest, read_manifest, resolve_prefixes, source_folders
-from shards.validate import scan_special_tokens, special_token_warning, validate_prefix
+from shards.manifest import (
+    MANIFEST,
+    bins_without_index,
+    is_run_manifest,
+    read_manifest,
+    resolve_prefixes,
+    source_folders,
+)
+from shards.validate import missing_index_errors, scan_special_tokens, special_token_warning, validate_prefix
 
 # tokens read for special token ids inside documents (~64 MB of uint16; `validate` reads them all)
 INSPECT_SCAN_TOKENS = 1 << 25
@@ -78,6 +86,10 @@ def inspect_shards(
     prefixes = resolve_prefixes(p)
     problems = {prefix: validate_prefix(prefix) for prefix in prefixes}
     warnings = [error for prefix in prefixes for error in problems[prefix]]
+    if p.is_dir():  # a .bin whose .idx is missing is read by no one: its documents are not counted
+        warnings += missing_index_errors(
+            [b for b in bins_without_index(p, recursive=True) if b not in problems]
+        )
     datasets = [IndexedDataset(prefix) for prefix in prefixes]
     sizes = np.concatenate([d.sizes for d in datasets]) if datasets else np.zeros(0, np.int64)
     manifest = read_manifest(p) if p.is_dir() and (p / MANIFEST).is_file() else {}

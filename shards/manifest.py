@@ -113,6 +113,53 @@ def source_folders(folder: str | Path, manifest: dict[str, Any]) -> dict[str, Pa
     return out
 
 
+def unfinished_build(folder: str | Path) -> str | None:
+    """Why FOLDER is a `shards build` that did not finish (None: it finished, or it is no `shards build` folder).
+
+    The build writes OUT/job.json before any task starts, a datatrove completion marker per finished task
+    (OUT/logs/completions/RANK) and OUT/manifest.json last, once every task has finished. A folder whose job.json
+    is a build's record and that has no manifest.json was stopped part-way: its shards hold part of the corpus. So
+    was a rerun that removed a task's marker to redo it (the manifest is then the earlier run's). A folder with
+    no job.json (another tool's .bin/.idx pairs), or a finished build copied without its logs/, is not one.
+    """
+    folder = Path(folder)
+    try:
+        record = json.loads((folder / "job.json").read_text())
+    except (OSError, ValueError):
+        return None
+    settings = record.get("settings") if isinstance(record, dict) else None
+    if not isinstance(settings, dict) or "tokenizer" not in settings or "max_shard_bytes" not in settings:
+        return None  # another command's record (`shards build` refuses to write into such a folder)
+    tasks = record.get("tasks")
+    markers = folder / "logs" / "completions"
+    done = None
+    if isinstance(tasks, int) and markers.is_dir():
+        done = sum((markers / f"{rank:05d}").is_file() for rank in range(tasks))
+    finished = f"{done} of {tasks} tasks finished, " if done is not None else ""
+    if not (folder / MANIFEST).is_file():
+        why = f"{finished}no {MANIFEST}"
+    elif done is not None and isinstance(tasks, int) and done < tasks:
+        why = f"{finished}its {MANIFEST} is an earlier run's"
+    else:
+        return None
+    return (
+        f"{folder}: a `shards build` that did not finish ({why}): its shards hold part of the corpus; rerun "
+        f"the same `mathmix shards build ... -o {folder}` to finish it"
+    )
+
+
+def check_finished(folder: str | Path) -> None:
+    """Raise ValueError where FOLDER is a `shards build` that did not finish (`unfinished_build`)."""
+    if why := unfinished_build(folder):
+        raise ValueError(why)
+
+
+def bins_without_index(folder: str | Path, recursive: bool = False) -> list[str]:
+    """The prefixes of FOLDER's .bin files that have no .idx (a task stopped before it closed its shard)."""
+    found = Path(folder).rglob("*.bin") if recursive else Path(folder).glob("*.bin")
+    return sorted(str(b)[:-4] for b in found if not Path(str(b)[:-4] + ".idx").is_file())
+
+
 def resolve_prefixes(path: str | Path) -> list[str]:
     """Shard prefixes named by `path`: a folder with manifest.json (its files, in order), a run's shards folder
     (RUN/shards: every source folder its manifest lists, in order), a folder of .idx files (sorted), or a
@@ -120,10 +167,12 @@ def resolve_prefixes(path: str | Path) -> list[str]:
 
     Raises:
         FileNotFoundError: nothing there, or a source folder of a run's manifest is missing.
-        ValueError: a manifest.json that lists neither files nor sources.
+        ValueError: a manifest.json that lists neither files nor sources; a `shards build` folder (or one below
+            a folder of .idx files) that did not finish (`unfinished_build`).
     """
     p = Path(path)
     if p.is_dir():
+        check_finished(p)
         if (p / MANIFEST).is_file():
             manifest = read_manifest(p)
             check_manifest_shape(p, manifest)
@@ -144,6 +193,8 @@ def resolve_prefixes(path: str | Path) -> list[str]:
         prefixes = sorted(str(idx)[:-4] for idx in p.rglob("*.idx"))
         if not prefixes:
             raise FileNotFoundError(f"{p}: no manifest.json and no .idx files")
+        for folder in sorted({Path(prefix).parent for prefix in prefixes} - {p}):
+            check_finished(folder)  # a build stopped part-way in a folder below
         return prefixes
     text = str(p)
     prefix = text[:-4] if text.endswith((".bin", ".idx")) else text

@@ -9,7 +9,8 @@ is checked source folder by source folder, and its manifest against them: each s
 vocab size, EOS id and dtype, and no shard folder left out. A warning (not an error: the files are sound) names
 documents that hold a special token id (the manifest's EOS, the tokenizer's special tokens) before their closing
 EOS: control tokens written in the text and encoded as those tokens (shards built before text was encoded as
-text).
+text). A folder whose job.json is a `shards build` record that did not finish (no manifest.json: the build was
+stopped part-way) fails, and so does a .bin without its .idx.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ import numpy as np
 from shards.indexed import IndexedDataset, IndexFormatError, index_counts, read_index
 from shards.manifest import (
     MANIFEST,
+    bins_without_index,
     check_manifest_shape,
     is_run_manifest,
     read_manifest,
     sha256_file,
     source_folders,
     token_space_difference,
+    unfinished_build,
 )
 
 
@@ -237,12 +240,21 @@ def validate_path(path: str | Path) -> dict[str, Any]:
         return _validate_manifest_folder(p, manifest)
     if p.is_dir():
         checked = sorted(str(i)[:-4] for i in p.rglob("*.idx"))
-        errors = [] if checked else [f"{p}: no manifest.json and no .idx files"]
+        orphans = bins_without_index(p, recursive=True)
+        errors = [] if checked or orphans else [f"{p}: no manifest.json and no .idx files"]
+        below = sorted({Path(prefix).parent for prefix in checked + orphans} | {p})
+        errors += [why for folder in below if (why := unfinished_build(folder))]
+        errors += missing_index_errors(orphans)
     else:
         checked = [str(p)[:-4] if str(p).endswith((".bin", ".idx")) else str(p)]
         errors = []
     results = [_check_prefix(prefix) for prefix in checked]
     return _report(p, checked, errors + [e for found, _ in results for e in found], [c for _, c in results])
+
+
+def missing_index_errors(prefixes: list[str]) -> list[str]:
+    """One error per .bin without its .idx: the index a reader needs is missing (a task stopped part-way)."""
+    return [f"{prefix}.idx: missing ({Path(prefix).name}.bin has no index)" for prefix in prefixes]
 
 
 def _report(
@@ -269,6 +281,9 @@ def _validate_manifest_folder(p: Path, manifest: dict[str, Any]) -> dict[str, An
         errors += found
     on_disk = {str(i)[:-4] for i in p.glob("*.idx")}
     errors += [f"{extra}.idx: not listed in {p / MANIFEST}" for extra in sorted(on_disk - set(checked))]
+    errors += missing_index_errors([prefix for prefix in bins_without_index(p) if prefix not in checked])
+    if why := unfinished_build(p):
+        errors.append(why)
     problems, special = _tokenizer_check(p, manifest)
     errors += problems
     report = _report(p, checked, errors, [c for _, c in results])
