@@ -1,12 +1,14 @@
 """Readers and writer shared by the dedup and decont jobs: Parquet / JSONL documents with `id` and `text`.
 
-Documents keep their ids; every other input column travels in metadata and comes back as a column of
-OUT/data/*.parquet (schema: the inputs' Parquet schemas and JSONL columns plus the stage's own columns, so every
-output file has the same columns; a column whose type differs between inputs is text: `curate.dedup_schema`). Rows with empty or missing text are read as a single space (and written back empty), so that
-they are counted (dedup drops them as `empty`) instead of datatrove's readers skipping them silently; a row whose
-text is not a string (`text: 12345`, a list, an int64 column) is read the same way and dropped as
-`text_not_string` (its id in rejects/, not lost as a `bad_record` of the reader); a JSONL line that is not a JSON
-object is dropped as `bad_record` by the reader (`curate.doc_readers`).
+Documents keep their ids (a row without one, or with a null id, gets its file's path from the folder holding all
+the input files, then its row: `x/000_00000.parquet/0`, `curate.doc_readers.missing_id`); every other input column
+travels in metadata and comes back as a column of OUT/data/*.parquet (schema: the inputs' Parquet schemas and
+JSONL columns plus the stage's own columns, so every output file has the same columns; a column whose type differs
+between inputs is text: `curate.dedup_schema`). Rows with empty or missing text are read as a single space (and
+written back empty), so that they are counted (dedup drops them as `empty`) instead of datatrove's readers skipping
+them silently; a row whose text is not a string (`text: 12345`, a list, an int64 column) is read the same way
+and dropped as `text_not_string` (its id in rejects/, not lost as a `bad_record` of the reader); a JSONL line that
+is not a JSON object is dropped as `bad_record` by the reader (`curate.doc_readers`).
 
 The readers cut the input files into one contiguous block per task (`curate.doc_readers`), so the documents,
 taken task by task in rank order, are in input order: Parquet files, then JSONL files, each in the order given
@@ -54,7 +56,10 @@ def document_files(inputs: Sequence[str | Path]) -> tuple[list[Path], list[Path]
 
 
 def _read_adapter(self, data: dict, path: str, id_in_file: int | str) -> dict:
+    from curate.doc_readers import missing_id
+
     text = data.pop("text", None)
+    # the readers fill a missing or null id in (`curate.doc_readers.missing_id`): for this adapter used alone
     doc_id = data.pop("id", None)
     metadata = data.pop("metadata", None)
     meta = dict(metadata) if isinstance(metadata, dict) else {}
@@ -65,16 +70,19 @@ def _read_adapter(self, data: dict, path: str, id_in_file: int | str) -> dict:
         meta["_text_not_string"] = True  # dropped as text_not_string by the stage's first filter
     return {
         "text": text if isinstance(text, str) and text else " ",
-        "id": str(doc_id) if doc_id is not None else f"{Path(path).name}/{id_in_file}",
+        "id": str(doc_id)
+        if doc_id is not None
+        else missing_id(path, id_in_file, getattr(self, "id_prefix", "")),
         "metadata": meta,
     }
 
 
 def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[Any]:
     """datatrove readers for the Parquet and JSONL files (file lists written to WORK/inputs_*.txt)."""
-    from curate.doc_readers import CountingJsonlReader, CountingParquetReader
+    from curate.doc_readers import CountingJsonlReader, CountingParquetReader, id_prefix, id_root
 
     readers = []
+    ids_from = id_root([*files[0], *files[1]])  # a missing id names its file from here: x/000_00000.parquet/0
     kinds = (("parquet", files[0], CountingParquetReader), ("jsonl", files[1], CountingJsonlReader))
     for kind, paths, cls in kinds:
         if not paths:
@@ -88,6 +96,7 @@ def build_readers(files: tuple[list[Path], list[Path]], work_dir: Path) -> list[
         reader.rank_offset = len(files[0]) if kind == "jsonl" else 0
         reader.total_files = len(files[0]) + len(files[1])
         reader.pass_non_string_text = True  # dropped by the stage as text_not_string, with a rejects row
+        reader.id_prefix = id_prefix(root, ids_from)
         readers.append(reader)
     return readers
 

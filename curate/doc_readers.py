@@ -6,6 +6,12 @@ object as `bad_record` and a row without text as `empty_text` (the `dropped_*` c
 which counts a reader's docs_in as what it passed on plus what it dropped). Blank lines are not rows. Adapters
 that hand empty text on (dedup and decont read it as " " so that their own steps count it) are unaffected.
 
+A row whose id is missing or null gets `missing_id`: its file's path from the folder holding all the stage's input
+files, then its row (`x/000_00000.parquet/0`). datatrove's readers gave a null id through as None (rewrite read
+every such row as one id, `None`, and dropped all but the first as `duplicate_id`), and dedup named the row by its
+file's base name alone, so the files of two folders, both named `000_00000.parquet` as every stage names them,
+gave the same ids.
+
 Compression of a JSONL file is told by its first bytes, not its name (as the web stage's `curate.page_rows` does):
 gzip data named `.jsonl` was read as text, every line a `bad_record`, and a plain file named `.jsonl.gz` was an
 unreadable file, both with exit 0.
@@ -13,7 +19,10 @@ unreadable file, both with exit 0.
 
 from __future__ import annotations
 
+import os
 import zlib
+from collections.abc import Iterable
+from pathlib import Path
 
 from datatrove.pipeline.readers import JsonlReader, ParquetReader
 
@@ -30,6 +39,24 @@ def sniff_compression(head: bytes) -> str | None:
     if head.startswith(ZSTD_MAGIC):
         return "zstd"
     return None
+
+
+def missing_id(source_file: str, id_in_file: int | str, prefix: str = "") -> str:
+    """The id of a row without one (missing or null): PREFIX (`id_prefix`) + SOURCE_FILE (the path the reader
+    read it by, relative to its data folder) + its row, e.g. `x/000_00000.parquet/0`. Deterministic: a rerun gives
+    the row the same id."""
+    return f"{prefix}{source_file}/{id_in_file}"
+
+
+def id_root(files: Iterable[str | Path]) -> Path:
+    """The deepest folder holding all FILES (the input files a stage reads): missing ids name a file from here."""
+    return Path(os.path.commonpath([str(Path(f).resolve().parent) for f in files]))
+
+
+def id_prefix(data_folder: str | Path, root: str | Path) -> str:
+    """A reader's `id_prefix`: its DATA_FOLDER relative to ROOT (`id_root`), "" when it is ROOT."""
+    rel = Path(data_folder).resolve().relative_to(Path(root).resolve()).as_posix()
+    return "" if rel == "." else f"{rel}/"
 
 
 def file_compression(open_binary, path: str) -> str | None:
@@ -52,6 +79,10 @@ class _CountingMixin:
     documents in input order (file, then row) whatever the number of tasks. Dedup's keep rule `first` and its
     document indices rely on that: dealt round-robin, which document of a pair came first depended on --workers.
 
+    `id_prefix`: put before a file's path in the id a row without one gets (`missing_id`): the reader's data folder
+    relative to the folder holding all the stage's input files (`id_prefix`), so that files of one name in two
+    input folders read by two readers give different ids.
+
     `pass_non_string_text`: hand a row whose text is not a string (`text: 12345`, a list) on to the adapter (dedup
     and decont drop it as `text_not_string` with a rejects row naming its id) instead of dropping it here as
     `bad_record`.
@@ -60,6 +91,7 @@ class _CountingMixin:
     rank_offset = 0
     total_files: int | None = None
     pass_non_string_text = False
+    id_prefix = ""
 
     def run(self, data=None, rank: int = 0, world_size: int = 1):
         if self.total_files is None or not self.paths_file:  # type: ignore[attr-defined]
@@ -92,6 +124,9 @@ class _CountingMixin:
         if not_string and not self.pass_non_string_text:
             self.stat_update("dropped_bad_record")  # type: ignore[attr-defined]
             return None
+        id_key = self.id_key  # type: ignore[attr-defined]
+        if data.get(id_key) is None:  # missing, or null: datatrove passed a null id on as None
+            data[id_key] = missing_id(source_file, id_in_file, self.id_prefix)
         document = super().get_document_from_dict(data, source_file, id_in_file)  # type: ignore[misc]
         if not document:
             self.stat_update("dropped_empty_text")  # type: ignore[attr-defined]

@@ -5,6 +5,10 @@ A folder holding both kinds is read as two inputs, its Parquet files then its JS
 lost the other's documents without a word. A file of another kind is refused, naming it: any file given was read
 as JSONL, so a MATH-style `.json` array, an `.arrow`, `.html` or `.csv` file was every line a `bad_record`, exit 0.
 A JSONL file none of whose lines is a document (every row a `bad_record`) is named in a warning.
+
+A row without an id, or with a null one, gets its file's path from the folder holding all the input files, then
+its row (`x/000_00000.parquet/0`, `curate.doc_readers.missing_id`): every null id was read as one id, `None`, and
+all such rows but the first dropped as `duplicate_id`, that one traced to the job's own raw/ file.
 """
 
 from __future__ import annotations
@@ -59,16 +63,22 @@ def _not_read(path: Path) -> str:
 def build_readers(inputs: list[str], settings: Any, notes_dir: str | Path | None = None) -> list[Any]:
     """One datatrove reader per input and kind of file (`settings`: a RewriteSettings). NOTES_DIR: where a JSONL
     reader notes a file none of whose lines it could read (`files_all_bad_records`)."""
-    from curate.doc_readers import CountingParquetReader
+    from curate.doc_readers import CountingParquetReader, id_prefix, id_root
     from curate.rewrite.readers import NotingJsonlReader
 
     readers = []
-    for folder, pattern, before in input_sources(inputs):
+    sources = input_sources(inputs)
+    # a row without an id (or a null one) is named by its file from the folder holding all the input files, then its
+    # row (`curate.doc_readers.missing_id`, as dedup and decont name it): x/000_00000.parquet/0
+    # (a reader reads the files in its folder, not below it: the folders' common folder is the files')
+    ids_from = id_root([folder / pattern for folder, pattern, _ in sources])
+    for folder, pattern, before in sources:
         kind = CountingParquetReader if pattern.endswith(".parquet") else NotingJsonlReader
         kwargs = {"compression": "infer", "notes_dir": notes_dir} if kind is NotingJsonlReader else {}
         reader = kind(str(folder), glob_pattern=pattern, limit=settings.max_docs, text_key=settings.text_key,
                       id_key=settings.id_key, **kwargs)  # fmt: skip
         reader.rank_offset = before  # a folder's files are dealt to the tasks as one list
+        reader.id_prefix = id_prefix(folder, ids_from)
         readers.append(reader)
     return readers
 
