@@ -213,7 +213,7 @@ def test_backtest_40_percent_meets_the_0_03_target(real_backtests):
 
 
 @pytest.mark.xfail(
-    strict=True, reason="open: at 20% the median error is ~0.044 (target 0.03); see docs/evals.md"
+    strict=True, reason="open: at 20% the median error is ~0.037 (target 0.03); see docs/evals.md"
 )
 def test_backtest_20_percent_meets_the_0_03_target(real_backtests):
     assert real_backtests[0.2]["median_abs_error"] <= 0.03
