@@ -33,7 +33,12 @@ from curate.audit_output import (
     plain_number,
     write_result,
 )
+from curate.audit_stages import stage_dirs
 from curate.audit_views import (
+    NO_DATA,
+    NO_VIEW,
+    NOT_REPORT_FILES,
+    OUT_OF_MEMORY,
     UNREADABLE,
     VIEW_FILES,
     create_all,
@@ -126,8 +131,24 @@ class AuditSession:
         except duckdb.Error as err:  # e.g. a memory limit DuckDB cannot parse
             self._cleanup()
             raise SettingsError(f"DuckDB refused the settings ({first_line(err)})") from None
-        self.relations = create_all(self.con, self.run_dir)
+        try:
+            self.relations = create_all(self.con, self.run_dir)
+        except duckdb.OutOfMemoryException:  # the views' JSON tables do not fit: not a damaged file
+            self.con.close()
+            self._cleanup()
+            raise SettingsError(
+                "DuckDB ran out of memory making the views; give a larger --memory-limit"
+            ) from None
         self.unreadable = list(UNREADABLE)  # damaged Parquet and JSON files the views leave out
+        # finished document stages whose data/ reads nothing ({stage: summary's docs_out}) and the lines saying so
+        self.no_view = dict(NO_VIEW)
+        self.no_data = list(NO_DATA)
+        if OUT_OF_MEMORY:  # the files are fine: a larger --memory-limit makes them
+            limit = f"--memory-limit {memory_limit}" if memory_limit else "the memory limit"
+            self.no_data.append(
+                f"left out of the views, DuckDB ran out of memory making them (raise {limit}): "
+                + ", ".join(OUT_OF_MEMORY)
+            )
         self.view_files = {view: list(files) for view, files in VIEW_FILES.items()}  # what the views read
         self.parquet_files = list(dict.fromkeys(f for files in self.view_files.values() for f in files))
         self._pages: dict[Path, str | None] = {}  # file: why its pages do not read (None: they do), once read
@@ -138,7 +159,8 @@ class AuditSession:
 
     def _lock(self) -> None:
         # Order matters: the views are bound while access is open; then access is narrowed and the config locked.
-        allowed = [str(self.run_dir) + "/"]
+        self.linked = linked_folders(self.run_dir)
+        allowed = [str(self.run_dir) + "/", *(f"{folder}/" for folder in self.linked)]
         self.con.execute("SET allowed_directories = ?", [allowed])
         self.con.execute("SET allow_community_extensions = false")
         self.con.execute("SET enable_external_access = false")
@@ -206,7 +228,8 @@ class AuditSession:
         return type(err)(f"{first_line(err)} (damaged Parquet file: {'; '.join(damaged[:3])}{more})")
 
     def _refused(self, err: Exception) -> AuditRefused:
-        return AuditRefused(f"refused by DuckDB (only files under {self.run_dir} can be read): {err}")
+        linked = f" and its linked stage folders ({', '.join(map(str, self.linked))})" if self.linked else ""
+        return AuditRefused(f"refused by DuckDB (only files under {self.run_dir}{linked} can be read): {err}")
 
     def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """The result of `query` as a list of dicts."""
@@ -237,6 +260,19 @@ class AuditSession:
         return self._schema
 
 
+def linked_folders(run_dir: Path) -> list[Path]:
+    """The real folders, outside the run folder, of its stage folders and of their sub-folders that are links
+    (`ln -s /elsewhere/web RUN/web`, `RUN/dedup/data -> /big/disk/...`): DuckDB checks a file's real path, so
+    they are readable too; nothing else outside the run folder is."""
+    found: list[Path] = []
+    for folder in stage_dirs(run_dir):
+        for path in (folder, *(p for p in folder.iterdir() if p.is_symlink() and p.is_dir())):
+            real = path.resolve()
+            if not real.is_relative_to(run_dir) and real not in found:
+                found.append(real)
+    return found
+
+
 def check_output_path(run_dir: str | Path, output: str | Path, own_folder: str | None = None) -> None:
     """Raise ValueError if `output` is inside the run folder (symlinks resolved): the audit writes nothing there.
 
@@ -245,15 +281,33 @@ def check_output_path(run_dir: str | Path, output: str | Path, own_folder: str |
     run = Path(run_dir).resolve()
     target = Path(output).resolve()
     if not target.is_relative_to(run):
+        for real in linked_folders(run) if run.is_dir() else []:
+            if target.is_relative_to(real):
+                raise ValueError(
+                    f"{output}: inside {real}, a stage folder of the run folder {run} (linked there), which the "
+                    "audit only reads (a file there would change the run)"
+                )
         return
     parts = target.relative_to(run).parts
-    if own_folder and len(parts) > 1 and parts[0] == own_folder:
+    # RUN/audit/'s own records (its summary.json, recipe-stage.json, ...) are the stage's, not the report's
+    if own_folder and len(parts) > 1 and parts[0] == own_folder and not _stage_record(parts):
         return
-    where = f"; only {run / own_folder}/ may hold it" if own_folder else ""
+    where = (
+        f"; only {run / own_folder}/ may hold it, not its stage records (summary.json, recipe-stage.json, "
+        "upstream.json, job.json, logs/)"
+        if own_folder
+        else ""
+    )
     raise ValueError(
         f"{output}: inside the run folder {run}, which the audit only reads (a file there would change "
         f"the run){where}"
     )
+
+
+def _stage_record(parts: tuple[str, ...]) -> bool:
+    """RUN/audit/<a file the stage writes or the runner reads>: summary.json, recipe-stage.json, upstream.json,
+    job.json (`NOT_REPORT_FILES`), or a file of its logs/ (a report over one would break the next run)."""
+    return (len(parts) == 2 and parts[1] in NOT_REPORT_FILES) or (len(parts) > 2 and parts[1] == "logs")
 
 
 SEED_RANGE = (-(2**63), 2**63 - 1)  # a BIGINT: what DuckDB's hash() takes as the seed

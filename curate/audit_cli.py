@@ -43,10 +43,11 @@ def _session(run_dir: Path, memory_limit: str | None = None):
     try:
         session = AuditSession(run_dir, memory_limit=memory_limit)
     except SettingsError as err:
-        fail(f"--memory-limit {memory_limit}: {err}")
+        fail(f"--memory-limit {memory_limit or '(default: 80% of RAM)'}: {err}")
     except FileNotFoundError as err:
         fail(str(err))
     warn_unreadable(session.unreadable)
+    warn(session.no_data)
     warn(session.unfinished)
     return session
 
@@ -149,8 +150,7 @@ def sql_cmd(
     except (duckdb.Error, ValueError) as err:
         fail(error_text(err))
     except BrokenPipeError:  # `| head`: the reader has what it wanted, as with any Unix filter
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
-        raise typer.Exit(0) from None
+        end_quietly()
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err))
     else:
@@ -167,6 +167,7 @@ def schema_cmd(
 ) -> None:
     """List the views of RUN_DIR (what each is over) and their columns. Reads RUN_DIR; writes stdout."""
     import json
+    import sys
 
     if fmt not in ("table", "json"):
         fail(f"--format must be table or json, got {fmt!r}")
@@ -177,11 +178,14 @@ def schema_cmd(
             out = {name: {"source": source, "columns": {c.name: c.type for c in columns if c.relation == name}}
                    for name, source in session.relations.items()}  # fmt: skip
             typer.echo(json.dumps(out, indent=1))
-            return
-        for name, source in session.relations.items():
-            typer.echo(f"{name}  ({source})")
-            for column in (c for c in columns if c.relation == name):
-                typer.echo(f"    {column.name:32s} {column.type}")
+        else:
+            for name, source in session.relations.items():
+                typer.echo(f"{name}  ({source})")
+                for column in (c for c in columns if c.relation == name):
+                    typer.echo(f"    {column.name:32s} {column.type}")
+        sys.stdout.flush()  # a broken pipe here, not at exit (where it made the exit status 1)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted, as with any Unix filter
+        end_quietly()
     finally:
         session.close()
 
@@ -225,6 +229,9 @@ def report_cmd(
                 check_output_path(run_dir, path, own_folder="audit")
     except ValueError as err:
         fail(f"refused: {err}")
+    for path in (html_path, md_path):
+        if path is not None and not (is_special_file(path) or is_device_path(path)):
+            check_folder_writable(path, output or str(html_path))
     try:
         result = write_report(
             run_dir, html_path, md_path, math_threshold=math_threshold, top_n=top_n, memory_limit=memory_limit
@@ -232,7 +239,7 @@ def report_cmd(
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
     except SettingsError as err:  # DuckDB refused --memory-limit
-        fail(f"--memory-limit {memory_limit}: {err}")
+        fail(f"--memory-limit {memory_limit or '(default: 80% of RAM)'}: {err}")
     except ValueError as err:  # the HTML and its Markdown twin are one file
         fail(str(err))
     warn_unreadable(result["unreadable"])
@@ -248,6 +255,31 @@ def report_cmd(
         console.print(plots_not_drawn_line(undrawn), markup=False, soft_wrap=True)
 
 
+def check_folder_writable(path: Path, given: str) -> None:
+    """Fail (one line, naming `given`, the user's -o) where `path`'s folder cannot be made or written in: checked
+    before the queries, which take seconds to minutes on a large run (a temp file is made and removed there where
+    the folder exists; else its nearest existing folder must be a writable folder)."""
+    import tempfile
+
+    folder = path.parent
+    above = folder
+    while not above.exists() and above != above.parent:
+        if above.is_symlink():  # a dangling link: mkdir() cannot make its target
+            fail(f"{given}: {above} is a link to nothing; -o names a file in a folder")
+        above = above.parent
+    if not above.is_dir():
+        fail(f"{given}: {above} is not a folder")
+    try:
+        if above == folder:
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".check", dir=folder)
+            os.close(fd)
+            os.unlink(name)
+        elif not os.access(above, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as err:
+        fail(f"{given}: cannot write in {above} ({err.strerror or err})")
+
+
 def report_paths(output: str | Path, markdown: bool) -> tuple[Path, Path | None]:
     """(HTML, Markdown or None) for `-o OUTPUT`: an existing folder or a trailing slash means FOLDER/report.html;
     X.md means X.html + X.md (the twin overwrote the HTML)."""
@@ -256,11 +288,17 @@ def report_paths(output: str | Path, markdown: bool) -> tuple[Path, Path | None]
         path = path / "report.html"
     elif path.suffix.lower() == ".md":
         return path.with_suffix(".html"), path if markdown else None
-    if is_special_file(
-        path
-    ):  # /dev/null, /dev/stdout, a FIFO: no `/dev/null.md` + `/dev/null_plots/` beside it
+    if is_special_file(path) or is_device_path(path):
+        # /dev/null, /dev/stdout, a FIFO: no `/dev/null.md` + `/dev/null_plots/` beside it
         return path, None
     return path, path.with_suffix(".md") if markdown else None
+
+
+def is_device_path(path: Path) -> bool:
+    """An existing path under /dev or /proc as given (links not followed): `/dev/stdout` redirected to a regular file
+    resolves to that file, and still is no folder to write a Markdown twin and its plots beside."""
+    parts = Path(os.path.abspath(path)).parts
+    return len(parts) > 2 and parts[1] in ("dev", "proc") and os.path.lexists(path)
 
 
 def is_special_file(path: Path) -> bool:
@@ -284,6 +322,8 @@ def sample_cmd(
     chars: int = typer.Option(1200, "--chars", min=0, help="print at most this many characters of text"),
 ) -> None:
     """Print a random sample of documents to eyeball. Reads RUN_DIR; writes stdout."""
+    import sys
+
     from curate.audit import AuditRefused, AuditSyntaxError, sample_documents
 
     session = _session(run_dir)
@@ -296,14 +336,30 @@ def sample_cmd(
     except Exception as err:  # a bad --where is a user error: say it, with DuckDB's hints, no traceback
         fail(error_text(err))
     else:
-        for i, doc in enumerate(docs):
-            text = str(doc.pop("text", "") or "")
-            header = "  ".join(f"{k}={_short(v)}" for k, v in doc.items() if v is not None)
-            typer.echo(f"--- [{i + 1}/{len(docs)}] {header}")
-            typer.echo(text[:chars] + (f" … (+{len(text) - chars} chars)" if len(text) > chars else ""))
+        try:
+            for i, doc in enumerate(docs):
+                text = str(doc.pop("text", "") or "")
+                header = "  ".join(f"{k}={_short(v)}" for k, v in doc.items() if v is not None)
+                typer.echo(f"--- [{i + 1}/{len(docs)}] {header}")
+                typer.echo(text[:chars] + (f" … (+{len(text) - chars} chars)" if len(text) > chars else ""))
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head`: the reader has what it wanted, as with any Unix filter
+            end_quietly()
         console.print(f"{len(docs)} document(s) from {view}" + (f" where {where}" if where else ""))
     finally:
         session.close()
+
+
+def end_quietly() -> None:
+    """Exit 0 after a broken pipe (`| head`): stdout is pointed at /dev/null, so exit's flush raises no second
+    error (which made the exit status 1)."""
+    import sys
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout with no file descriptor (a test's capture)
+        pass
+    raise typer.Exit(0) from None
 
 
 def _short(value: object, width: int = 60) -> str:

@@ -158,7 +158,7 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
         + "</ul>"
     )
     markdown = [f"# {md_text(title)}", "", f"generated {stamp} by `mathmix audit report`", ""]
-    plot_dir = md_path.with_name(md_path.stem + "_plots") if md_path else None
+    plot_dir = plot_dir_of(md_path) if md_path else None
     drawn = [_figures(section) for section in sections]  # first: a plot not drawn is a note of its section
     # file name in plot_dir: PNG
     pngs = {
@@ -190,6 +190,51 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
     return [*files, *(plot_dir / name for name in pngs if plot_dir is not None)]
 
 
+MD_FIRST_LINE = "# mathmix audit: "  # the title line every version of the report's Markdown opened with
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def plot_dir_of(md_path: Path) -> Path:
+    """`<stem>_plots`, beside the Markdown twin: the link to the plots it shows."""
+    return md_path.with_name(md_path.stem + "_plots")
+
+
+def check_replaceable(md_path: Path | None) -> None:
+    """Raise ValueError (one line, naming it) where the Markdown twin or its `<stem>_plots` exists and is not the
+    report's own: only a Markdown file opening with the report's title line (or an empty one), a link (the
+    report's is one; only the link is replaced, never its target) or a real folder of the report's PNGs only
+    (`<section>_<figure>.png`, as earlier versions wrote it) is replaced. Checked before any query runs."""
+    if md_path is None:
+        return
+    target = md_path.resolve() if md_path.is_symlink() else md_path
+    if target.is_file() and target.stat().st_size:
+        with target.open("rb") as stream:
+            first = stream.readline(256)
+        if not first.startswith(MD_FIRST_LINE.encode()):
+            raise ValueError(
+                f"refused: {md_path}: exists and is not a Markdown report of `mathmix audit report` (its first "
+                f"line is not '{MD_FIRST_LINE}...'); move it, or give another -o (or --no-markdown)"
+            )
+    plots = plot_dir_of(md_path)
+    if plots.is_symlink() or not plots.is_dir():
+        return  # a link (replaced, its target untouched), a file (refused as not a folder when written), or none
+    entries = list(plots.iterdir())
+    if all(_report_png(entry) for entry in entries):
+        return
+    raise ValueError(
+        f"refused: {plots}: a folder that holds other files than the report's plots, which would be replaced; "
+        "move it, or give another -o (or --no-markdown)"
+    )
+
+
+def _report_png(path: Path) -> bool:
+    """A PNG file an earlier version of the report wrote into `<stem>_plots/`: `<section>_<figure>.png`."""
+    if path.is_symlink() or not path.is_file() or not re.fullmatch(r"[a-z]+_[A-Za-z0-9_]+\.png", path.name):
+        return False
+    with path.open("rb") as stream:
+        return stream.read(len(PNG_MAGIC)) == PNG_MAGIC
+
+
 def _versioned(plot_dir: Path, pngs: dict[str, bytes]) -> Path:
     """`<stem>_plots.<hash of the plots>`: the folder the Markdown links (the same plots, the same folder)."""
     digest = hashlib.sha256()
@@ -215,6 +260,9 @@ def _replace(files: dict[Path, str], plot_dir: Path | None, pngs: dict[str, byte
     written: Path | None = None  # a plot folder this call made (removed again if the report is not renamed)
     try:
         for path, text in files.items():
+            if _device_path(path):  # /dev/stdout redirected to a file: written through, nothing beside it
+                path.write_text(text)
+                continue
             path = path.resolve() if path.is_symlink() else path
             if path.exists() and not path.is_file() and not path.is_dir():
                 path.write_text(text)
@@ -238,6 +286,12 @@ def _replace(files: dict[Path, str], plot_dir: Path | None, pngs: dict[str, byte
             tmp.unlink(missing_ok=True)
         if written is not None:
             shutil.rmtree(written, ignore_errors=True)
+
+
+def _device_path(path: Path) -> bool:
+    """An existing path under /dev or /proc as given (links not followed; `curate.audit_cli.is_device_path`)."""
+    parts = Path(os.path.abspath(path)).parts
+    return len(parts) > 2 and parts[1] in ("dev", "proc") and os.path.lexists(path)
 
 
 def _write_plot_folder(folder: Path, pngs: dict[str, bytes]) -> Path | None:

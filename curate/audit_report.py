@@ -58,6 +58,12 @@ def funnel_section(b: ReportBuilder) -> Section:
             expr, label = b.tokens(view)
             parts.append(f"SELECT {pos} AS pos, '{view}' AS stage, count(*) AS docs_out, sum({expr})::BIGINT AS tokens_out, "
                          f"'{label}' AS token_source FROM \"{view}\"")  # fmt: skip
+        elif (
+            view in b.session.no_view
+        ):  # finished, but its data/ reads nothing: a row, so the next tokens_in is not
+            # the stage before it's (and the funnel's warnings say why)
+            parts.append(f"SELECT {pos} AS pos, '{view}' AS stage, NULL::BIGINT AS docs_out, NULL::BIGINT AS tokens_out, "
+                         "'no readable data/' AS token_source")  # fmt: skip
     if b.session.has("shards") and {"tokens", "documents"} <= set(b.session.columns("shards")):
         # Real token counts exist once the shards stage has tokenized the corpus and the branches.
         parts.append("SELECT 9 AS pos, 'shards' AS stage, sum(documents)::BIGINT AS docs_out, "
@@ -156,6 +162,9 @@ def domains_section(b: ReportBuilder) -> Section:
     """Top domains of the corpus by documents and by tokens."""
     s = Section("domains", "Top domains (corpus)")
     columns = b.session.columns("corpus")
+    if not b.session.has("corpus"):  # the funnel's warnings say why (e.g. decont/data reads nothing)
+        s.notes.append("not available: no corpus view")
+        return s
     if "url" not in columns and "domain" not in columns:
         s.notes.append("not available: the corpus has no `url` or `domain` column")
         return s

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from curate.audit import AuditRefused, AuditSession
-from curate.audit_render import render
+from curate.audit_render import check_replaceable, render
 from curate.audit_report import (
     ReportBuilder,
     ReportFigure,
@@ -242,7 +242,7 @@ def build_report(
         sections[0].notes.insert(0, f"{len(session.unreadable)} damaged file(s) left out of the views: "
                                     + "; ".join(session.unreadable[:5]))  # fmt: skip
     if sections:  # ... and which stage folders have output but no summary (the funnel does not list them)
-        sections[0].notes[:0] = [f"warning: {line}" for line in session.unfinished]
+        sections[0].notes[:0] = [f"warning: {line}" for line in [*session.no_data, *session.unfinished]]
     return sections
 
 
@@ -275,6 +275,9 @@ def write_report(
     """Build the canned report over `run_dir` and write HTML (+ Markdown); return its numbers and files."""
     if md_path is not None and Path(md_path).resolve() == Path(html_path).resolve():
         raise ValueError(f"{html_path}: the HTML report and its Markdown twin would be the same file")
+    check_replaceable(
+        Path(md_path) if md_path is not None else None
+    )  # before any query: a refusal costs nothing
     start = time.time()
     with AuditSession(run_dir, threads=threads, memory_limit=memory_limit) as session:
         sections = build_report(session, math_threshold=math_threshold, top_n=top_n)

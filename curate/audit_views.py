@@ -24,6 +24,7 @@ from curate.audit_stages import (  # noqa: F401
     DOCUMENT_STAGES,
     INT64,
     STAGE_FOLDERS,
+    _int,
     stage_dirs,
     stage_name,
     stage_output_found,
@@ -73,6 +74,12 @@ def sql_name(name: str) -> str:
 # Files left out of the views by the last `create_all`: damaged or truncated Parquet, JSON that does not parse
 UNREADABLE: list[str] = []
 VIEW_FILES: dict[str, list[Path]] = {}  # {view: the Parquet files it reads}, for the last `create_all`
+# Finished document stages (a summary.json) whose data/ gives no view, {stage: its summary's docs_out}, and one
+# warning line each (plus one for `corpus` where the last of them is one), for the last `create_all`
+NO_VIEW: dict[str, int | None] = {}
+# Relations left out because DuckDB ran out of memory making them (a small --memory-limit), for the last `create_all`
+OUT_OF_MEMORY: list[str] = []
+NO_DATA: list[str] = []
 
 
 # What pyarrow raises for a file it cannot read: ArrowInvalid is a ValueError, ArrowIOError an OSError, and
@@ -147,23 +154,50 @@ def _flat_select(con: duckdb.DuckDBPyConnection, source: str, extra: list[str] |
     return ", ".join(parts + (extra or []))
 
 
+def _finished_docs_out(folder: Path) -> tuple[bool, int | None]:
+    """(whether FOLDER has a summary.json that reads as an object, its docs_out)."""
+    try:
+        summary = json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError):
+        return False, None
+    if not isinstance(summary, dict):
+        return False, None
+    return True, _int(summary.get("docs_out"))
+
+
 def create_document_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
-    """Views web/dedup/decont over STAGE/data, `corpus` over the last of them; returns {view: description}."""
+    """Views web/dedup/decont over STAGE/data, `corpus` over the last of them; returns {view: description}.
+
+    A finished stage (a summary.json) whose data/ holds no readable Parquet file gets no view and a line in
+    `NO_DATA`; where it is the last document stage, there is no `corpus` either (another stage's documents
+    would be a wrong answer, given without a word)."""
     made: dict[str, str] = {}
+    last: str | None = None  # the last document stage: a view, or a finished stage without one
     for stage in DOCUMENT_STAGES:
         files = _parquet_files(run_dir / stage / "data")
         if not files:
+            finished, docs_out = _finished_docs_out(run_dir / stage)
+            if finished:
+                NO_VIEW[stage] = docs_out
+                last = stage
+                NO_DATA.append(
+                    f"{stage}: its data/ holds no readable Parquet file (0 documents read) but its summary.json "
+                    f"says docs_out {docs_out if docs_out is not None else '(no number)'}: no view {stage}"
+                )
             continue
         source = _scan(files)
         con.execute(f'CREATE VIEW "{stage}" AS SELECT {_flat_select(con, source)} FROM {source}')
         made[stage] = f"{stage}/data: {len(files)} parquet file(s)"
         VIEW_FILES[stage] = files
-    for stage in reversed(DOCUMENT_STAGES):
-        if stage in made:
-            con.execute(f'CREATE VIEW corpus AS SELECT * FROM "{stage}"')
-            VIEW_FILES["corpus"] = VIEW_FILES[stage]
-            made["corpus"] = f"= {stage} (the last curation stage present)"
-            break
+        last = stage
+    if last is not None and last not in made:
+        earlier = [stage for stage in DOCUMENT_STAGES if stage in made]
+        instead = f"; {earlier[-1]} is an earlier stage's output (query it by name)" if earlier else ""
+        NO_DATA.append(f"no view corpus: {last}, the last curation stage, has no readable data{instead}")
+    elif last is not None:
+        con.execute(f'CREATE VIEW corpus AS SELECT * FROM "{last}"')
+        VIEW_FILES["corpus"] = VIEW_FILES[last]
+        made["corpus"] = f"= {last} (the last curation stage present)"
     return made
 
 
@@ -216,13 +250,19 @@ def _json_file_rows(path: Path) -> list[dict[str, Any]]:
         return []
 
 
-def _create_table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]) -> None:
+def _create_table(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]) -> bool:
+    """Whether the table was made: DuckDB out of memory (a small --memory-limit) leaves it out, named in
+    `OUT_OF_MEMORY` (the file is fine: it is not said to be damaged)."""
     table = rows_to_arrow(rows)
     con.register("_audit_rows", table)
     try:
         con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _audit_rows')
+    except duckdb.OutOfMemoryException:
+        OUT_OF_MEMORY.append(name)
+        return False
     finally:
         con.unregister("_audit_rows")
+    return True
 
 
 def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
@@ -230,22 +270,21 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
     made: dict[str, str] = {}
     stats, summaries = stats_rows(run_dir)
     if stats:
-        _create_table(con, "stats", stats)
-        _create_table(con, "summaries", summaries)
-        made["stats"] = "every stage's summary.json: one row per stage and drop reason"
-        made["summaries"] = "every stage's summary.json: one row per stage"
+        if _create_table(con, "stats", stats):
+            made["stats"] = "every stage's summary.json: one row per stage and drop reason"
+        if _create_table(con, "summaries", summaries):
+            made["summaries"] = "every stage's summary.json: one row per stage"
     stats, summaries = stats_rows(run_dir, tasks=True)
     if stats:  # the rewriter's tasks, which branches/summary.json (a row of stats) sums
-        _create_table(con, "task_stats", stats)
-        _create_table(con, "task_summaries", summaries)
-        made["task_stats"] = "every branches/<task>/summary.json: one row per task and drop reason"
-        made["task_summaries"] = "every branches/<task>/summary.json: one row per task"
+        if _create_table(con, "task_stats", stats):
+            made["task_stats"] = "every branches/<task>/summary.json: one row per task and drop reason"
+        if _create_table(con, "task_summaries", summaries):
+            made["task_summaries"] = "every branches/<task>/summary.json: one row per task"
     manifests = sorted((run_dir / "shards").rglob("manifest.json")) if (run_dir / "shards").is_dir() else []
     rows = [
         {"manifest": m.relative_to(run_dir).as_posix()} | row for m in manifests for row in _json_file_rows(m)
     ]
-    if rows:
-        _create_table(con, "shards", rows)
+    if rows and _create_table(con, "shards", rows):
         made["shards"] = f"shards manifest(s): {len(manifests)} file(s), one row per entry"
     for folder in stage_dirs(run_dir):
         for path in sorted(folder.iterdir()):
@@ -257,7 +296,8 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
             rows = _json_file_rows(path)
             if rows and any(rows) and name not in made:  # `{}` has no column to make a table of
                 try:
-                    _create_table(con, name, rows)
+                    if not _create_table(con, name, rows):
+                        continue
                 except (duckdb.Error, ValueError, TypeError) as err:  # a shape no table holds: named
                     UNREADABLE.append(f"{path}: {first_line(err)}")
                     continue
@@ -357,6 +397,9 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
             good = " OR ".join(f"{sql_name(c)} IS NOT NULL" for c in columns)
             where = f" WHERE {good}" if any(n_bad for n_bad, _, _ in torn.values()) else ""
             con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM {source}{where}')
+    except duckdb.OutOfMemoryException:  # not the files' fault: named apart, with --memory-limit
+        OUT_OF_MEMORY.append(name)
+        return False
     except (duckdb.Error, OSError) as err:  # not JSON lines at all: left to read_json() in a query, said so
         UNREADABLE.extend(f"{f}: {first_line(err)}" for f in files)
         return False
@@ -373,6 +416,9 @@ def create_all(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     """Every relation the run folder allows, {name: what it is over}; views of absent stages are absent."""
     UNREADABLE.clear()
     VIEW_FILES.clear()
+    NO_VIEW.clear()
+    OUT_OF_MEMORY.clear()
+    NO_DATA.clear()
     made: dict[str, str] = {}
     builds = (create_document_views, create_branch_views, create_reject_views, create_json_tables,
               create_jsonl_views)  # fmt: skip
