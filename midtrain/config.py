@@ -196,6 +196,18 @@ class StageConfig(BaseModel):
     decay_shape: DecayShape = "cosine"
     lr: float | None = Field(None, gt=0, allow_inf_nan=False)  # this stage's peak LR (default: trainer.lr)
 
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        # the stage's folder is output_dir/NAME: `../evil` trained into a sibling of output_dir (an absolute name
+        # anywhere), and "" wrote the stage's checkpoints, done.json and metrics.jsonl into output_dir itself
+        if name in ("", ".", "..") or any(c in name for c in "/\\\0"):
+            raise ValueError(
+                f"stage name {name!r} is not a plain folder name: the stage trains into output_dir/NAME, so a "
+                "name is not empty, not . or .., and holds no / or \\"
+            )
+        return name
+
     @model_validator(mode="after")
     def _check_kind(self) -> StageConfig:
         if self.kind == "decay" and self.start_from is None:
@@ -241,6 +253,15 @@ class TrainRecipe(BaseModel):
     model: ModelConfig
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     stages: list[StageConfig]
+
+    @field_validator("stages")
+    @classmethod
+    def _some_stages(cls, stages: list[StageConfig]) -> list[StageConfig]:
+        if not stages:  # `stages: []` ran nothing and exited 0
+            raise ValueError(
+                "empty; a train recipe trains at least one stage (a stable stage, then decay stages)"
+            )
+        return stages
 
     @model_validator(mode="after")
     def _check_stages(self) -> TrainRecipe:

@@ -7,6 +7,7 @@ but the checkpoint; the output is safetensors + config + tokenizer, what transfo
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,14 @@ def check_export_dir(out_dir: Path, checkpoint: Path) -> list[str]:
             f"{out_dir}: holds files not written by train export ({', '.join(names[:5])}"
             f"{', ...' if len(names) > 5 else ''}); export to a new or empty folder"
         )
-    previous = Path(str(record.get("checkpoint")))
-    if previous.resolve().parent != checkpoint.resolve().parent:
+    previous = _recorded_checkpoint(record, out_dir)
+    folder = checkpoint.resolve().parent
+    if previous.is_absolute():
+        same = previous.resolve().parent == folder
+    else:  # where it was exported from is unknown: the same stage if its folder ends as the recorded path's does
+        tail = [p for p in Path(os.path.normpath(previous.parent)).parts if p != ".."]
+        same = bool(tail) and list(folder.parts[-len(tail) :]) == tail
+    if not same:
         raise ValueError(
             f"{out_dir}: holds an export of {previous}, another stage than {checkpoint}; export to a new folder"
         )
@@ -104,6 +111,23 @@ def check_export_dir(out_dir: Path, checkpoint: Path) -> list[str]:
             f"{', ...' if len(others) > 5 else ''}); export to a new or empty folder"
         )
     return files
+
+
+def _recorded_checkpoint(record: dict[str, Any], out_dir: Path) -> Path:
+    """The checkpoint an export.json names, absolute where it can be told. Earlier exports recorded the path as
+    typed, relative to the folder they ran in (read against today's working folder, a re-export of the same stage
+    from another folder was refused as another stage's): that folder is OUT_DIR now less the `-o` recorded with
+    it, where that was relative too and still ends OUT_DIR. Else the relative path as recorded."""
+    previous = Path(str(record.get("checkpoint")))
+    if previous.is_absolute() or not isinstance(record.get("out_dir"), str):
+        return previous
+    typed = Path(os.path.normpath(record["out_dir"]))
+    here = Path(os.path.abspath(out_dir))
+    n = len(typed.parts)
+    if typed.is_absolute() or ".." in typed.parts or here.parts[len(here.parts) - n :] != typed.parts:
+        return previous
+    base = here.parents[n - 1] if n else here
+    return base / previous if (base / previous).exists() else previous
 
 
 def export_checkpoint(
@@ -148,8 +172,9 @@ def export_checkpoint(
     model.save_pretrained(str(out_dir), safe_serialization=True)
     if tok is not None:
         tok.save_pretrained(str(out_dir))
+    # resolved: recorded as typed, a re-export of the stage from another folder read it against that folder
     return {
-        "checkpoint": str(path),
+        "checkpoint": str(path.resolve()),
         "out_dir": str(out_dir),
         "stage": state.get("stage"),
         "step": state.get("step"),

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,8 @@ def train_stage(
     t, stage = recipe.trainer, recipe.stage(stage_name)
     stage_dir = recipe.stage_dir(stage.name)
     if (finished := _finished_summary(recipe, stage)) is not None:
+        if int(os.environ.get("RANK", "0")) == 0:  # its summary is printed as it was: say nothing was trained
+            print(f"stage {stage.name}: finished earlier ({stage_dir / DONE_FILE}), skipped", file=sys.stderr)
         return finished
     tokenizer_sha256 = recipe_tokenizer_print(recipe)
     ranks = setup_ranks(t.device)
