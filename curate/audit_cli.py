@@ -234,7 +234,13 @@ def report_cmd(
             check_folder_writable(path, output or str(html_path))
     try:
         result = write_report(
-            run_dir, html_path, md_path, math_threshold=math_threshold, top_n=top_n, memory_limit=memory_limit
+            run_dir,
+            html_path,
+            md_path,
+            math_threshold=math_threshold,
+            top_n=top_n,
+            memory_limit=memory_limit,
+            md_named=md_path is not None and str(output or "").lower().endswith(".md"),
         )
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))
@@ -298,7 +304,12 @@ def is_device_path(path: Path) -> bool:
     """An existing path under /dev or /proc as given (links not followed): `/dev/stdout` redirected to a regular file
     resolves to that file, and still is no folder to write a Markdown twin and its plots beside."""
     parts = Path(os.path.abspath(path)).parts
-    return len(parts) > 2 and parts[1] in ("dev", "proc") and os.path.lexists(path)
+    if len(parts) < 3 or parts[1] not in ("dev", "proc") or not os.path.lexists(path):
+        return False
+    # a link on the way (/dev/stdout, /dev/fd/1, /proc/self/fd/1) or no regular file: a regular file of
+    # /dev/shm (a tmpfs) is a file like any other
+    links = any(Path(*parts[:i]).is_symlink() for i in range(2, len(parts) + 1))
+    return links or not Path(path).is_file()
 
 
 def is_special_file(path: Path) -> bool:

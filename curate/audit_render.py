@@ -199,15 +199,16 @@ def plot_dir_of(md_path: Path) -> Path:
     return md_path.with_name(md_path.stem + "_plots")
 
 
-def check_replaceable(md_path: Path | None) -> None:
+def check_replaceable(md_path: Path | None, md_named: bool = False) -> None:
     """Raise ValueError (one line, naming it) where the Markdown twin or its `<stem>_plots` exists and is not the
     report's own: only a Markdown file opening with the report's title line (or an empty one), a link (the
     report's is one; only the link is replaced, never its target) or a real folder of the report's PNGs only
-    (`<section>_<figure>.png`, as earlier versions wrote it) is replaced. Checked before any query runs."""
+    (`<section>_<figure>.png`, as earlier versions wrote it) is replaced; MD_NAMED (`-o X.md`) replaces the
+    Markdown file the user named. Checked before any query runs."""
     if md_path is None:
         return
     target = md_path.resolve() if md_path.is_symlink() else md_path
-    if target.is_file() and target.stat().st_size:
+    if target.is_file() and target.stat().st_size and not md_named:  # `-o X.md`: the user's choice
         with target.open("rb") as stream:
             first = stream.readline(256)
         if not first.startswith(MD_FIRST_LINE.encode()):
@@ -291,7 +292,12 @@ def _replace(files: dict[Path, str], plot_dir: Path | None, pngs: dict[str, byte
 def _device_path(path: Path) -> bool:
     """An existing path under /dev or /proc as given (links not followed; `curate.audit_cli.is_device_path`)."""
     parts = Path(os.path.abspath(path)).parts
-    return len(parts) > 2 and parts[1] in ("dev", "proc") and os.path.lexists(path)
+    if len(parts) < 3 or parts[1] not in ("dev", "proc") or not os.path.lexists(path):
+        return False
+    # a link on the way (/dev/stdout, /dev/fd/1, /proc/self/fd/1) or no regular file: a regular file of
+    # /dev/shm (a tmpfs) is a file like any other
+    links = any(Path(*parts[:i]).is_symlink() for i in range(2, len(parts) + 1))
+    return links or not Path(path).is_file()
 
 
 def _write_plot_folder(folder: Path, pngs: dict[str, bytes]) -> Path | None:

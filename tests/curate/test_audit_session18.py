@@ -235,3 +235,25 @@ def test_a_symlinked_stage_folder_and_data_folder_are_queried_and_the_rest_still
     result = _cli("sql", run, "SELECT 1 AS a", "-o", elsewhere / "web" / "data" / "x.parquet")
     assert result.exit_code == 2 and "refused" in result.output, result.output
     assert not (elsewhere / "web" / "data" / "x.parquet").exists()
+
+
+def test_an_md_named_by_o_is_written_as_asked(run, tmp_path):
+    (tmp_path / "x.md").write_text("# my draft\n")
+    result = _report(run, tmp_path / "x.md")  # the user named it: replaced, as -o X.html replaces X.html
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "x.md").read_text().startswith("# mathmix audit: ")
+
+
+def test_a_regular_file_under_dev_shm_is_no_device():
+    from curate import audit_cli
+
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        return
+    path = shm / "mathmix-audit-session18-test.html"
+    path.write_text("")
+    try:
+        html, md = audit_cli.report_paths(str(path), True)
+        assert md == path.with_suffix(".md")
+    finally:
+        path.unlink()
