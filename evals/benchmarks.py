@@ -105,26 +105,46 @@ def find_test_file(name: str, data_dir: Path) -> Path | None:
     return _first_existing(data_dir, BENCHMARKS[name].test)
 
 
+QUESTION_FIELDS = ("problem", "question", "prompt")
+
+
+def question_text(record: dict[str, Any], fields: tuple[str, ...] = QUESTION_FIELDS) -> str | None:
+    """The first of FIELDS in RECORD that holds text (a string not blank once stripped), as written; None when
+    none does. A blank or non-text question (`"   "`, `["a"]`) was evaluated as one: the prompt held no problem."""
+    return next((v for f in fields if isinstance(v := record.get(f), str) and v.strip()), None)
+
+
+def answer_text(answer: Any) -> str | None:
+    """ANSWER as the gold string: text not blank once stripped (as written), or a number (`7.0` -> "7"); None for
+    anything else (blank, a mapping, a list, true/false), which used to be graded against as its `str`."""
+    if isinstance(answer, str):
+        return answer if answer.strip() else None
+    if isinstance(answer, bool) or not isinstance(answer, int | float):
+        return None
+    return str(int(answer)) if isinstance(answer, float) and answer.is_integer() else str(answer)
+
+
 def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
     """Map any benchmark's fields onto {"id", "question", "answer", "solution"} (+ "tolerance" from OlympiadBench's
-    `error` field, where given); None when it has no answer."""
-    question = record.get("problem") or record.get("question") or record.get("prompt") or ""
+    `error` field, where given); None when it has no question or no answer that is text or a number
+    (`drop_reason` says which)."""
+    question = question_text(record)
     solution = record.get("solution") or ""
     if isinstance(solution, list):
         solution = solution[0] if solution else ""
     answer = record.get("final_answer", record.get("answer"))
-    if isinstance(answer, list):
-        answer = ", ".join(str(a) for a in answer)
-    if isinstance(answer, float) and answer.is_integer():
-        answer = int(answer)
+    if isinstance(answer, list):  # OlympiadBench: a list of final answers, text or numbers
+        parts = [answer_text(a) for a in answer]
+        answer = ", ".join(p for p in parts if p is not None) if None not in parts else None
     if isinstance(answer, str) and "####" in answer:  # GSM8K: reasoning then "#### N"
         solution, answer = answer, gold_answer_from_solution(answer)
     if answer is None or answer == "":
         answer = gold_answer_from_solution(solution) if solution else None
-    if not question or answer is None:
+    answer = answer_text(answer)
+    if question is None or answer is None:
         return None
     item_id = record.get("id", record.get("idx", record.get("unique_id", index)))
-    item = {"id": str(item_id), "question": question, "answer": str(answer), "solution": solution}
+    item = {"id": str(item_id), "question": question, "answer": answer, "solution": solution}
     if (tolerance := _tolerance(record.get("error"))) is not None:
         item["tolerance"] = tolerance
     return item
@@ -141,12 +161,9 @@ def _tolerance(error: Any) -> float | None:
 
 
 def drop_reason(record: dict[str, Any]) -> str:
-    """Why `normalize` found no item in RECORD: "no_question" (no problem/question/prompt) or "no_answer"."""
-    return (
-        "no_answer"
-        if record.get("problem") or record.get("question") or record.get("prompt")
-        else "no_question"
-    )
+    """Why `normalize` found no item in RECORD: "no_question" (no problem/question/prompt that is text, not blank)
+    or "no_answer" (none that is text, not blank, or a number)."""
+    return "no_answer" if question_text(record) is not None else "no_question"
 
 
 def load_benchmark(

@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evals.benchmarks import BENCHMARKS, SUITES
+from evals.benchmarks import BENCHMARKS, SUITES, answer_text, question_text
 from mathmix.records import read_records
 
 
@@ -14,7 +14,7 @@ def load_prompts(path: Path, dropped: Counter | None = None) -> list[dict[str, s
     """MATH8K-style prompts: JSONL (or a JSON array) of records with `prompt` (or problem/question) and `answer`.
 
     `dropped` counts the records left out, by reason: "not_an_object", "no_prompt", "no_answer" (they used to
-    be left out silently).
+    be left out silently); a prompt or answer that is blank or not text (an answer may be a number) is none.
 
     Raises:
         ValueError: naming PATH when it holds no records, or none with a prompt and an answer.
@@ -28,12 +28,14 @@ def load_prompts(path: Path, dropped: Counter | None = None) -> list[dict[str, s
         if not isinstance(r, dict):
             dropped["not_an_object"] += 1
             continue
-        question = r.get("prompt") or r.get("problem") or r.get("question")
+        # text not blank, as eval bench takes it: a blank or non-text prompt (a list, a mapping) or answer was
+        # trained on as its `str` ("['a']")
+        question = question_text(r, ("prompt", "problem", "question"))
         answer = r.get("answer", r.get("gt_answer", r.get("final_answer")))
-        if question and answer not in (None, ""):
-            out.append({"question": str(question), "answer": str(answer)})
+        if question is not None and answer_text(answer) is not None:
+            out.append({"question": question, "answer": str(answer)})
         else:
-            dropped["no_prompt" if not question else "no_answer"] += 1
+            dropped["no_prompt" if question is None else "no_answer"] += 1
     if not out:
         fields = sorted({k for r in records if isinstance(r, dict) for k in r})
         raise ValueError(
