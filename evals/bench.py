@@ -35,13 +35,46 @@ def bench_identity(
     prompt_file: Path | None,
 ) -> dict[str, Any]:
     """What a results folder was evaluated from: the model (a local folder by path, size and a sample of its
-    weights, else its hub name), the benchmark folder, the prompt file and the settings that change the outputs
-    (not the batch size). Paths inside RUN_DIR (a recipe's run folder) are recorded relative to it."""
-    from pipelines.job_record import model_job_identity
+    weights, else its hub name), the benchmark folder, the prompt file, the contents of the benchmark files read
+    (`file_digests`: `bench_files_read`) and the settings that change the outputs (not the batch size). Paths
+    inside RUN_DIR (a recipe's run folder) are recorded relative to it."""
+    from pipelines.job_record import file_digest, job_identity, model_job_identity
 
     inputs = [data_dir, *([prompt_file] if prompt_file else [])]
+    zero_shot = bool(settings.get("zero_shot"))
+    read = bench_files_read(benchmarks, data_dir, zero_shot, prompt_file)
     settings = {"benchmarks": [list(b) for b in benchmarks], **settings}
-    return model_job_identity("eval bench", model, inputs, settings, run_dir)
+    identity = model_job_identity("eval bench", model, inputs, settings, run_dir)
+    if not read:
+        return identity
+    # paths in RUN_DIR written {run_dir}/..., as job_identity writes the inputs
+    digests = {key: [str(path.resolve()), file_digest(path)] for key, path in read.items()}
+    return {**identity, "file_digests": job_identity([], {}, run_dir, file_digests=digests)["file_digests"]}
+
+
+def bench_files_read(
+    benchmarks: list[tuple[str, int]], data_dir: Path, zero_shot: bool, prompt_file: Path | None
+) -> dict[str, Path]:
+    """The files a bench job reads, by name: each benchmark's test file and the training split its exemplars come
+    from (`benchmark gsm8k/test`, `benchmark gsm8k/train`: as decont and the recipe's eval stage name them), and
+    the prompt file where exemplars come from it (`prompt_file`).
+
+    Their sizes alone (the benchmark folder's, in `input_sizes`) missed a file edited at the same size: a gold
+    answer corrected from 4 to 5, and the rerun kept the results graded against 4.
+    """
+    found: dict[str, Path] = {}
+    for name, shots in benchmarks:
+        read = [find_test_file(name, data_dir)]
+        if shots > 0 and not zero_shot and prompt_file is None:  # exemplars from the training split
+            read.append(
+                next((data_dir / c for c in BENCHMARKS[name].train if (data_dir / c).is_file()), None)
+            )
+        for path in (p for p in read if p is not None and p.is_file()):
+            found[f"benchmark {path.relative_to(data_dir).with_suffix('').as_posix()}"] = path
+    if prompt_file is not None and not zero_shot and any(shots > 0 for _, shots in benchmarks):
+        if Path(prompt_file).is_file():
+            found["prompt_file"] = Path(prompt_file)
+    return found
 
 
 def has_eval_output(out_dir: Path) -> bool:
@@ -166,7 +199,12 @@ def run_bench(
     identity = bench_identity(
         model, benchmarks, data_dir, run_dir, {**settings, "backend": backend}, prompt_file
     )
+    before = _read_json(out_dir / JOB_FILE)
     rerun = check_job(out_dir, identity, "eval bench", progress=has_eval_output)
+    # a record from before the benchmark files' digests were kept is this job (job_record.LATER_FIELDS): rewritten
+    # with them, and its finished benchmarks kept
+    older = {k: v for k, v in identity.items() if k != "file_digests"}
+    rerun = rerun or ("file_digests" in identity and before == older)
     kept = _kept_results(plan, out_dir, rerun, str(model))
     summary: dict[str, Any] = {
         "model": str(model),
