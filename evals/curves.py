@@ -120,8 +120,9 @@ def read_curves_csv(
         if report is not None:
             report(f"skipped {path}: empty file")
         return []
-    header = rows[0]
-    lower = [h.strip().lower() for h in header]
+    # names without their surrounding spaces (` Step , runA `): a run named " runA " in the table and --json
+    rows[0] = header = [h.strip() for h in rows[0]]
+    lower = [h.lower() for h in header]
     wanted = (compute_column or "step").strip().lower()
     x_index = _compute_index(path, header, compute_column, step_hint)
     if not any(any(cell.strip() for cell in row) for row in rows[1:]):
