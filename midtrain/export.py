@@ -96,9 +96,12 @@ def check_export_dir(out_dir: Path, checkpoint: Path) -> list[str]:
     folder = checkpoint.resolve().parent
     if previous.is_absolute():
         same = previous.resolve().parent == folder
-    else:  # where it was exported from is unknown: the same stage if its folder ends as the recorded path's does
+    elif (Path.cwd() / previous).resolve().parent == folder:
+        same = True  # as earlier versions read it: relative to the folder this export runs in
+    else:  # where it was exported from is unknown: the same stage if its folder ends as the recorded path's does,
+        # the stage's own folder included (`checkpoints/` alone ends every stage's)
         tail = [p for p in Path(os.path.normpath(previous.parent)).parts if p != ".."]
-        same = bool(tail) and list(folder.parts[-len(tail) :]) == tail
+        same = len(tail) >= 2 and list(folder.parts[-len(tail) :]) == tail
     if not same:
         raise ValueError(
             f"{out_dir}: holds an export of {previous}, another stage than {checkpoint}; export to a new folder"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -123,3 +124,42 @@ def test_a_rerun_says_which_finished_stages_it_skipped(trained):
         assert f"stage {stage}: finished earlier ({run / stage / 'done.json'}), skipped" in text, text
         assert f"train {stage}" in text  # its summary table, as before
     assert {p: p.stat().st_mtime_ns for p in run.rglob("*") if p.is_file()} == before
+
+
+def _older_record(out: Path, checkpoint: str, out_dir: str) -> None:
+    """export.json as the version before resolved paths wrote it: the checkpoint and -o as typed."""
+    record = json.loads((out / "export.json").read_text())
+    record["checkpoint"], record["out_dir"] = checkpoint, out_dir
+    (out / "export.json").write_text(json.dumps(record))
+
+
+def test_an_older_export_of_another_stage_made_from_inside_its_stage_folder_is_still_refused(
+    trained, tmp_path, monkeypatch
+):
+    """Recorded `checkpoints/step_N` with an absolute -o: matching the recorded path's end alone took
+    `checkpoints` as the stage, which ends every stage's folder, and replaced another stage's export."""
+    run, _ = trained
+    out = tmp_path / "hf"
+    assert _export(str(run / "decay"), str(out)).exit_code == 0
+    step = sorted((run / "decay" / "checkpoints").iterdir())[-1]
+    _older_record(out, f"checkpoints/{step.name}", str(out))
+    monkeypatch.chdir(tmp_path)
+    message = _error(_export(str(run / "stable"), str(out)))
+    assert "another stage than" in message, message
+    monkeypatch.chdir(run / "decay")  # the same stage from the folder that export ran in: replaced
+    assert _export(str(run / "decay"), str(out)).exit_code == 0
+
+
+def test_an_older_export_made_inside_the_checkpoints_folder_is_replaced_from_there(
+    trained, tmp_path, monkeypatch
+):
+    """Recorded `step_N` (exported from inside checkpoints/): its folder `.` has no name to match, and a re-export
+    of the same checkpoint from the same folder was refused as `another stage than step_N`."""
+    run, _ = trained
+    out = tmp_path / "hf"
+    step = sorted((run / "decay" / "checkpoints").iterdir())[-1]
+    assert _export(str(step), str(out)).exit_code == 0
+    _older_record(out, step.name, str(out))
+    monkeypatch.chdir(step.parent)
+    result = _export(step.name, str(out))
+    assert result.exit_code == 0, result.output
