@@ -6,15 +6,18 @@ naming them: read whole, it mixes every stage's output with every stage's reject
 documents resolves inputs here.
 
 A stage folder that a stage started (its job record or logs/) and has not finished (no `summary.json`: killed, still
-running, or its Slurm jobs not done) is refused, and so is its `data/` given as it is: what it holds is part of the stage's output, which a later stage read
-as if it were all of it. So is anything inside a run folder that another `mathmix run` is using (its
-`.mathmix-run.lock` held, `pipelines.run_lock`): its stages are being written. A run's own stages read its earlier
-stages under its own lock, after they finished: neither refusal applies to them.
+running, or its Slurm jobs not done) is refused, and so is its `data/` given as it is: what it holds is part of the
+stage's output, which a later stage read as if it were all of it. So is a document stage's folder that has no data/
+yet (a dedup or decont killed after writing its work files): its work files are no corpus. So is anything inside a
+run folder that another `mathmix run` is using (its `.mathmix-run.lock` held, `pipelines.run_lock`): its stages are
+being written. A run's own stages read its earlier stages under its own lock, after they finished: neither refusal
+applies to them.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -100,15 +103,34 @@ def _started_unfinished(stage: Path) -> bool:
     )
 
 
+def _document_stage_record(folder: Path) -> bool:
+    """FOLDER holds the record of a stage that writes documents: a recipe stage's recipe-stage.json, or a job.json
+    as `pipelines.job_record` writes it for a stage command whose outputs include data/ (web, dedup, decont; its
+    `outputs` name what it writes). A job.json of another form (`{}`, a training stage's) is no such record."""
+    if (folder / "recipe-stage.json").is_file():
+        return True
+    try:
+        record = json.loads((folder / "job.json").read_text())
+    except (OSError, ValueError):
+        return False
+    outputs = record.get("outputs") if isinstance(record, dict) else None
+    return isinstance(outputs, list) and "data" in outputs and "inputs" in record and "settings" in record
+
+
 def _failed_before_data(folder: Path) -> bool:
-    """FOLDER holds a stage's record (job.json, recipe-stage.json) and nothing but what a stage writes as it starts
-    (logs/, rejects/), no data/ nor summary.json: a stage that failed before it wrote any output (a `mathmix web`
-    refused at its first task). Read as a corpus, it was `no .parquet or .jsonl files in ...`."""
+    """FOLDER (no data/ nor summary.json) is a stage that has not written its output: it holds a stage's record
+    (job.json, recipe-stage.json) and nothing but what a stage writes as it starts (logs/, rejects/), a stage that
+    failed before it wrote any output (a `mathmix web` refused at its first task; read as a corpus, it was `no
+    .parquet or .jsonl files in ...`); or a document stage's record (`_document_stage_record`) whatever else it
+    holds: a dedup or decont killed after writing its work files (work/, contamination.jsonl), read as a corpus,
+    gave those files as the input."""
     if not folder.is_dir() or (folder / "summary.json").exists():
         return False
     if not any((folder / mark).is_file() for mark in ("job.json", "recipe-stage.json")):
         return False
-    return all(child.name in (*STARTED_MARKS, "rejects", "job.tmp") for child in folder.iterdir())
+    if all(child.name in (*STARTED_MARKS, "rejects", "job.tmp") for child in folder.iterdir()):
+        return True
+    return _document_stage_record(folder)
 
 
 def _check_readable(path: Path) -> None:
