@@ -70,8 +70,9 @@ def build_readers(inputs: list[str], settings: Any, notes_dir: str | Path | None
     sources = input_sources(inputs)
     # a row without an id (or a null one) is named by its file from the folder holding all the input files, then its
     # row (`curate.doc_readers.missing_id`, as dedup and decont name it): x/000_00000.parquet/0
-    # (a reader reads the files in its folder, not below it: the folders' common folder is the files')
-    ids_from = id_root([folder / pattern for folder, pattern, _ in sources])
+    # (a reader reads the files in its folder, not below it: the folders' common folder is the files'; a file named
+    # by a link is read by the link's folder, so the root is the folders', never a link target's)
+    ids_from = id_root([folder.resolve() / "_" for folder, _, _ in sources])
     for folder, pattern, before in sources:
         kind = CountingParquetReader if pattern.endswith(".parquet") else NotingJsonlReader
         kwargs = {"compression": "infer", "notes_dir": notes_dir} if kind is NotingJsonlReader else {}

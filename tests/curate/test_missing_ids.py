@@ -157,3 +157,15 @@ def test_a_killed_rewrite_of_null_id_rows_resumes_with_the_same_source_ids(tmp_p
     assert {r["source_id"]: r["text"].split()[0] for r in rows} == {
         f"a.parquet/{i}": f"DOC-{i}" for i in range(6)
     }
+
+
+def test_rewrite_reads_an_input_file_that_is_a_link_to_another_folder(tmp_path):
+    """`mathmix rewrite in/a.parquet` with in/a.parquet a link into another folder crashed: the id root was taken
+    from the link's target folder, and the reader's folder (the link's) does not lie under it."""
+    from curate.rewrite.inputs import build_readers
+
+    real = _null_ids(tmp_path / "real")
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.parquet").symlink_to(real / "a.parquet")
+    ids = _read(build_readers([str(tmp_path / "in" / "a.parquet")], RewriteSettings(model="auto")))
+    assert ids == ["a.parquet/0", "a.parquet/1", "a.parquet/2", "ok"]
