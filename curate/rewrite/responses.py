@@ -16,6 +16,13 @@ CONNECTION_FAILED = "connection failed: "  # refused or reset: no server there
 REFUSED = "refused by the endpoint: "  # HTTP 401/403/404/429: the job's settings or quota, not the document
 TIMED_OUT = "request timed out"
 SERVER_ERROR = "server error: "  # HTTP 5xx, or a connection closed without a status line
+# datatrove's own client (a local server) reads a connection closed without a status line (a server killed
+# mid-request) as an HTTP 500 with an empty body: the two cannot be told apart, so the rollout sends the server a
+# test request before it counts this kind against the document (a dead server is not the document's failure)
+NO_REPLY = (
+    f"{SERVER_ERROR}no reply (the connection closed without a status line, or an HTTP 500 with no body): "
+)
+_EMPTY_500 = "Got InternalServerError from server: "  # datatrove's ServerError for a 500, its body after it
 REFUSALS = {
     401: "unauthorized: check the endpoint's API key (api_key_env, $OPENAI_API_KEY by default)",
     403: "forbidden: check that the API key (api_key_env, $OPENAI_API_KEY by default) may use this model",
@@ -50,8 +57,8 @@ def response_text(value: Any) -> str | None:
 
 def request_error(err: BaseException, timeout: float) -> BaseException:
     """The InferenceError the rollout gets for a failed HTTP call ERR, its message starting with the kind of failure
-    (`TIMED_OUT`, `SERVER_ERROR`, `REFUSED` with what to check, `CONNECTION_FAILED`, `BadRequestError`); ERR itself
-    for another InferenceError (e.g. a local server's other statuses).
+    (`TIMED_OUT`, `SERVER_ERROR` or `NO_REPLY`, `REFUSED` with what to check, `CONNECTION_FAILED`,
+    `BadRequestError`); ERR itself for another InferenceError (e.g. a local server's other statuses).
 
     A local server's error is datatrove's own (`ServerError` for a 500, `Error http status N`); a remote endpoint's
     comes from the OpenAI client, which datatrove re-raises as a ConnectionError (429, 5xx, connection, timeout)
@@ -70,6 +77,8 @@ def request_error(err: BaseException, timeout: float) -> BaseException:
     if status == 400 and "BadRequestError" not in detail:  # final for the rollout and the request cache
         return InferenceError(None, f"BadRequestError (HTTP 400): {detail}")
     if isinstance(err, ServerError):  # a local 500, or a connection closed without a status line
+        if str(err.error).strip() == _EMPTY_500.strip():  # no body: no reply at all, or an empty 500
+            return InferenceError(None, f"{NO_REPLY}{err}")
         return InferenceError(None, f"{SERVER_ERROR}{err}")
     if isinstance(status, int) and status >= 500:
         return InferenceError(None, f"{SERVER_ERROR}HTTP {status}: {detail}")

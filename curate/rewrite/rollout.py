@@ -30,6 +30,7 @@ from curate.rewrite.budget import request_max_tokens
 # How answers and failures are read is curate.rewrite.responses (split off); its names are imported from here too.
 from curate.rewrite.responses import (  # noqa: F401
     CONNECTION_FAILED,
+    NO_REPLY,
     REFUSALS,
     REFUSED,
     SERVER_ERROR,
@@ -79,7 +80,8 @@ class TimedInferenceRunner(InferenceRunner):
     document whose requests always fail made every rerun exit 1). In the last one it is saved with its failed
     samples, and the validator drops it as `request_failed` (a rejects/ row). Only a document's own failure counts
     (`_not_the_documents`): not a failure to connect (no server there), nor a 401/403/404/429 (the job's settings
-    or quota), nor anything in a run where the server answered no request (nor a one-token test request): an
+    or quota), nor anything in a run where the server answered no request (nor a one-token test request), nor a
+    connection closed without a reply when a test request sent then fails too (a server killed mid-run): an
     endpoint that is down, misnamed or failing for a few runs must not drop every document.
     """
 
@@ -154,29 +156,42 @@ class TimedInferenceRunner(InferenceRunner):
     async def _not_the_documents(self, failed: list[dict]) -> str | None:
         """Why the failure of a document's samples FAILED is not its own (so not counted against --max-attempts),
         or None when it is: the server answered other requests of this run (or, none having been sent or
-        answered yet, a one-token test request) and still failed this document's."""
+        answered yet, a one-token test request) and still failed this document's. A connection closed without a
+        reply (`NO_REPLY`, which datatrove's client cannot tell from an empty 500) counts only when a test request
+        sent after it is answered: a server killed mid-run answered the requests before it."""
         kinds = [str(r.get("message") or "") for r in failed]
         own = [m for m in kinds if not m.startswith((CONNECTION_FAILED, REFUSED))]
         if not own:
             if any(m.startswith(REFUSED) for m in kinds):
                 return "the endpoint refused the requests (the last error says what to check)"
             return "no server answered (connection refused or reset)"
+        if all(m.startswith(NO_REPLY) for m in own):  # a server killed mid-request, or an empty 500
+            if probe_error := await self._test_fails(fresh=True):
+                return (f"the server closed the connection without a reply and failed a test request "
+                        f"({probe_error}): it stopped, not the documents")  # fmt: skip
+            return None  # it answers: the documents' own failure
         if self._answered:
             return None
         if all(m.startswith(TIMED_OUT) for m in own):  # --request-timeout too short, or an overloaded server
             return ("no request of this run was answered in time: the server is overloaded, or --request-timeout "
                     "is too short for --max-tokens")  # fmt: skip
+        if probe_error := await self._test_fails():
+            return (f"no request of this run was answered and the server failed a test request too "
+                    f"({probe_error}): the server is failing, not the documents")  # fmt: skip
+        return None
+
+    async def _test_fails(self, fresh: bool = False) -> str:
+        """The error of a one-token test request to the server, "" when it answered. One per run; FRESH sends
+        another when the last one was answered (a server may die after answering), not when it failed (a dead
+        server stays so for the run: a document failing later is not counted either way)."""
         assert self._probe_lock is not None, "run_async creates it before any document is saved"
-        async with self._probe_lock:  # one test request per run
-            if self._probe_error is None:
+        async with self._probe_lock:
+            if self._probe_error is None or (fresh and self._probe_error == ""):
                 try:
                     await self._test_request()
                 except Exception as err:  # noqa: BLE001 - any failure: the server is not working
                     self._probe_error = str(getattr(err, "error", err))[:200] or type(err).__name__
-        if self._probe_error:
-            return (f"no request of this run was answered and the server failed a test request too "
-                    f"({self._probe_error}): the server is failing, not the documents")  # fmt: skip
-        return None
+        return self._probe_error or ""
 
     async def _save_document(self, document: Any, output_writer_context: Any, rank: int, chunk_index: int,
                              count_processed_stat: bool = True) -> None:  # fmt: skip
