@@ -192,6 +192,9 @@ def run_web(
         config = config.model_copy(update=resolve_paths(config, parsed.output_dir))
         if workers is not None:
             executor = executor.model_copy(update={"workers": workers})
+    # the INPUTs given are read, never a recipe's web inputs: recorded as a setting, they made the same job rerun
+    # without --recipe (or with a recipe naming other inputs) "another job"
+    config = config.model_copy(update={"inputs": _recorded_inputs_setting(output)})
     if write_rejects is not None:
         config = config.model_copy(update={"write_rejects": write_rejects})
     if math_model is not None:
@@ -227,6 +230,21 @@ def run_web(
     warn_rows_without_html(summary)
     wrote = ", rejects/*.parquet" if config.write_rejects else ""
     console.print(f"wrote {output}/data/*.parquet{wrote} and {output}/summary.json")
+
+
+def _recorded_inputs_setting(output: Path) -> list[str]:
+    """The `inputs` setting OUTPUT's web job record holds: a folder written with --recipe before its unused web
+    inputs were left out of the settings recorded them; that job is this one (the INPUTs given are read either
+    way), kept as it is. [] (the default, not recorded) for any other folder."""
+    try:
+        record = json.loads((output / "job.json").read_text())
+    except (OSError, ValueError):
+        return []
+    settings = (
+        record.get("settings") if isinstance(record, dict) and record.get("command", "web") == "web" else None
+    )
+    inputs = settings.get("inputs") if isinstance(settings, dict) else None
+    return [str(item) for item in inputs] if isinstance(inputs, list) else []
 
 
 def warn_rows_without_html(summary: dict) -> None:

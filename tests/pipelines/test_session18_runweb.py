@@ -1,0 +1,78 @@
+"""`mathmix web` and `mathmix run` findings of the session's review: a recipe's unused web inputs recorded as a
+setting, the dry run and the classifier's inputs, the rows-without-html warning's count."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from mathmix.cli import app
+
+MATH = (
+    "<html><head><script src='mathjax.js'></script></head><body><article><h1>Quadratic equations</h1>"
+    + "<p>The roots of <script type='math/tex'>ax^2+bx+c=0</script> are given by the quadratic formula, and "
+    "we prove that the discriminant decides how many real solutions the equation has.</p>"
+    * 8
+    + "</article></body></html>"
+)
+
+
+def _out(result) -> str:
+    return " ".join(result.output.split())
+
+
+@pytest.fixture()
+def pages(tmp_path):
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "math.html").write_text(MATH)
+    return folder
+
+
+def _recipe(tmp_path, name: str, inputs: str):
+    recipe = tmp_path / name
+    recipe.write_text(f"name: r\nstages:\n  web: {{inputs: [{inputs}], write_rejects: true}}\n")
+    return recipe
+
+
+def test_a_recipes_web_inputs_unused_on_the_command_line_are_no_setting(pages, tmp_path):
+    out = tmp_path / "w"
+    first = CliRunner().invoke(
+        app,
+        [
+            "web",
+            str(pages),
+            "-o",
+            str(out),
+            "--recipe",
+            str(_recipe(tmp_path, "a.yaml", "'crawl/*.warc.gz'")),
+        ],
+    )
+    assert first.exit_code == 0, first.output
+    assert "inputs" not in json.loads((out / "job.json").read_text())["settings"]
+    # the same job: without the recipe, or with a recipe naming other web inputs
+    for extra in ([], ["--recipe", str(_recipe(tmp_path, "b.yaml", "'other/*.html'"))]):
+        again = CliRunner().invoke(app, ["web", str(pages), "-o", str(out), "--write-rejects", *extra])
+        assert again.exit_code == 0, again.output
+        assert "another job" not in _out(again)
+
+
+def test_a_folder_that_recorded_the_recipes_inputs_is_still_this_job(pages, tmp_path):
+    out = tmp_path / "w"
+    first = CliRunner().invoke(app, ["web", str(pages), "-o", str(out), "--write-rejects"])
+    assert first.exit_code == 0, first.output
+    record = json.loads((out / "job.json").read_text())
+    record["settings"]["inputs"] = ["crawl/*.warc.gz"]  # as `--recipe` recorded it before
+    (out / "job.json").write_text(json.dumps(record))
+    for extra in ([], ["--recipe", str(_recipe(tmp_path, "a.yaml", "'crawl/*.warc.gz'"))]):
+        again = CliRunner().invoke(app, ["web", str(pages), "-o", str(out), "--write-rejects", *extra])
+        assert again.exit_code == 0, again.output
+        assert "another job" not in _out(again)
+    # other input files are still another job
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "m.html").write_text(MATH.replace("Quadratic", "Cubic"))
+    refused = CliRunner().invoke(app, ["web", str(other), "-o", str(out), "--write-rejects"])
+    assert refused.exit_code == 2 and "another job" in _out(refused)
