@@ -103,10 +103,10 @@ def decont(
     flag: bool = typer.Option(False, "--flag", help="keep contaminated documents, only flag them"),
     workers: int | None = typer.Option(None, "--workers", help="datatrove tasks run in parallel (default 2)"),
     check: list[Path] = typer.Option(
-        None, "--check", help="prompt-set JSONL to check (no documents written)"
+        None, "--check", help="prompt-set JSONL to check (repeat; no documents written)"
     ),
     against: list[Path] = typer.Option(
-        None, "--against", help="eval sets the --check prompts are checked against"
+        None, "--against", help="eval sets the --check prompts are checked against (repeat)"
     ),
 ) -> None:
     """Remove (or flag) documents sharing an n-gram, or a whole short problem, with benchmark sets.
@@ -234,7 +234,15 @@ def _one_mode(
             )
             if given
         ]
-        if stage_only:
+        if stage_only and inputs:  # often a second value after one --check or --against (`--against B1 B2`)
+            read = f"{_names(inputs)} {'is' if len(inputs) == 1 else 'are'} read as a corpus INPUT"
+            fail(
+                f"--check does not go with {', '.join(stage_only)}: {read}; --check and --against take one path "
+                "each: repeat the flag for each (`decont --check P1 --check P2 --against EVALS1 --against EVALS2 "
+                "[-o report.json]` checks prompt sets); `decont INPUT... -o OUT --benchmarks DIR` decontaminates "
+                "documents"
+            )
+        elif stage_only:
             fail(
                 f"--check does not go with {', '.join(stage_only)}: `decont --check PROMPTS --against EVALS "
                 "[-o report.json]` checks prompt sets (repeat --check for each file); `decont INPUT... -o OUT "
