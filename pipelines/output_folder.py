@@ -20,10 +20,22 @@ def take_over(
     WRITTEN: the outputs that job's record lists, only those that did not exist when it started: nothing else is
     deleted (a user's files, a folder that held files before). Refused (ValueError, naming OTHER) while any of
     this job's OUTPUTS still holds files: new output would mix with files no record says are disposable.
+    Refused too (ValueError naming the jobs) while Slurm jobs of an earlier submission for OUT are still queued or
+    running: they write into the folders that would be cleared (a `tasks` edited while they ran lost their output,
+    and their completion markers then made the new submission skip tasks).
     DELETE=False: only the refusal (a dry run).
     """
     import shutil
 
+    from pipelines.slurm_queue import writing_jobs
+
+    if live := writing_jobs(out):
+        ids = " ".join(live)
+        raise ValueError(
+            f"{out} is still being written by Slurm jobs {ids} of an earlier submission (queued or running), "
+            f"submitted for {other}; nothing was deleted. Wait for them to finish, or cancel them (scancel {ids}), "
+            "then rerun"
+        )
     names = [n for n in written if _plain_name(n, record_file)] if isinstance(written, list) else []
     left = [name for name in outputs if name not in names and _holds_files(out / name)]
     if left:  # refused before anything is deleted

@@ -28,15 +28,36 @@ SUBMITTED_FILE = (
 def live_submissions(out_dir: Path) -> list[str]:
     """Names of the Slurm jobs submitted for a stage folder (its executors' SUBMITTED_FILE markers) that are still in
     the queue. A queue that cannot be read counts none: the executor says so itself before it submits."""
-    names = []
+    return list(live_submission_jobs(out_dir))
+
+
+def live_submission_jobs(out_dir: Path) -> dict[str, list[tuple[str, str]]]:
+    """{job name: its (job id, pending reason) in squeue} for each Slurm job submitted for a stage folder (its
+    executors' SUBMITTED_FILE markers) still in the queue (`live_submissions` names them)."""
+    found: dict[str, list[tuple[str, str]]] = {}
     for marker in sorted(Path(out_dir).glob(f"**/{SUBMITTED_FILE}")):
         try:
             name = json.loads(marker.read_text())["job_name"]
-            if slurm_jobs(name):
-                names.append(name)
+            if name not in found and (jobs := slurm_jobs(name)):
+                found[name] = jobs
         except (OSError, ValueError, KeyError, TypeError, SlurmQueueError):
             continue
-    return names
+    return found
+
+
+def writing_jobs(out_dir: Path) -> list[str]:
+    """The ids (an array's base id once) of the Slurm jobs of earlier submissions for OUT that are still queued or
+    running and may write into it; a failed array's stats job, pending on DependencyNeverSatisfied for ever, writes
+    nothing (the executor cancels it before it submits again)."""
+    ids: list[str] = []
+    for jobs in live_submission_jobs(out_dir).values():
+        if {reason.strip() for _, reason in jobs} == {"DependencyNeverSatisfied"}:
+            continue
+        for job_id, _ in jobs:
+            base = job_id.split("_", 1)[0]
+            if base not in ids:
+                ids.append(base)
+    return sorted(ids, key=lambda i: (len(i), i))
 
 
 def _current_venv() -> str | None:
