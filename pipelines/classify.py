@@ -48,6 +48,46 @@ def _paths(paths: list[str], run_dir: Path | str) -> list[Path]:
     return [Path(p.replace("{run_dir}", str(run_dir))) for p in paths]
 
 
+def preflight(config: Config, run_dir: Path | str, plan: list[dict] | None = None) -> None:
+    """What the stage reads that no earlier stage writes, checked by `mathmix run` before its first stage and in
+    --dry-run, as the stage refuses them at its start (without reading a page): a `positives`/`negatives` input
+    missing, a file of a kind it does not read, a folder holding none it reads, a file reached through both
+    classes, neither class given; an `llm_seeds` input missing. The dry run said `will run` for each and the run
+    failed at once. Inputs in the run folder (the default seed set, the quickstart's sample) are left to the stage."""
+    from classifiers.data import KINDS, InputError, input_files, is_input_file, stage_data
+    from classifiers.training_inputs import check_classes_apart
+    from pipelines.prerun_checks import written_by_earlier_stage
+
+    inside_run = Path(run_dir).expanduser().resolve()
+
+    def own(paths: list[str]) -> list[Path]:
+        """PATHS but those an earlier stage writes, and those in the run folder (the defaults: the sample that
+        `mathmix quickstart` writes there before its run), left to the stage."""
+        return [
+            p
+            for p in _paths(paths, run_dir)
+            if not written_by_earlier_stage(p, plan, FOLDER)
+            and inside_run not in p.expanduser().resolve().parents
+        ]
+
+    if not config.llm_seeds and not (config.positives and config.negatives):
+        raise ValueError("give math inputs (-p) and non-math inputs (-n), or --llm-seeds (both classes)")
+    positives, negatives = own(config.positives), own(config.negatives)
+    for given in [*positives, *negatives]:
+        path = stage_data(given)
+        files = input_files(path)  # a missing one: `X: no such file or folder`
+        if path.is_file() and not is_input_file(path):
+            raise InputError(f"{path}: expected {KINDS}, or a folder of them")
+        if path.is_dir() and not files:
+            held = sorted(f.relative_to(path).as_posix() for f in path.rglob("*") if f.is_file())
+            shown = f" (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''})" if held else ""
+            raise InputError(f"{path}: folder holds no {KINDS}{shown}")
+    check_classes_apart(positives, negatives)
+    for seeds in own(config.llm_seeds):
+        if not stage_data(seeds).exists():
+            raise InputError(f"{stage_data(seeds)}: no such file or folder")
+
+
 def inputs_read(
     config: Config, run_dir: Path | str, inputs: list[str], previous: Mapping[str, Path]
 ) -> list[str]:

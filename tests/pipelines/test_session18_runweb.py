@@ -76,3 +76,44 @@ def test_a_folder_that_recorded_the_recipes_inputs_is_still_this_job(pages, tmp_
     (other / "m.html").write_text(MATH.replace("Quadratic", "Cubic"))
     refused = CliRunner().invoke(app, ["web", str(other), "-o", str(out), "--write-rejects"])
     assert refused.exit_code == 2 and "another job" in _out(refused)
+
+
+def _classifier_recipe(tmp_path, positives: str, negatives: str):
+    recipe = tmp_path / "c.yaml"
+    recipe.write_text(
+        f"name: c\noutput_dir: {tmp_path / 'run'}\nexecutor: {{tasks: 1}}\nstages:\n"
+        f"  classifier: {{positives: [{positives}], negatives: [{negatives}], max_docs_per_input: 10}}\n"
+    )
+    return recipe
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "unsupported", "both", "none"])
+def test_the_dry_run_refuses_classifier_inputs_the_run_refuses(pages, tmp_path, case):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("x")
+    given = {
+        "missing": (str(tmp_path / "nosuch"), f"{tmp_path / 'nosuch'}: no such file or folder"),
+        "empty": (str(empty), f"{empty}: folder holds no .html pages"),
+        "unsupported": (str(empty / "notes.txt"), f"{empty / 'notes.txt'}: expected .html pages"),
+        "both": (str(pages), "1 file(s) are inputs of both"),
+        "none": ("", "give math inputs"),
+    }
+    positives, said = given[case]
+    recipe = _classifier_recipe(tmp_path, positives, str(pages))
+    for dry in (["--dry-run"], []):
+        result = CliRunner().invoke(app, ["run", str(recipe), *dry])
+        assert result.exit_code == 2, (dry, result.output)
+        assert f"stage classifier: {said}" in _out(result), (dry, result.output)
+    assert not (tmp_path / "run" / "classifier").exists()
+
+
+def test_the_dry_run_lets_good_classifier_inputs_and_earlier_stages_outputs_pass(pages, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "b.html").write_text(MATH.replace("Quadratic", "Cubic"))
+    result = CliRunner().invoke(
+        app, ["run", str(_classifier_recipe(tmp_path, str(pages), str(other))), "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "will run" in _out(result)
