@@ -219,6 +219,8 @@ def report_cmd(
     refuse_empty(output, "HTML file (or folder)")
     check_run_dir(run_dir)  # before RUN_DIR/audit/ is made in it
     html_path, md_path = report_paths(output or str(run_dir / "audit" / "report.html"), markdown)
+    named = Path(output) if output else None
+    named_folder = output is not None and (output.endswith(("/", os.sep)) or Path(output).is_dir())
     if markdown and md_path is None:
         console.print(
             f"{output}: not a regular file, so no Markdown twin (nor its plots) beside it", style="dim"
@@ -240,7 +242,9 @@ def report_cmd(
             math_threshold=math_threshold,
             top_n=top_n,
             memory_limit=memory_limit,
-            md_named=md_path is not None and str(output or "").lower().endswith(".md"),
+            # the file -o names is the user's choice (-o X.md: that Markdown file; not FOLDER.md/report.md)
+            md_named=named is not None and md_path == named,
+            html_twin=named is not None and html_path != named and not named_folder,
         )
     except OSError as err:
         fail(f"{err.filename}: {err.strerror}" if err.filename else str(err))

@@ -192,6 +192,28 @@ def render(sections: list[Section], title: str, html_path: Path, md_path: Path |
 
 MD_FIRST_LINE = "# mathmix audit: "  # the title line every version of the report's Markdown opened with
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+HTML_FIRST_BYTES = (
+    b"<!doctype html><html><head><meta charset='utf-8'><title>mathmix audit: "  # every version's
+)
+# The file names of the report's plots (`<section>_<figure>.png`), those of every version so far (the section and
+# figure keys of curate/audit_report.py and curate/audit_sections.py, unchanged since the first): a real
+# `<stem>_plots/` holding only these is an earlier report's, replaced; any other name (loss_curve.png) is a user's
+REPORT_PNGS = frozenset(
+    f"{name}.png"
+    for name in (
+        "funnel_funnel",
+        "funnel_drops",
+        "domains_by_docs",
+        "math_score_hist",
+        "lengths_hist",
+        "language_langs",
+        "dedup_clusters",
+        "dedup_kept",
+        "contamination_benchmarks",
+        "rewriter_acceptance",
+        "mixture_sources",
+    )
+)
 
 
 def plot_dir_of(md_path: Path) -> Path:
@@ -199,23 +221,25 @@ def plot_dir_of(md_path: Path) -> Path:
     return md_path.with_name(md_path.stem + "_plots")
 
 
-def check_replaceable(md_path: Path | None, md_named: bool = False) -> None:
+def check_replaceable(md_path: Path | None, md_named: bool = False, html_twin: Path | None = None) -> None:
     """Raise ValueError (one line, naming it) where the Markdown twin or its `<stem>_plots` exists and is not the
     report's own: only a Markdown file opening with the report's title line (or an empty one), a link (the
     report's is one; only the link is replaced, never its target) or a real folder of the report's PNGs only
-    (`<section>_<figure>.png`, as earlier versions wrote it) is replaced; MD_NAMED (`-o X.md`) replaces the
-    Markdown file the user named. Checked before any query runs."""
+    (`REPORT_PNGS`, the names every version wrote) is replaced; MD_NAMED (`-o X.md`) replaces the Markdown file
+    the user named. HTML_TWIN: the HTML of `-o X.md` (X.html, which the user did not name), replaced only where
+    it opens with the report's header (or is empty). Checked before any query runs."""
+    if html_twin is not None and not _opens_with(html_twin, HTML_FIRST_BYTES):
+        raise ValueError(
+            f"refused: {html_twin}: exists and is not an HTML report of `mathmix audit report` (the HTML twin of "
+            "-o X.md is X.html); move it, or give -o X.html"
+        )
     if md_path is None:
         return
-    target = md_path.resolve() if md_path.is_symlink() else md_path
-    if target.is_file() and target.stat().st_size and not md_named:  # `-o X.md`: the user's choice
-        with target.open("rb") as stream:
-            first = stream.readline(256)
-        if not first.startswith(MD_FIRST_LINE.encode()):
-            raise ValueError(
-                f"refused: {md_path}: exists and is not a Markdown report of `mathmix audit report` (its first "
-                f"line is not '{MD_FIRST_LINE}...'); move it, or give another -o (or --no-markdown)"
-            )
+    if not md_named and not _opens_with(md_path, MD_FIRST_LINE.encode()):  # `-o X.md`: the user's choice
+        raise ValueError(
+            f"refused: {md_path}: exists and is not a Markdown report of `mathmix audit report` (its first "
+            f"line is not '{MD_FIRST_LINE}...'); move it, or give another -o (or --no-markdown)"
+        )
     plots = plot_dir_of(md_path)
     if plots.is_symlink() or not plots.is_dir():
         return  # a link (replaced, its target untouched), a file (refused as not a folder when written), or none
@@ -228,9 +252,18 @@ def check_replaceable(md_path: Path | None, md_named: bool = False) -> None:
     )
 
 
+def _opens_with(path: Path, head: bytes) -> bool:
+    """Whether `path` (a link followed) is no non-empty regular file, or one opening with `head`."""
+    target = path.resolve() if path.is_symlink() else path
+    if not target.is_file() or not target.stat().st_size:
+        return True
+    with target.open("rb") as stream:
+        return stream.read(len(head)) == head
+
+
 def _report_png(path: Path) -> bool:
-    """A PNG file an earlier version of the report wrote into `<stem>_plots/`: `<section>_<figure>.png`."""
-    if path.is_symlink() or not path.is_file() or not re.fullmatch(r"[a-z]+_[A-Za-z0-9_]+\.png", path.name):
+    """A PNG file an earlier version of the report wrote into `<stem>_plots/`: a name of `REPORT_PNGS`."""
+    if path.is_symlink() or not path.is_file() or path.name not in REPORT_PNGS:
         return False
     with path.open("rb") as stream:
         return stream.read(len(PNG_MAGIC)) == PNG_MAGIC

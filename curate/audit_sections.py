@@ -272,13 +272,19 @@ def write_report(
     threads: int | None = None,
     memory_limit: str | None = None,
     md_named: bool = False,
+    html_twin: bool = False,
 ) -> dict[str, Any]:
     """Build the canned report over `run_dir` and write HTML (+ Markdown); return its numbers and files.
-    MD_NAMED: the user named the Markdown file (`-o X.md`), which is then replaced whatever it holds."""
+    MD_NAMED: the user named the Markdown file (`-o X.md`), which is then replaced whatever it holds; HTML_TWIN:
+    the HTML is that Markdown's twin, not named by the user, and replaced only where it is the report's."""
     if md_path is not None and Path(md_path).resolve() == Path(html_path).resolve():
         raise ValueError(f"{html_path}: the HTML report and its Markdown twin would be the same file")
     # before any query: a refusal costs nothing
-    check_replaceable(Path(md_path) if md_path is not None else None, md_named=md_named)
+    check_replaceable(
+        Path(md_path) if md_path is not None else None,
+        md_named=md_named,
+        html_twin=Path(html_path) if html_twin else None,
+    )
     start = time.time()
     with AuditSession(run_dir, threads=threads, memory_limit=memory_limit) as session:
         sections = build_report(session, math_threshold=math_threshold, top_n=top_n)
