@@ -13,7 +13,9 @@ _CHARSET_HEADER = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-:.]+)", re.I)
 # codec that decodes it as browsers do, and its labels. Browsers read `gb2312` as GBK (whose decoder is gb18030's),
 # `shift_jis` as windows-31j (cp932), `euc-kr` as windows-949 (cp949), `iso-8859-1` / `ascii` as windows-1252.
 # Not here, so ignored as browsers ignore them: unknown labels, `replacement` (iso-2022-kr, hz-gb-2312...),
-# x-user-defined and UTF-16 (a UTF-16 body has NUL bytes and is dropped as binary_body before it is decoded).
+# x-user-defined and UTF-16 as a label: a UTF-16 body has NUL bytes and is dropped as binary_body before it is
+# decoded, unless it starts with a UTF-16 byte order mark (`utf16_bom`), which browsers read before any label.
+# UTF-32 is no web encoding (browsers do not read it): dropped as binary_body, its BOM (FF FE 00 00) too.
 _WHATWG_ENCODINGS: tuple[tuple[str, str, str], ...] = (
     ("utf-8", "utf-8", "unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8"),
     ("ibm866", "cp866", "866 cp866 csibm866 ibm866"),
@@ -117,6 +119,18 @@ def whatwg_encoding(label: str) -> tuple[str, str] | None:
     return _ENCODING_LABELS.get(python_name) or _ENCODING_LABELS.get(python_name.replace("_", "-"))
 
 
+_UTF16_BOMS = ((codecs.BOM_UTF16_LE, "utf-16le", "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16be", "utf-16-be"))
+
+
+def utf16_bom(body: bytes) -> tuple[str, str] | None:
+    """(WHATWG name, Python codec) where BODY starts with a UTF-16 byte order mark (FF FE little-endian, FE FF
+    big-endian), as browsers sniff it (WHATWG `decode`); None otherwise, and for UTF-32LE's FF FE 00 00 (UTF-32 is
+    no web encoding). Looks at the first 4 bytes only."""
+    if body.startswith(codecs.BOM_UTF32_LE):
+        return None
+    return next(((name, codec) for bom, name, codec in _UTF16_BOMS if body.startswith(bom)), None)
+
+
 def decode_html(body: bytes, declared: str | None) -> tuple[str | None, str | None]:
     """Decode page bytes, reading charset labels as browsers do (`whatwg_encoding`).
 
@@ -131,11 +145,14 @@ def decode_html(body: bytes, declared: str | None) -> tuple[str | None, str | No
     Returns (text, charset), the charset the WHATWG name of the encoding that decoded the page (`gbk` for a page
     labelled `gb2312`, `windows-1252` for `iso-8859-1`), or (None, None) when nothing decodes the bytes without
     a flood of errors.
-    A UTF-8 byte order mark (EF BB BF) first wins over all of these, as in browsers (WHATWG `decode`: BOM sniffing
-    comes before any label), and is not part of the text.
+    A byte order mark first wins over all of these, as in browsers (WHATWG `decode`: BOM sniffing comes before any
+    label), and is not part of the text: UTF-8's (EF BB BF), UTF-16's (FF FE: `utf-16le`, FE FF: `utf-16be`; a bad
+    code unit replaced, `utf-16le-replace`, a flood of them undecodable).
     """
     if body.startswith(codecs.BOM_UTF8):
         return _decode_utf8(body[len(codecs.BOM_UTF8) :])
+    if utf16 := utf16_bom(body):
+        return _decode_utf16(body[2:], *utf16)
     if not body.isascii():
         try:
             return body.decode("utf-8"), "utf-8"
@@ -173,3 +190,16 @@ def _decode_utf8(body: bytes) -> tuple[str | None, str | None]:
     if text.count("\ufffd") > max(16, len(text) // 50):
         return None, None
     return text, "utf-8-replace"
+
+
+def _decode_utf16(body: bytes, name: str, codec: str) -> tuple[str | None, str | None]:
+    """BODY (after its BOM) in UTF-16, strictly; else with bad code units (a lone surrogate, an odd last byte)
+    replaced (`NAME-replace`), as browsers replace them; (None, None) for a flood of them."""
+    try:
+        return body.decode(codec), name
+    except UnicodeDecodeError:
+        pass
+    text = body.decode(codec, errors="replace")
+    if text.count("\ufffd") > max(16, len(text) // 50):
+        return None, None
+    return text, f"{name}-replace"

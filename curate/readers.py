@@ -17,7 +17,12 @@ from pathlib import Path
 from datatrove.data import Document, DocumentsPipeline
 from datatrove.pipeline.readers.base import BaseDiskReader
 
-from curate.charsets import _CHARSET_HEADER, decode_html, whatwg_encoding  # noqa: F401 (whatwg_encoding: re-exported)
+from curate.charsets import (  # noqa: F401 (whatwg_encoding: re-exported)
+    _CHARSET_HEADER,
+    decode_html,
+    utf16_bom,
+    whatwg_encoding,
+)
 from curate.warc_bounds import cut_short, next_record_start, single_gzip_stream
 from curate.web_inputs import (  # noqa: F401 (re-exported)
     DOC_RECORD_TYPES,
@@ -326,7 +331,9 @@ class WebPageReader(BaseDiskReader):
             reason = "too_large"
         elif not body.strip():
             reason = "empty_page"
-        elif is_binary(body):
+        elif is_binary(body) and not utf16_bom(
+            body
+        ):  # a UTF-16 page's NUL bytes: decoded by its BOM, as browsers do
             reason = "binary_body"
         if reason:
             self._drop(reason, path, offset, url)

@@ -66,7 +66,7 @@ def html_files(paths: list[Path]) -> list[Path]:
 def not_html(path: Path) -> str | None:
     """What the file is when its first bytes or its name say it is not HTML (compressed, WARC, binary, JSON/JSONL,
     text without a tag in its first 8 KiB and no HTML name), else None."""
-    from curate.readers import HTML_SUFFIXES, JSONL_SUFFIXES, WARC_SUFFIXES
+    from curate.readers import HTML_SUFFIXES, JSONL_SUFFIXES, WARC_SUFFIXES, utf16_bom
 
     try:
         with path.open("rb") as fh:
@@ -78,7 +78,9 @@ def not_html(path: Path) -> str | None:
             return kind
     if path.name.lower().endswith(WARC_SUFFIXES):
         return "a WARC/ARC file"
-    if b"\x00" in head:
+    if b"\x00" in head and not utf16_bom(
+        head
+    ):  # a UTF-16 page with its BOM is read as the web stage reads it
         return "a binary file"
     name = path.name.lower()
     if name.endswith(JSONL_SUFFIXES):  # its rows' `html` would be printed as one JSON string of "text"
