@@ -84,6 +84,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     from mathmix.cli_util import console
     from pipelines.decont_index import INDEX_FILE, SavedIndexFilter, save_index
     from pipelines.job_record import check_job, check_output_outside_inputs
+    from pipelines.output_folder import stage_seconds
 
     out_dir, start = Path(out_dir), time.time()
     check_output_outside_inputs(out_dir, inputs)
@@ -138,7 +139,7 @@ def run_decont(config: Config, inputs: list[str], out_dir: Path, executor, bench
     )
     (work / INDEX_FILE).unlink(missing_ok=True)  # every task has finished with it
     ensure_data_file(out_dir / "data", schema or minimal_schema(EXTRA_COLUMNS))
-    summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
+    summary = summarize_logs(out_dir / "logs", seconds=stage_seconds(out_dir, start, executor))
     hits, contaminated = _merge_report(work / "report", out_dir / "contamination.jsonl")
     summary.update(
         {

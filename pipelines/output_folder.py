@@ -102,6 +102,33 @@ def has_progress(out_dir: Path) -> bool:
     return False
 
 
+def stage_seconds(out_dir: Path, start: float, executor: Any = None) -> float:
+    """A stage's seconds for its summary: since START (time.time()), or for a Slurm EXECUTOR that does not wait,
+    whose tasks ran under earlier submissions, `submitted_seconds`."""
+    import time
+
+    seconds = time.time() - start
+    if getattr(executor, "kind", "") == "slurm" and not getattr(executor, "wait", True):
+        return submitted_seconds(out_dir, seconds)
+    return seconds
+
+
+def submitted_seconds(out_dir: Path, this_run: float, record_file: str = "job.json") -> float:
+    """The seconds of a stage whose tasks ran in Slurm jobs submitted without waiting (`wait: false`), from its job
+    record (written as the stage was first submitted) to its last task's completion marker: queue waits and the
+    time between reruns count, as a waiting run's do. THIS_RUN (the rerun that writes the summary, which ran
+    nothing itself and took under a second) where larger, or where OUT has no record or no completion marker."""
+    record = Path(out_dir) / record_file
+    try:
+        began = record.stat().st_mtime
+        ended = max(
+            (p.stat().st_mtime for p in Path(out_dir).glob("**/completions/*") if p.is_file()), default=0.0
+        )
+    except OSError:
+        return this_run
+    return max(this_run, round(ended - began, 2)) if ended else this_run
+
+
 def foreign_files(out_dir: Path | str, outputs: Collection[str]) -> list[str]:
     """The names in OUT that are none of OUTPUTS, what a command writes there (sorted); [] for no such folder."""
     out = Path(out_dir)

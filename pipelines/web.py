@@ -211,6 +211,7 @@ def run_web(
     from curate.readers import NO_HTML_FIELD, input_files
     from curate.summary import summarize_logs, write_summary
     from pipelines.job_record import check_job, check_output_outside_inputs
+    from pipelines.output_folder import stage_seconds
     from pipelines.prerun_checks import check_math_model
 
     out_dir = Path(out_dir)
@@ -239,7 +240,7 @@ def run_web(
     pipeline = build_pipeline(config, files, out_dir, math_model)
     executor.run(executor.build(pipeline, out_dir / "logs", job_name="mathmix-web", tasks=tasks))
     ensure_data_file(out_dir / "data", WEB_SCHEMA)
-    summary = summarize_logs(out_dir / "logs", seconds=time.time() - start)
+    summary = summarize_logs(out_dir / "logs", seconds=stage_seconds(out_dir, start, executor))
     summary["input_files"] = len(files)
     if no_html := _rows_without_html(out_dir / "logs"):
         summary[NO_HTML_FIELD] = no_html

@@ -95,3 +95,30 @@ def test_a_finished_submission_leaves_the_folder_to_a_changed_job(tmp_path):
     (out / "logs" / "executor.pik").write_text("x")
     assert check_job(out, {"tasks": 3}, "web run", outputs=("data", "logs")) is False
     assert not (out / "logs").exists()
+
+
+def test_a_stage_run_without_waiting_records_its_own_seconds_not_the_last_reruns(tmp_path, slurm):
+    """With `wait: false` the summary is written by the rerun that finds every task done: its `seconds` were that
+    rerun's half second, whatever the tasks took. They are the stage's: from its job record, written as it was
+    first submitted, to its last task's completion marker."""
+    import time
+
+    recipe = _recipe(tmp_path, 2)
+    recipe.write_text(recipe.read_text().replace(', sbatch_args: {hold: ""}', ""))
+    web = tmp_path / "run" / "web"
+    job_name = ""
+    try:
+        assert run_recipe(load_recipe(recipe)) == {}  # submitted
+        job_name = json.loads((web / "logs" / SUBMITTED_FILE).read_text())["job_name"]
+        deadline, summaries = time.monotonic() + 240, {}
+        while "web" not in summaries and time.monotonic() < deadline:
+            time.sleep(2)
+            summaries = run_recipe(load_recipe(recipe))
+        assert "web" in summaries, "the submitted jobs did not finish within 4 minutes"
+    finally:
+        if job_name:
+            subprocess.run(["scancel", "--name", job_name], check=False)  # this test's jobs only
+    began = (web / "job.json").stat().st_mtime
+    ended = max(p.stat().st_mtime for p in (web / "logs" / "completions").iterdir())
+    seconds = json.loads((web / "summary.json").read_text())["seconds"]
+    assert seconds >= round(ended - began, 2) > 0, (seconds, ended - began)
