@@ -229,7 +229,7 @@ def run_web(
         console.print(str(err), soft_wrap=True, markup=False)
         return
     print_summary(summary, title="web summary")
-    warn_rows_without_html(summary)
+    warn_rows_without_html(summary, output)
     wrote = ", rejects/*.parquet" if config.write_rejects else ""
     console.print(f"wrote {output}/data/*.parquet{wrote} and {output}/summary.json")
 
@@ -249,17 +249,28 @@ def _recorded_inputs_setting(output: Path) -> list[str]:
     return [str(item) for item in inputs] if isinstance(inputs, list) else []
 
 
-def warn_rows_without_html(summary: dict) -> None:
-    """Warn when JSONL/JSON rows had no `html` field (each dropped as bad_record), as dedup warns for `text`."""
-    from curate.readers import NO_HTML_FIELD
+def warn_rows_without_html(summary: dict, output: Path) -> None:
+    """Warn when JSONL/JSON rows had no `html` field (each dropped as bad_record), as dedup warns for `text`. The
+    total is docs_in only where every file read (OUTPUT/logs/inputs.txt) was JSONL/JSON: docs_in counts WARC
+    records and HTML files too ("1 of 68 input rows" for 13 rows)."""
+    from curate.readers import JSONL_SUFFIXES, NO_HTML_FIELD
 
-    if count := summary.get(NO_HTML_FIELD):
-        console.print(
-            f"[yellow]warning:[/] {count:,} of {summary.get('docs_in', 0):,} input rows have no `html` field "
-            "(dropped as bad_record): is the page in a field with another name? The web stage reads JSONL rows' "
-            "`html`; documents with `text` go to `mathmix dedup`",
-            soft_wrap=True,
-        )
+    if not (count := summary.get(NO_HTML_FIELD)):
+        return
+    try:
+        read = (output / "logs" / "inputs.txt").read_text().split("\n")
+    except OSError:
+        read = []
+    names = [line.lower() for line in read if line]
+    if names and all(name.endswith(JSONL_SUFFIXES) for name in names):
+        said = f"{count:,} of {summary.get('docs_in', 0):,} input rows have"
+    else:
+        said = f"{count:,} JSONL/JSON input row{' has' if count == 1 else 's have'}"
+    console.print(
+        f"[yellow]warning:[/] {said} no `html` field (dropped as bad_record): is the page in a field with another "
+        "name? The web stage reads JSONL rows' `html`; documents with `text` go to `mathmix dedup`",
+        soft_wrap=True,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -117,3 +117,20 @@ def test_the_dry_run_lets_good_classifier_inputs_and_earlier_stages_outputs_pass
     )
     assert result.exit_code == 0, result.output
     assert "will run" in _out(result)
+
+
+def test_the_rows_without_html_warning_counts_rows_not_pages(pages, tmp_path):
+    # an HTML page beside a JSONL file of 2 rows, one without html: docs_in is 3 pages, 2 of them rows
+    (pages / "rows.jsonl").write_text(json.dumps({"html": MATH}) + "\n" + json.dumps({"text": "x"}) + "\n")
+    result = CliRunner().invoke(app, ["web", str(pages), "-o", str(tmp_path / "w")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "w" / "summary.json").read_text())["docs_in"] == 3
+    said = _out(result)
+    assert "1 JSONL/JSON input row has no `html` field" in said and "of 3" not in said, result.output
+    # JSONL alone: every page a row, the total is the rows'
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    (pages / "rows.jsonl").rename(rows / "rows.jsonl")
+    result = CliRunner().invoke(app, ["web", str(rows), "-o", str(tmp_path / "w2")])
+    assert result.exit_code == 0, result.output
+    assert "1 of 2 input rows have no `html` field" in _out(result), result.output
