@@ -124,6 +124,15 @@ def answer_text(answer: Any) -> str | None:
     return str(int(answer)) if isinstance(answer, float) and answer.is_integer() else str(answer)
 
 
+def gold_text(answer: Any) -> str | None:
+    """`answer_text`, and a list of final answers (OlympiadBench's `final_answer`, text or numbers) joined by ", "
+    (None where one of them is not text or a number; "" for an empty list)."""
+    if isinstance(answer, list):
+        parts = [answer_text(a) for a in answer]
+        return ", ".join(p for p in parts if p is not None) if None not in parts else None
+    return answer_text(answer)
+
+
 def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
     """Map any benchmark's fields onto {"id", "question", "answer", "solution"} (+ "tolerance" from OlympiadBench's
     `error` field, where given); None when it has no question or no answer that is text or a number
@@ -134,11 +143,10 @@ def normalize(record: dict[str, Any], index: int) -> dict[str, Any] | None:
         solution = solution[0] if solution else ""
     answer = record.get("final_answer", record.get("answer"))
     if isinstance(answer, list):  # OlympiadBench: a list of final answers, text or numbers
-        parts = [answer_text(a) for a in answer]
-        answer = ", ".join(p for p in parts if p is not None) if None not in parts else None
+        answer = gold_text(answer)
     if isinstance(answer, str) and "####" in answer:  # GSM8K: reasoning then "#### N"
         solution, answer = answer, gold_answer_from_solution(answer)
-    if answer is None or answer == "":
+    if answer is None or (isinstance(answer, str) and not answer.strip()):  # none given: the solution's
         answer = gold_answer_from_solution(solution) if solution else None
     answer = answer_text(answer)
     if question is None or answer is None:

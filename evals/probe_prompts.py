@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evals.benchmarks import BENCHMARKS, SUITES, answer_text, question_text
+from evals.benchmarks import BENCHMARKS, SUITES, gold_text, question_text
 from mathmix.records import read_records
 
 
@@ -31,9 +31,10 @@ def load_prompts(path: Path, dropped: Counter | None = None) -> list[dict[str, s
         # text not blank, as eval bench takes it: a blank or non-text prompt (a list, a mapping) or answer was
         # trained on as its `str` ("['a']")
         question = question_text(r, ("prompt", "problem", "question"))
-        answer = r.get("answer", r.get("gt_answer", r.get("final_answer")))
-        if question is not None and answer_text(answer) is not None:
-            out.append({"question": question, "answer": str(answer)})
+        # a list of final answers (OlympiadBench's) joined as eval bench joins it: it was refused since d1c71c2
+        answer = gold_text(r.get("answer", r.get("gt_answer", r.get("final_answer"))))
+        if question is not None and answer:
+            out.append({"question": question, "answer": answer})
         else:
             dropped["no_prompt" if question is None else "no_answer"] += 1
     if not out:

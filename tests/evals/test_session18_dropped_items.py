@@ -123,6 +123,28 @@ def test_the_probe_prompt_loader_drops_blank_or_non_text_prompts_and_answers(tmp
     prompts = load_prompts(path, dropped)
     assert prompts == [
         {"question": "What is 1+1?", "answer": "2"},
+        {"question": "What is 2+2?", "answer": "4"},  # a list of final answers, joined as eval bench joins it
         {"question": "What is 3+3?", "answer": "6"},
     ]
-    assert dropped == {"no_prompt": 2, "no_answer": 3}
+    assert dropped == {"no_prompt": 2, "no_answer": 2}
+
+
+def test_the_probe_reads_olympiadbench_style_final_answer_lists_as_eval_bench_does(tmp_path):
+    """A prompt file with `final_answer: ["5"]` (OlympiadBench's form) trained before d1c71c2 and was then refused
+    as having `no prompt/answer fields`; its gold is the joined list, as `eval bench` grades it."""
+    records = [
+        {"question": "What is 1 plus 4?", "final_answer": ["5"]},
+        {"question": "Roots?", "final_answer": [1, "-2"]},
+    ]
+    path = _write_jsonl(tmp_path / "oly.jsonl", records)
+    assert load_prompts(path) == [
+        {"question": "What is 1 plus 4?", "answer": "5"},
+        {"question": "Roots?", "answer": "1, -2"},
+    ]
+    assert [normalize(r, i)["answer"] for i, r in enumerate(records)] == ["5", "1, -2"]
+
+
+@pytest.mark.parametrize("blank", ["", "   ", None])
+def test_a_blank_answer_falls_back_to_the_solution_as_an_empty_one_does(blank):
+    item = normalize({"problem": "x", "answer": blank, "solution": "so \\boxed{3}"}, 0)
+    assert item is not None and item["answer"] == "3"
