@@ -13,6 +13,7 @@ empty one holds nothing but this session's own spill files. Writing results out 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -33,12 +34,13 @@ from curate.audit_output import (
     plain_number,
     write_result,
 )
-from curate.audit_stages import stage_dirs
+from curate.audit_stages import holds_run, stage_dirs
 from curate.audit_views import (
     NO_DATA,
     NO_VIEW,
     NOT_REPORT_FILES,
     OUT_OF_MEMORY,
+    READ_FILES,
     UNREADABLE,
     VIEW_FILES,
     create_all,
@@ -150,6 +152,14 @@ class AuditSession:
                 + ", ".join(OUT_OF_MEMORY)
             )
         self.view_files = {view: list(files) for view, files in VIEW_FILES.items()}  # what the views read
+        # the files the lazy views read whose real path is outside the run (linked in): readable, one by one
+        self.read_outside = list(
+            dict.fromkeys(
+                real
+                for f in READ_FILES
+                if not (real := Path(os.path.realpath(f))).is_relative_to(self.run_dir)
+            )
+        )
         self.parquet_files = list(dict.fromkeys(f for files in self.view_files.values() for f in files))
         self._pages: dict[Path, str | None] = {}  # file: why its pages do not read (None: they do), once read
         self.unfinished = unfinished_stages(
@@ -159,9 +169,10 @@ class AuditSession:
 
     def _lock(self) -> None:
         # Order matters: the views are bound while access is open; then access is narrowed and the config locked.
-        self.linked = linked_folders(self.run_dir)
-        allowed = [str(self.run_dir) + "/", *(f"{folder}/" for folder in self.linked)]
-        self.con.execute("SET allowed_directories = ?", [allowed])
+        # Outside the run folder only the files the views read (their real paths: DuckDB checks those) are
+        # readable, not their folders: a link to / or $HOME opened every file under it.
+        self.con.execute("SET allowed_directories = ?", [[str(self.run_dir) + "/"]])
+        self.con.execute("SET allowed_paths = ?", [[str(f) for f in self.read_outside]])
         self.con.execute("SET allow_community_extensions = false")
         self.con.execute("SET enable_external_access = false")
         self.con.execute("SET lock_configuration = true")
@@ -228,7 +239,8 @@ class AuditSession:
         return type(err)(f"{first_line(err)} (damaged Parquet file: {'; '.join(damaged[:3])}{more})")
 
     def _refused(self, err: Exception) -> AuditRefused:
-        linked = f" and its linked stage folders ({', '.join(map(str, self.linked))})" if self.linked else ""
+        n = len(self.read_outside)
+        linked = f" and the {n} file(s) its views read through links" if n else ""
         return AuditRefused(f"refused by DuckDB (only files under {self.run_dir}{linked} can be read): {err}")
 
     def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -262,11 +274,12 @@ class AuditSession:
 
 def linked_folders(run_dir: Path) -> list[Path]:
     """The real folders, outside the run folder, of its stage folders and of their sub-folders that are links
-    (`ln -s /elsewhere/web RUN/web`, `RUN/dedup/data -> /big/disk/...`): DuckDB checks a file's real path, so
-    they are readable too; nothing else outside the run folder is."""
+    (`ln -s /elsewhere/web RUN/web`, `RUN/dedup/data -> /big/disk/...`): the run's too, refused as an -o. A link
+    to a folder holding the run (`/`, the run's parent) is none: it is left out of the views."""
     found: list[Path] = []
     for folder in stage_dirs(run_dir):
-        for path in (folder, *(p for p in folder.iterdir() if p.is_symlink() and p.is_dir())):
+        links = (p for p in folder.iterdir() if p.is_symlink() and p.is_dir() and not holds_run(run_dir, p))
+        for path in (folder, *links):
             real = path.resolve()
             if not real.is_relative_to(run_dir) and real not in found:
                 found.append(real)

@@ -5,6 +5,7 @@ the `stats`/`summaries` tables made from their summary.json files (`curate.audit
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +14,42 @@ DOCUMENT_STAGES = ("web", "dedup", "decont")  # in pipeline order; `corpus` is t
 STAGE_FOLDERS = ("classifier", "web", "dedup", "decont", "branches", "shards", "train", "eval", "audit")
 
 
-def stage_dirs(run_dir: Path) -> list[Path]:
-    """Stage folders: RUN/<stage>/ and RUN/branches/<task>/ (the rewriter writes one folder per task)."""
+def holds_run(run_dir: Path, path: Path) -> bool:
+    """Whether `path` is a link to a folder holding the run folder (`/`, the run's parent, the run itself): read
+    as a stage folder, the audit would read the run again under another name and everything beside it."""
+    return path.is_symlink() and Path(os.path.realpath(run_dir)).is_relative_to(os.path.realpath(path))
+
+
+def looping_links(run_dir: Path) -> list[Path]:
+    """The stage folders (RUN/<name>, RUN/branches/<task>) that are links to a folder holding the run: left out."""
+    branches = run_dir / "branches"
+    found = [p for p in sorted(run_dir.iterdir()) if _stage_folder(p) and holds_run(run_dir, p)]
+    if branches.is_dir() and not holds_run(run_dir, branches):
+        found += [p for p in sorted(branches.iterdir()) if p.name[0] not in "._" and holds_run(run_dir, p)]
+    return found
+
+
+def _stage_folder(p: Path) -> bool:
     # A stage folder is a known stage's or one with a summary.json (not the quickstart's sample/); the audit's
     # own folder is output, not a stage to audit (a rerun would otherwise read its last report).
-    top = [
-        p
-        for p in sorted(run_dir.iterdir())
-        if p.is_dir() and p.name[0] not in "._" and p.name != "audit"
+    return (
+        p.is_dir() and p.name[0] not in "._" and p.name != "audit"
         and (p.name in STAGE_FOLDERS or (p / "summary.json").is_file())
-    ]  # fmt: skip
+    )  # fmt: skip
+
+
+def stage_dirs(run_dir: Path) -> list[Path]:
+    """Stage folders: RUN/<stage>/ and RUN/branches/<task>/ (the rewriter writes one folder per task); one that is
+    a link to a folder holding the run (`looping_links`) is none."""
+    top = [p for p in sorted(run_dir.iterdir()) if _stage_folder(p) and not holds_run(run_dir, p)]
     branches = run_dir / "branches"
     nested = (
-        sorted(p for p in branches.iterdir() if p.is_dir() and p.name[0] not in "._")
-        if branches.is_dir()
+        sorted(
+            p
+            for p in branches.iterdir()
+            if p.is_dir() and p.name[0] not in "._" and not holds_run(run_dir, p)
+        )
+        if branches in top
         else []
     )
     return top + nested

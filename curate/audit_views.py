@@ -8,7 +8,9 @@ there. A datatrove `metadata` struct is flattened into top-level columns so that
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,8 @@ from curate.audit_stages import (  # noqa: F401
     INT64,
     STAGE_FOLDERS,
     _int,
+    holds_run,
+    looping_links,
     stage_dirs,
     stage_name,
     stage_output_found,
@@ -80,6 +84,42 @@ NO_VIEW: dict[str, int | None] = {}
 # Relations left out because DuckDB ran out of memory making them (a small --memory-limit), for the last `create_all`
 OUT_OF_MEMORY: list[str] = []
 NO_DATA: list[str] = []
+# Every file a lazy view reads (Parquet and JSON lines), for the last `create_all`: the session lets DuckDB read
+# exactly these outside the run folder (a file or folder linked in from elsewhere), nothing else there
+READ_FILES: list[Path] = []
+# Links to a folder holding the run folder (`RUN/web -> /`, `RUN/classifier -> ..`), left out of the views
+LINKS_LEFT_OUT: list[Path] = []
+
+
+def walk_files(run_dir: Path, folder: Path, pattern: str) -> list[Path]:
+    """The files named `pattern` under FOLDER (a folder of RUN_DIR), sorted, links to folders followed (each real
+    folder read once): `cp -rs`, git-annex and DVC link files, `data/part0 -> /elsewhere/part0` a level deeper. A
+    link to a folder holding the run (`/`, the run's parent) is not followed; it is named in `LINKS_LEFT_OUT`."""
+    chain = folder.relative_to(run_dir).parts
+    for i in range(1, len(chain) + 1):  # a link on the way from the run folder (RUN/web -> /)
+        if holds_run(run_dir, run_dir.joinpath(*chain[:i])):
+            _left_out(run_dir.joinpath(*chain[:i]))
+            return []
+    if not folder.is_dir():
+        return []
+    found, seen = [], set()
+    for top, dirs, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:  # a link loop, or two links to one folder
+            dirs[:] = []
+            continue
+        seen.add(real)
+        for name in list(dirs):
+            if holds_run(run_dir, Path(top, name)):
+                _left_out(Path(top, name))
+                dirs.remove(name)
+        found += [Path(top, n) for n in names if fnmatch.fnmatchcase(n, pattern) and Path(top, n).is_file()]
+    return sorted(found)
+
+
+def _left_out(link: Path) -> None:
+    if link not in LINKS_LEFT_OUT:
+        LINKS_LEFT_OUT.append(link)
 
 
 # What pyarrow raises for a file it cannot read: ArrowInvalid is a ValueError, ArrowIOError an OSError, and
@@ -88,13 +128,14 @@ NO_DATA: list[str] = []
 PYARROW_READ_ERRORS = (OSError, ValueError, NotImplementedError, pa.ArrowException)
 
 
-def _parquet_files(folder: Path) -> list[Path]:
-    """FOLDER's Parquet files whose footer reads: one damaged file must not take the whole audit down (DuckDB
-    refuses a view over it), so it is left out and named (`UNREADABLE`, shown by the CLI and the report)."""
+def _parquet_files(run_dir: Path, folder: Path) -> list[Path]:
+    """FOLDER's Parquet files whose footer reads (`walk_files`: links followed): one damaged file must not take the
+    whole audit down (DuckDB refuses a view over it), so it is left out and named (`UNREADABLE`, shown by the CLI
+    and the report)."""
     import pyarrow.parquet as pq
 
     files = []
-    for path in sorted(p for p in folder.rglob("*.parquet") if p.is_file()) if folder.is_dir() else []:
+    for path in walk_files(run_dir, folder, "*.parquet"):
         try:
             pq.read_metadata(path)
         except PYARROW_READ_ERRORS as err:
@@ -122,6 +163,7 @@ def damaged_parquet(files: list[Path]) -> list[str]:
 
 
 def _scan(files: list[Path], filename: bool = False) -> str:
+    READ_FILES.extend(files)
     paths = ", ".join(_sql_str(p) for p in files)
     extra = ", filename = true" if filename else ""
     return f"read_parquet([{paths}], union_by_name = true{extra})"
@@ -174,7 +216,7 @@ def create_document_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict
     made: dict[str, str] = {}
     last: str | None = None  # the last document stage: a view, or a finished stage without one
     for stage in DOCUMENT_STAGES:
-        files = _parquet_files(run_dir / stage / "data")
+        files = _parquet_files(run_dir, run_dir / stage / "data")
         if not files:
             finished, docs_out = _finished_docs_out(run_dir / stage)
             if finished:
@@ -203,7 +245,10 @@ def create_document_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict
 
 def create_branch_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     """`branches`: every branches/<task>/data Parquet file, with a `task` column."""
-    files = [f for task in sorted((run_dir / "branches").glob("*/data")) for f in _parquet_files(task)]
+    tasks = (
+        sorted((run_dir / "branches").glob("*/data")) if not holds_run(run_dir, run_dir / "branches") else []
+    )
+    files = [f for task in tasks for f in _parquet_files(run_dir, task)]
     if not files:
         return {}
     source = _scan(files, filename=True)
@@ -215,7 +260,7 @@ def create_branch_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[s
 
 def create_reject_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     """`rejects`: STAGE/rejects/**/*.parquet with `stage` and `reason` (a column, else the sub-folder name)."""
-    files = [f for stage_dir in stage_dirs(run_dir) for f in _parquet_files(stage_dir / "rejects")]
+    files = [f for stage_dir in stage_dirs(run_dir) for f in _parquet_files(run_dir, stage_dir / "rejects")]
     if not files:
         return {}
     source = _scan(files, filename=True)
@@ -280,7 +325,7 @@ def create_json_tables(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
             made["task_stats"] = "every branches/<task>/summary.json: one row per task and drop reason"
         if _create_table(con, "task_summaries", summaries):
             made["task_summaries"] = "every branches/<task>/summary.json: one row per task"
-    manifests = sorted((run_dir / "shards").rglob("manifest.json")) if (run_dir / "shards").is_dir() else []
+    manifests = walk_files(run_dir, run_dir / "shards", "manifest.json")
     rows = [
         {"manifest": m.relative_to(run_dir).as_posix()} | row for m in manifests for row in _json_file_rows(m)
     ]
@@ -314,7 +359,7 @@ def create_jsonl_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[st
         groups = [([f], _table_name(stage, f.stem)) for f in sorted(stage_dir.glob("*.jsonl"))]
         by_folder: dict[Path, list[Path]] = {}
         for sub in sorted(p for p in stage_dir.iterdir() if p.is_dir() and p.name not in NOT_REPORT_FOLDERS):
-            for f in sorted(sub.rglob("*.jsonl")):
+            for f in walk_files(run_dir, sub, "*.jsonl"):
                 if f.parent.relative_to(stage_dir).parts not in NOT_REPORT_SUBFOLDERS:
                     by_folder.setdefault(f.parent, []).append(f)
         groups += [
@@ -384,6 +429,7 @@ def _json_view(con: duckdb.DuckDBPyConnection, name: str, files: list[Path]) -> 
     ).fetchall()
     if taken[0][0]:
         return False
+    READ_FILES.extend(files)
     paths = ", ".join(_sql_str(f) for f in files)
     source = f"read_json([{paths}], format = 'newline_delimited', union_by_name = true, ignore_errors = true)"
     try:
@@ -419,9 +465,16 @@ def create_all(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict[str, str]:
     NO_VIEW.clear()
     OUT_OF_MEMORY.clear()
     NO_DATA.clear()
+    READ_FILES.clear()
+    LINKS_LEFT_OUT.clear()
+    LINKS_LEFT_OUT.extend(looping_links(run_dir))
     made: dict[str, str] = {}
     builds = (create_document_views, create_branch_views, create_reject_views, create_json_tables,
               create_jsonl_views)  # fmt: skip
     for build in builds:
         made.update(build(con, run_dir))
+    NO_DATA.extend(
+        f"{link}: a link to {os.path.realpath(link)}, a folder holding the run folder: left out of the views"
+        for link in LINKS_LEFT_OUT
+    )
     return made

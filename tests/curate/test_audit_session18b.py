@@ -5,10 +5,13 @@ a stage that kept 0 documents and wrote no Parquet file is an empty view, not a 
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 from typer.testing import CliRunner
 
+from curate.audit import AuditSession
 from curate.audit_render import REPORT_PNGS
 from curate.audit_sections import write_report
 from tests.curate.audit_runs import audit_cli
@@ -80,3 +83,88 @@ def test_the_html_twin_of_an_md_is_replaced_only_where_it_is_the_reports(run, tm
     # -o X.html names the HTML: replaced whatever it holds, as before
     assert _cli("report", run, "-o", tmp_path / "notes.html").exit_code == 0
     assert (tmp_path / "notes.html").read_text().startswith("<!doctype html>")
+
+
+# --- 3: outside the run, only the files the views read ------------------------------------------------------------
+
+
+def _refused(run, sql: str) -> bool:
+    result = _cli("sql", run, sql)
+    return result.exit_code == 2 and "refused" in result.output
+
+
+def test_a_link_to_root_or_to_the_runs_parent_is_left_out_and_opens_nothing(run, tmp_path):
+    (tmp_path / "secret.txt").write_text("secret")
+    shutil.rmtree(run / "web")
+    (run / "web").symlink_to("/")
+    (run / "classifier").symlink_to("..")
+    with AuditSession(run) as s:
+        assert "web" not in s.relations and s.scalar("SELECT count(*) FROM corpus") > 0
+        lines = "\n".join(s.no_data)
+    assert f"{run / 'web'}: a link to /, a folder holding the run folder" in lines
+    assert f"{run / 'classifier'}: a link to {tmp_path}" in lines
+    assert _refused(run, "SELECT content FROM read_text('/etc/hostname')")
+    assert _refused(run, f"SELECT content FROM read_text('{tmp_path / 'secret.txt'}')")
+    assert _refused(run, f"SELECT content FROM read_text('{run / 'classifier' / 'secret.txt'}')")
+
+
+def test_a_link_in_a_folder_the_views_do_not_read_opens_nothing(run, tmp_path):
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    (elsewhere / "secret.txt").write_text("secret")
+    (run / "branches" / "_model").symlink_to(elsewhere)
+    assert _refused(run, f"SELECT count(*) FROM glob('{elsewhere}/**')")
+    assert _refused(run, f"SELECT content FROM read_text('{elsewhere / 'secret.txt'}')")
+
+
+def test_a_linked_stage_folder_opens_only_the_files_its_views_read(run, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.move(run / "web", elsewhere / "web")
+    (run / "web").symlink_to(elsewhere / "web")
+    (elsewhere / "web" / "secret.txt").write_text("secret")
+    data = sorted((elsewhere / "web" / "data").glob("*.parquet"))
+    with AuditSession(run) as s:
+        assert s.scalar("SELECT count(*) FROM web") > 0
+        assert s.scalar(f"SELECT count(*) FROM read_parquet('{data[0]}')") > 0  # a file the view reads
+    assert _refused(run, f"SELECT content FROM read_text('{elsewhere / 'web' / 'secret.txt'}')")
+    assert _refused(run, f"SELECT content FROM read_text('{run / 'web' / 'secret.txt'}')")
+
+
+# --- 4: file-level links and folder links a level deeper ---------------------------------------------------------
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """`cp -rs SOURCE TARGET`: real folders, every file a link to its source."""
+    for top, _, names in os.walk(source):
+        (target / Path(top).relative_to(source)).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (target / Path(top).relative_to(source) / name).symlink_to(Path(top, name))
+
+
+def test_file_level_links_are_read_like_the_files(run, tmp_path):
+    with AuditSession(run) as s:
+        want = {
+            view: s.scalar(f"SELECT count(*) FROM {view}") for view in ("web", "dedup", "corpus", "rejects")
+        }
+    linked = tmp_path / "s2"
+    linked.mkdir()
+    for stage in ("web", "dedup", "decont"):
+        _link_tree(run / stage, linked / stage)
+    with AuditSession(linked) as s:
+        assert {view: s.scalar(f"SELECT count(*) FROM {view}") for view in want} == want
+        assert s.scalar("SELECT count(*) FROM decont_contamination") is not None
+    assert _cli("sample", linked, "-n", "2").exit_code == 0
+
+
+def test_a_folder_link_a_level_below_data_is_followed(run, tmp_path):
+    with AuditSession(run) as s:
+        want = s.scalar("SELECT count(*) FROM corpus")
+    part = tmp_path / "part0"
+    shutil.move(run / "decont" / "data", part)
+    (run / "decont" / "data").mkdir()
+    (run / "decont" / "data" / "part0").symlink_to(part)
+    (run / "decont" / "data" / "loop").symlink_to(run / "decont" / "data")  # a loop is read once
+    with AuditSession(run) as s:
+        assert s.scalar("SELECT count(*) FROM corpus") == want
+        assert s.no_data == []
