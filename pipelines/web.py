@@ -389,4 +389,15 @@ def run_stage(config: Config, ctx) -> dict:
     paths = resolve_paths(config, ctx.run_dir)
     config = config.model_copy(update=paths)
     model = math_model(config, paths, ctx.previous)
+    if (
+        model is None
+    ):  # as `mathmix web` says it: a run without a classifier stage kept every page unscored, silently
+        from mathmix.cli_util import console
+
+        console.print(
+            "note: web: no math classifier (no classifier stage in this recipe, no web.math_model): pages that pass "
+            "the math prefilter are kept unscored (math_score null)",
+            soft_wrap=True,
+            markup=False,
+        )
     return run_web(config, ctx.inputs, ctx.out_dir, ctx.executor, math_model=model)

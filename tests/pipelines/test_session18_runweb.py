@@ -134,3 +134,15 @@ def test_the_rows_without_html_warning_counts_rows_not_pages(pages, tmp_path):
     result = CliRunner().invoke(app, ["web", str(rows), "-o", str(tmp_path / "w2")])
     assert result.exit_code == 0, result.output
     assert "1 of 2 input rows have no `html` field" in _out(result), result.output
+
+
+def test_a_run_whose_web_stage_scores_nothing_says_so(pages, tmp_path):
+    """A recipe without a classifier stage kept every page unscored with no word (`mathmix web` says it in a note);
+    a model.bin left in the run folder by an earlier classifier stage is not used."""
+    result = CliRunner().invoke(
+        app, ["run", str(_recipe(tmp_path, "r.yaml", str(pages))), "-o", str(tmp_path / "run")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "note: web: no math classifier (no classifier stage in this recipe, no web.math_model)" in _out(
+        result
+    )
