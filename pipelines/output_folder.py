@@ -27,9 +27,16 @@ def take_over(
     """
     import shutil
 
-    from pipelines.slurm_queue import writing_jobs
+    from pipelines.slurm_queue import SlurmQueueError, writing_jobs
 
-    if live := writing_jobs(out):
+    try:
+        live = writing_jobs(out)
+    except SlurmQueueError as err:
+        raise ValueError(
+            f"{out} holds the submission of earlier Slurm jobs and the queue cannot be read ({err}), so whether "
+            f"they still write into it is unknown; nothing was deleted. Rerun once squeue answers"
+        ) from None
+    if live:
         ids = " ".join(live)
         raise ValueError(
             f"{out} is still being written by Slurm jobs {ids} of an earlier submission (queued or running), "

@@ -31,16 +31,23 @@ def live_submissions(out_dir: Path) -> list[str]:
     return list(live_submission_jobs(out_dir))
 
 
-def live_submission_jobs(out_dir: Path) -> dict[str, list[tuple[str, str]]]:
+def live_submission_jobs(out_dir: Path, strict: bool = False) -> dict[str, list[tuple[str, str]]]:
     """{job name: its (job id, pending reason) in squeue} for each Slurm job submitted for a stage folder (its
-    executors' SUBMITTED_FILE markers) still in the queue (`live_submissions` names them)."""
+    executors' SUBMITTED_FILE markers) still in the queue (`live_submissions` names them).
+
+    STRICT: a squeue that is there but fails (a busy slurmctld timing out) raises SlurmQueueError instead of
+    counting no jobs; no squeue at all (a folder copied off the cluster) still counts none."""
     found: dict[str, list[tuple[str, str]]] = {}
     for marker in sorted(Path(out_dir).glob(f"**/{SUBMITTED_FILE}")):
         try:
             name = json.loads(marker.read_text())["job_name"]
             if name not in found and (jobs := slurm_jobs(name)):
                 found[name] = jobs
-        except (OSError, ValueError, KeyError, TypeError, SlurmQueueError):
+        except SlurmQueueError as err:
+            if strict and not err.missing:
+                raise
+            continue
+        except (OSError, ValueError, KeyError, TypeError):
             continue
     return found
 
@@ -48,9 +55,10 @@ def live_submission_jobs(out_dir: Path) -> dict[str, list[tuple[str, str]]]:
 def writing_jobs(out_dir: Path) -> list[str]:
     """The ids (an array's base id once) of the Slurm jobs of earlier submissions for OUT that are still queued or
     running and may write into it; a failed array's stats job, pending on DependencyNeverSatisfied for ever, writes
-    nothing (the executor cancels it before it submits again)."""
+    nothing (the executor cancels it before it submits again). SlurmQueueError where squeue is there but fails
+    and the folder holds submission markers: the queue is unknown, so the folder may not be taken over."""
     ids: list[str] = []
-    for jobs in live_submission_jobs(out_dir).values():
+    for jobs in live_submission_jobs(out_dir, strict=True).values():
         if {reason.strip() for _, reason in jobs} == {"DependencyNeverSatisfied"}:
             continue
         for job_id, _ in jobs:
@@ -75,7 +83,12 @@ def slurm_job_name(prefix: str, logging_dir: Path | str) -> str:
 
 
 class SlurmQueueError(RuntimeError):
-    """squeue did not answer (absent, or it failed: a busy slurmctld times out): the queue is unknown, not empty."""
+    """squeue did not answer (absent, or it failed: a busy slurmctld times out): the queue is unknown, not empty.
+    `missing`: squeue is not installed (no Slurm here), as opposed to one that failed."""
+
+    def __init__(self, message: str, missing: bool = False):
+        super().__init__(message)
+        self.missing = missing
 
 
 def slurm_jobs(job_name: str) -> list[tuple[str, str]]:
@@ -92,7 +105,9 @@ def slurm_jobs(job_name: str) -> list[tuple[str, str]]:
             ["squeue", "-h", "--name", job_name, "-o", "%i %r"], capture_output=True, text=True, check=False
         )
     except FileNotFoundError:
-        raise SlurmQueueError("squeue: command not found (Slurm's client tools are not on PATH)") from None
+        raise SlurmQueueError(
+            "squeue: command not found (Slurm's client tools are not on PATH)", missing=True
+        ) from None
     if out.returncode != 0:
         detail = (out.stderr or out.stdout).strip().splitlines()
         raise SlurmQueueError(f"squeue failed (exit {out.returncode}{': ' + detail[-1] if detail else ''})")

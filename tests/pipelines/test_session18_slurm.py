@@ -83,7 +83,7 @@ def test_changed_tasks_while_jobs_are_queued_is_refused_and_deletes_nothing(tmp_
 
 
 def test_a_finished_submission_leaves_the_folder_to_a_changed_job(tmp_path):
-    """A marker whose jobs have left the queue (or a queue that cannot be read) does not block the take-over."""
+    """A marker whose jobs have left the queue (or a machine without squeue) does not block the take-over."""
     from pipelines.job_record import check_job
 
     out = tmp_path / "web"
@@ -122,3 +122,37 @@ def test_a_stage_run_without_waiting_records_its_own_seconds_not_the_last_reruns
     ended = max(p.stat().st_mtime for p in (web / "logs" / "completions").iterdir())
     seconds = json.loads((web / "summary.json").read_text())["seconds"]
     assert seconds >= round(ended - began, 2) > 0, (seconds, ended - began)
+
+
+def _marked_folder(tmp_path) -> Path:
+    from pipelines.job_record import check_job
+
+    out = tmp_path / "web"
+    (out / "logs").mkdir(parents=True)
+    check_job(out, {"tasks": 2}, "web run", outputs=("data", "logs"))
+    (out / "logs" / SUBMITTED_FILE).write_text(json.dumps({"job_name": "mathmix-web-held", "ranks": [0, 1]}))
+    (out / "logs" / "executor.pik").write_text("x")
+    return out
+
+
+def test_a_queue_that_cannot_be_read_leaves_a_submitted_folder_as_it_is(tmp_path, monkeypatch):
+    """squeue failing (a busy slurmctld timing out) was read as an empty queue: the folder was deleted under jobs
+    that were still queued. Refused, nothing deleted; with no squeue at all (no Slurm here) it is taken over."""
+    from pipelines.job_record import check_job
+
+    out = _marked_folder(tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    squeue = bin_dir / "squeue"
+    squeue.write_text(
+        "#!/bin/sh\necho 'squeue: error: Socket timed out on send/recv operation' >&2\nexit 1\n"
+    )
+    squeue.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    with pytest.raises(ValueError, match="the queue cannot be read .*Socket timed out.*nothing was deleted"):
+        check_job(out, {"tasks": 3}, "web run", outputs=("data", "logs"))
+    assert (out / "logs" / "executor.pik").is_file()
+    squeue.unlink()
+    monkeypatch.setenv("PATH", str(bin_dir))  # no squeue on PATH
+    assert check_job(out, {"tasks": 3}, "web run", outputs=("data", "logs")) is False
+    assert not (out / "logs").exists()
