@@ -212,13 +212,35 @@ def create_document_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict
 
     A finished stage (a summary.json) whose data/ holds no readable Parquet file gets no view and a line in
     `NO_DATA`; where it is the last document stage, there is no `corpus` either (another stage's documents
-    would be a wrong answer, given without a word)."""
+    would be a wrong answer, given without a word). One that kept 0 documents (docs_out 0) and wrote no Parquet
+    file at all (a stage by an older mathmix, one's own pipeline) is an empty view with the columns of the stage
+    before it (no view, said plainly, where there is none)."""
     made: dict[str, str] = {}
     last: str | None = None  # the last document stage: a view, or a finished stage without one
+    kept_nothing: set[str] = set()  # finished stages that kept 0 documents, with no stage before to type them
     for stage in DOCUMENT_STAGES:
+        damaged = len(UNREADABLE)
         files = _parquet_files(run_dir, run_dir / stage / "data")
+        damaged = len(UNREADABLE) - damaged
         if not files:
             finished, docs_out = _finished_docs_out(run_dir / stage)
+            if finished and docs_out == 0 and not damaged:  # kept nothing, as it says: an empty view
+                before = last if last in made else None
+                if before is not None:
+                    con.execute(f'CREATE VIEW "{stage}" AS SELECT * FROM "{before}" WHERE false')
+                    made[stage] = (
+                        f"{stage}/data: no parquet file, its summary.json says docs_out 0 (0 rows, {before}'s columns)"
+                    )
+                    VIEW_FILES[stage] = []
+                else:
+                    NO_VIEW[stage] = docs_out
+                    kept_nothing.add(stage)
+                    NO_DATA.append(
+                        f"{stage}: kept 0 documents (its summary.json says docs_out 0) and wrote no Parquet file, and "
+                        f"no stage before it has one to take the columns from: no view {stage}"
+                    )
+                last = stage
+                continue
             if finished:
                 NO_VIEW[stage] = docs_out
                 last = stage
@@ -235,7 +257,8 @@ def create_document_views(con: duckdb.DuckDBPyConnection, run_dir: Path) -> dict
     if last is not None and last not in made:
         earlier = [stage for stage in DOCUMENT_STAGES if stage in made]
         instead = f"; {earlier[-1]} is an earlier stage's output (query it by name)" if earlier else ""
-        NO_DATA.append(f"no view corpus: {last}, the last curation stage, has no readable data{instead}")
+        why = "kept 0 documents" if last in kept_nothing else "has no readable data"
+        NO_DATA.append(f"no view corpus: {last}, the last curation stage, {why}{instead}")
     elif last is not None:
         con.execute(f'CREATE VIEW corpus AS SELECT * FROM "{last}"')
         VIEW_FILES["corpus"] = VIEW_FILES[last]

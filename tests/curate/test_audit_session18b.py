@@ -5,6 +5,7 @@ a stage that kept 0 documents and wrote no Parquet file is an empty view, not a 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -168,3 +169,48 @@ def test_a_folder_link_a_level_below_data_is_followed(run, tmp_path):
     with AuditSession(run) as s:
         assert s.scalar("SELECT count(*) FROM corpus") == want
         assert s.no_data == []
+
+
+# --- 5: a finished stage that kept 0 documents and wrote no Parquet file -----------------------------------------
+
+
+def _keep_nothing(run: Path, stage: str) -> None:
+    for f in (run / stage / "data").glob("*.parquet"):
+        f.unlink()
+    summary = json.loads((run / stage / "summary.json").read_text())
+    dropped = {"everything": summary["docs_in"]}
+    (run / stage / "summary.json").write_text(json.dumps(summary | {"docs_out": 0, "dropped": dropped}))
+
+
+def test_a_stage_that_kept_nothing_is_an_empty_view_typed_as_the_stage_before(run, tmp_path):
+    _keep_nothing(run, "decont")
+    with AuditSession(run) as s:
+        assert s.no_data == [] and s.no_view == {}
+        assert s.scalar("SELECT count(*) FROM decont") == 0
+        assert s.scalar("SELECT count(*) FROM corpus") == 0
+        assert s.columns("corpus") == s.columns("dedup")
+        assert "docs_out 0" in s.relations["decont"]
+    result = _cli("sql", run, "SELECT count(*) FROM corpus")
+    assert result.exit_code == 0 and "warning" not in result.output, result.output
+    out = write_report(run, tmp_path / "r.html", None)
+    assert not any("decont" in w for w in out["warnings"]), out["warnings"]
+
+
+def test_a_first_stage_that_kept_nothing_is_said_plainly(run):
+    _keep_nothing(run, "web")
+    for stage in ("dedup", "decont"):
+        shutil.rmtree(run / stage)
+    with AuditSession(run) as s:
+        assert "corpus" not in s.relations
+        lines = "\n".join(s.no_data)
+    assert "but its summary.json says" not in lines, lines
+    assert "no view corpus: web, the last curation stage, kept 0 documents" in lines
+    assert "web: kept 0 documents (its summary.json says docs_out 0) and wrote no Parquet file" in lines
+
+
+def test_a_stage_with_only_damaged_files_and_docs_out_0_is_still_named(run):
+    _keep_nothing(run, "decont")
+    (run / "decont" / "data" / "00000.parquet").write_bytes(b"PAR1 broken")
+    with AuditSession(run) as s:
+        assert "corpus" not in s.relations
+        assert any(line.startswith("decont: its data/ holds no readable") for line in s.no_data)
