@@ -46,6 +46,7 @@ from curate.audit_views import (
     create_all,
     damaged_parquet,
     unfinished_stages,
+    walk_files,
 )
 from mathmix.cli_util import first_line
 
@@ -300,6 +301,11 @@ def check_output_path(run_dir: str | Path, output: str | Path, own_folder: str |
                     f"{output}: inside {real}, a stage folder of the run folder {run} (linked there), which the "
                     "audit only reads (a file there would change the run)"
                 )
+        if run.is_dir() and (read := _read_through_link(run, target)) is not None:
+            raise ValueError(
+                f"{output}: {read}, a file or folder of the run folder {run} (linked there), which the audit only "
+                "reads (a file there would change the run)"
+            )
         return
     parts = target.relative_to(run).parts
     # RUN/audit/'s own records (its summary.json, recipe-stage.json, ...) are the stage's, not the report's
@@ -315,6 +321,17 @@ def check_output_path(run_dir: str | Path, output: str | Path, own_folder: str |
         f"{output}: inside the run folder {run}, which the audit only reads (a file there would change "
         f"the run){where}"
     )
+
+
+def _read_through_link(run: Path, target: Path) -> Path | None:
+    """A file the views read through a link (`cp -rs`, git-annex, DVC, `data/part0 -> /elsewhere/part0`) that is
+    `target`, or the real folder of one that holds `target` (a new Parquet file there is read next time)."""
+    for folder in stage_dirs(run):
+        for path in walk_files(run, folder, "*"):
+            real = Path(os.path.realpath(path))
+            if real == target or real.parent == target.parent:
+                return real if real == target else real.parent
+    return None
 
 
 def _stage_record(parts: tuple[str, ...]) -> bool:

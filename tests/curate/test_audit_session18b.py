@@ -214,3 +214,22 @@ def test_a_stage_with_only_damaged_files_and_docs_out_0_is_still_named(run):
     with AuditSession(run) as s:
         assert "corpus" not in s.relations
         assert any(line.startswith("decont: its data/ holds no readable") for line in s.no_data)
+
+
+def test_an_output_over_a_file_the_views_read_through_a_link_is_refused(run, tmp_path):
+    linked = tmp_path / "s2"
+    linked.mkdir()
+    for stage in ("web", "dedup", "decont"):
+        _link_tree(run / stage, linked / stage)
+    source = next((run / "web" / "data").glob("*.parquet"))
+    before = source.read_bytes()
+    for out in (source, source.with_name("new.parquet")):  # the file, or a new one beside it (read next time)
+        result = _cli("sql", linked, "SELECT 1 AS a", "-o", out)
+        assert result.exit_code == 2 and "refused" in result.output, result.output
+    assert source.read_bytes() == before and not source.with_name("new.parquet").exists()
+    part = tmp_path / "part0"
+    shutil.move(run / "decont" / "data", part)
+    (run / "decont" / "data").mkdir()
+    (run / "decont" / "data" / "part0").symlink_to(part)
+    result = _cli("sql", run, "SELECT 1 AS a", "-o", part / "x.parquet")
+    assert result.exit_code == 2 and "refused" in result.output, result.output
