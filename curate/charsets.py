@@ -192,14 +192,18 @@ def _decode_utf8(body: bytes) -> tuple[str | None, str | None]:
     return text, "utf-8-replace"
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")  # control characters no text holds (not \t \n \f \r)
+
+
 def _decode_utf16(body: bytes, name: str, codec: str) -> tuple[str | None, str | None]:
     """BODY (after its BOM) in UTF-16, strictly; else with bad code units (a lone surrogate, an odd last byte)
-    replaced (`NAME-replace`), as browsers replace them; (None, None) for a flood of them."""
+    replaced (`NAME-replace`), as browsers replace them; (None, None) for a flood of them, or of control
+    characters (binary bytes after an FF FE by chance decode to valid code units, NULs among them)."""
     try:
-        return body.decode(codec), name
+        text, charset = body.decode(codec), name
     except UnicodeDecodeError:
-        pass
-    text = body.decode(codec, errors="replace")
-    if text.count("\ufffd") > max(16, len(text) // 50):
+        text, charset = body.decode(codec, errors="replace"), f"{name}-replace"
+    limit = max(16, len(text) // 50)
+    if text.count("\ufffd") > limit or len(_CONTROL.findall(text)) > limit:
         return None, None
-    return text, f"{name}-replace"
+    return text, charset

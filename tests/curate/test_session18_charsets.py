@@ -85,3 +85,18 @@ def test_web_extract_reads_a_utf16_bom_file(tmp_path):
     (tmp_path / "q.html").write_bytes(PAGE.encode("utf-32"))
     refused = CliRunner().invoke(app, ["web", "extract", str(tmp_path / "q.html")])
     assert refused.exit_code == 2 and "binary" in refused.output
+
+
+def test_binary_bytes_after_an_ff_fe_by_chance_are_not_a_page():
+    """FF FE then binary (small little-endian int32s: valid UTF-16 code units, NULs among them) was decoded into
+    a page of control characters and dropped only by the language filter (before: binary_body)."""
+    import random
+    import struct
+
+    from curate.charsets import decode_html
+
+    rng = random.Random(1)
+    body = b"\xff\xfe" + b"".join(struct.pack("<I", rng.randrange(1000)) for _ in range(1500))
+    assert decode_html(body, None) == (None, None)
+    page = "<html><body><p>Solve x + 1 = 2.\tThen check it.</p>\r\n</body></html>"
+    assert decode_html(b"\xff\xfe" + page.encode("utf-16-le"), None) == (page, "utf-16le")
