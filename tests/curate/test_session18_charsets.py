@@ -8,12 +8,11 @@ import io
 import json
 from pathlib import Path
 
-from datatrove.executor import LocalPipelineExecutor
 from typer.testing import CliRunner
 
-from curate.readers import WebPageReader, decode_html, input_files
-from curate.summary import summarize_logs
+from curate.readers import decode_html
 from mathmix.cli import app
+from tests.curate.test_web_readers import _read
 
 PAGE = "<html><head><meta charset='iso-8859-1'></head><body><p>Soit x ∈ ℝ, café 😀</p></body></html>"
 LE = PAGE.encode("utf-16")  # FF FE on a little-endian machine
@@ -33,24 +32,6 @@ def _warc(path: Path, records: list[tuple[str, bytes]]) -> None:
             writer.write_record(
                 writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http)
             )
-
-
-def _read(tmp_path: Path, inputs: list[str]) -> tuple[list, dict]:
-    files = input_files(inputs)
-    paths_file = tmp_path / "paths.txt"
-    paths_file.write_text("".join(f.lstrip("/") + "\n" for f in files))
-    docs: list = []
-
-    def collect(data, rank=0, world_size=1):
-        for doc in data:
-            docs.append(doc)
-            yield doc
-
-    logs = tmp_path / "logs"
-    LocalPipelineExecutor(
-        [WebPageReader(str(paths_file), max_bytes=200_000), collect], logging_dir=str(logs)
-    ).run()
-    return docs, summarize_logs(logs)
 
 
 def test_a_utf16_bom_wins_over_the_labels():

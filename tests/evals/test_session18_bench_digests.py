@@ -9,40 +9,7 @@ from pathlib import Path
 import pytest
 
 from evals.bench import run_bench
-from evals.grading import truncate_at_stops
-
-
-class HandWritten:
-    """Test double for a generator: fixed outputs, and the prompts it was asked to answer."""
-
-    backend = "hand-written"
-
-    def __init__(self, outputs: list[str]):
-        self.outputs, self.prompts = outputs, []
-
-    def generate(self, prompts, max_new_tokens, stops, progress=None):
-        self.prompts += prompts
-        return [truncate_at_stops(o, stops) for o in self.outputs[: len(prompts)]]
-
-
-def _write_jsonl(path: Path, records: list) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-@pytest.fixture
-def bench(tmp_path) -> Path:
-    root = tmp_path / "bench"
-    _write_jsonl(
-        root / "gsm8k/train.jsonl",
-        [{"question": f"What is {i}+{i}?", "answer": f"{i}+{i}\n#### {2 * i}"} for i in range(4)],
-    )
-    _write_jsonl(
-        root / "gsm8k/test.jsonl",
-        [{"question": f"What is {i}*2?", "answer": f"#### {2 * i}"} for i in range(2)],
-    )
-    return root
+from tests.evals.test_session18_dropped_items import HandWritten, _write_jsonl, bench  # noqa: F401 (a fixture)
 
 
 def _same_size_edit(path: Path, old: str, new: str) -> None:
@@ -51,7 +18,7 @@ def _same_size_edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def test_a_benchmark_file_edited_at_the_same_size_is_another_job(bench, tmp_path):
+def test_a_benchmark_file_edited_at_the_same_size_is_another_job(bench, tmp_path):  # noqa: F811 (bench: a fixture)
     out, plan = tmp_path / "out", [("gsm8k", 0)]
     run_bench("hand", plan, bench, out, generator=HandWritten(["#### 0"] * 2))
     record = json.loads((out / "job.json").read_text())
@@ -70,7 +37,7 @@ def test_a_benchmark_file_edited_at_the_same_size_is_another_job(bench, tmp_path
     assert again.prompts == []
 
 
-def test_the_exemplar_file_read_counts_too(bench, tmp_path):
+def test_the_exemplar_file_read_counts_too(bench, tmp_path):  # noqa: F811 (bench: a fixture)
     out, plan = tmp_path / "out", [("gsm8k", 2)]
     run_bench("hand", plan, bench, out, generator=HandWritten(["#### 0"] * 2))
     digests = json.loads((out / "job.json").read_text())["file_digests"]
@@ -83,7 +50,7 @@ def test_the_exemplar_file_read_counts_too(bench, tmp_path):
     assert set(json.loads((zero / "job.json").read_text())["file_digests"]) == {"benchmark gsm8k/test"}
 
 
-def test_a_record_written_before_digests_keeps_its_finished_results(bench, tmp_path):
+def test_a_record_written_before_digests_keeps_its_finished_results(bench, tmp_path):  # noqa: F811 (bench: a fixture)
     out, plan = tmp_path / "out", [("gsm8k", 0)]
     run_bench("hand", plan, bench, out, generator=HandWritten(["#### 0"] * 2))
     record = json.loads((out / "job.json").read_text())
