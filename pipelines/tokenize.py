@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pipelines.stages import StageContext
+from shards.tokenizer import MAX_VOCAB_SIZE
 
 FOLDER = "shards"
 PRODUCES_DOCUMENTS = False  # shards are not Parquet documents for a later document stage
@@ -37,7 +38,12 @@ class Config(BaseModel):
         "train",
         description="'train' (BPE on the inputs), or a tokenizer.json, HF tokenizer folder or hub name",
     )
-    vocab_size: int = Field(2048, ge=300, description="vocabulary size when tokenizer is 'train'")
+    vocab_size: int = Field(
+        2048,
+        ge=300,
+        le=MAX_VOCAB_SIZE,
+        description="vocabulary size when tokenizer is 'train' (at most 2**20: the trainer allocates by it)",
+    )
     tokenizer_max_docs: int = Field(20_000, ge=1, description="documents to train the tokenizer on")
     branches: bool = Field(True, description="also shard RUN/branches/<task>/data (rewriter outputs)")
     skip_branches: list[str] = Field(

@@ -16,6 +16,10 @@ from typing import Any
 from mathmix.cli_util import first_line
 
 EOS, BOS, PAD = "<|endoftext|>", "<|begin_of_text|>", "<|pad|>"
+# The largest vocabulary `train_tokenizer` (and the recipe's `shards.vocab_size`) accepts: 2**20, about four times
+# the largest real tokenizers (~256k), and well within the int32 token ids shards use past 65,500. The Rust BPE
+# trainer sizes its tables from vocab_size: 10**11 asked for 4.5 TB and aborted the process with a backtrace.
+MAX_VOCAB_SIZE = 1 << 20
 
 
 @dataclass
@@ -207,6 +211,11 @@ def train_tokenizer(
         raise ValueError(
             f"vocab_size must be at least {minimum} (256 bytes + 3 special tokens), got {vocab_size}"
         )
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size must be at most {MAX_VOCAB_SIZE:,} (about four times the largest real tokenizers; the "
+            f"trainer allocates tables by it), got {vocab_size:,}"
+        )
     seen = 0
 
     def counted() -> Iterator[str]:
@@ -245,8 +254,9 @@ def iter_texts(
 ) -> Iterator[str]:
     """Texts from Parquet/JSONL files or folders of them (for tokenizer training and benchmarks).
 
-    A JSONL line that is not a JSON object (not JSON, not UTF-8) or whose text is not a string (`"text": 5`, a
-    list) is skipped and counted in `skipped["bad_record"]`, the first one's `FILE:LINE` in
+    An empty or blank text is skipped (`shards build` drops it as empty_text). A JSONL line that is not a JSON
+    object (not JSON, not UTF-8) or whose text is not a string (`"text": 5`, a list) or not UTF-8 text (a lone
+    surrogate, `"\\ud800"`) is skipped and counted in `skipped["bad_record"]`, the first one's `FILE:LINE` in
     `skipped["first_bad_record"]`: `shards build` drops such rows as bad_record too. A JSONL file damaged part way
     (a truncated .gz) is read up to the damage and counted in `skipped["unreadable_files"]` (without SKIPPED: a
     ValueError naming it). A Parquet `text` column that holds no strings is an error naming the file and its type.
@@ -273,7 +283,7 @@ def iter_texts(
             for batch in parquet.iter_batches(columns=[text_key], batch_size=1024):
                 texts = batch.column(0).to_pylist()
                 for text in texts:
-                    if text:
+                    if text and text.strip():  # blank: `shards build` drops it as empty_text
                         yield text
                         n += 1
                         if limit and n >= limit:
@@ -291,12 +301,18 @@ def iter_texts(
                         continue
                     text = row.get(text_key) if isinstance(row, dict) else None
                     # not a JSON object, or a text that is a number or a list: `shards build` drops it as bad_record
-                    if not isinstance(row, dict) or (text is not None and not isinstance(text, str)):
+                    # a lone surrogate ("\ud800", which json.loads accepts) is no UTF-8 text: the Rust trainer
+                    # failed on it naming no line, and `shards build` drops it as bad_record too
+                    if (
+                        not isinstance(row, dict)
+                        or (text is not None and not isinstance(text, str))
+                        or (text and not _encodes(text))
+                    ):
                         if skipped is not None:
                             skipped["bad_record"] = skipped.get("bad_record", 0) + 1
                             skipped.setdefault("first_bad_record", f"{path}:{line_no}")
                         continue
-                    if text:
+                    if text and text.strip():  # empty or blank: `shards build` drops it as empty_text
                         yield text
                         n += 1
                         if limit and n >= limit:
@@ -310,6 +326,15 @@ def iter_texts(
                 raise ValueError(f"{path}: unreadable ({first_line(err)})") from None
             skipped["unreadable_files"] = skipped.get("unreadable_files", 0) + 1
             skipped.setdefault("first_unreadable", f"{path} ({first_line(err)})")
+
+
+def _encodes(text: str) -> bool:
+    """Whether TEXT encodes as UTF-8 (a lone surrogate does not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_text_type(kind: Any) -> bool:
