@@ -7,9 +7,14 @@ Split off `midtrain.megatron` (which re-exports every name): the command lines a
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from midtrain.config import StageConfig, TrainRecipe
+from midtrain.config import StageConfig, TrainRecipe, TrainRecipeError
+
+if TYPE_CHECKING:
+    from shards.mixture_plan import MixtureConfig
 
 
 @dataclass
@@ -25,25 +30,52 @@ class SourceShards:
 
 def stage_sources(recipe: TrainRecipe, stage: StageConfig) -> list[SourceShards]:
     """Each source of the stage's mixture: its share (token budgets first, weights share the rest), and its
-    shard files by the shard manifests (or the paths as given, where nothing is built there yet)."""
+    shard files by the shard manifests (or the paths as given, where nothing is built there yet). The empty
+    sources are those of the trainer's plan (`shards.mixture_plan.plan_mixture`): share 0, theirs goes to the
+    others, whose shares are the plan's targets before rounding to whole tokens.
+
+    Raises:
+        TrainRecipeError: a mixture the trainer's plan refuses (every source empty, budgets over the stage).
+    """
     from shards.indexed import IndexedDataset
     from shards.manifest import resolve_prefixes
 
     mixture = stage.build_mixture(recipe.run_dir)
-    budgets = {s.name: s.tokens for s in mixture.sources if s.tokens is not None}
-    rest = max(0.0, 1.0 - sum(budgets.values()) / stage.tokens)
-    wsum = sum(s.weight for s in mixture.sources if s.weight is not None) or 1.0
     found = []
     for source in mixture.sources:
-        share = budgets[source.name] / stage.tokens if source.name in budgets else rest * source.weight / wsum
         try:
             prefixes = [p for path in source.paths for p in resolve_prefixes(path)]
             tokens: list[int] | None = [IndexedDataset(p).num_tokens for p in prefixes]
         except FileNotFoundError:  # shards not built yet: the paths as given (`emit` says so)
             prefixes, tokens = list(source.paths), None
         # absolute: Megatron resolves a relative prefix against the folder the command is run from
-        found.append(SourceShards(source.name, share, [os.path.abspath(p) for p in prefixes], tokens))
+        found.append(SourceShards(source.name, 0.0, [os.path.abspath(p) for p in prefixes], tokens))
+    empty = _empty_sources(stage, mixture, found)
+    kept = [s for s in mixture.sources if s.name not in empty]
+    budgets = {s.name: s.tokens for s in kept if s.tokens is not None}
+    rest = max(0.0, 1.0 - sum(budgets.values()) / stage.tokens)
+    wsum = sum(s.weight for s in kept if s.weight is not None) or 1.0
+    for source, shards in zip(mixture.sources, found, strict=True):
+        if source.name not in empty:
+            weight = source.weight or 0.0
+            shards.share = (
+                budgets[source.name] / stage.tokens if source.name in budgets else rest * weight / wsum
+            )
     return found
+
+
+def _empty_sources(stage: StageConfig, mixture: MixtureConfig, found: list[SourceShards]) -> list[str]:
+    """The sources the trainer's plan leaves out as empty (none while some shards are not built: unknown)."""
+    from shards.mixture_plan import plan_mixture
+
+    if any(s.tokens is None for s in found):
+        return []
+    try:
+        empty, _ = plan_mixture(mixture, {s.name: sum(s.tokens or []) for s in found}, stage.tokens)
+    except ValueError as err:  # as the trainer's preflight words it (midtrain.preflight.check_mixture)
+        message = re.sub(r"\btotal_tokens\b", f"stage {stage.name}'s tokens", str(err))
+        raise TrainRecipeError(f"--emit megatron: stage {stage.name}: {message}") from None
+    return empty
 
 
 def data_path_args(
@@ -53,6 +85,8 @@ def data_path_args(
     SOURCES: `stage_sources(recipe, stage)`, where already read."""
     args: list[str] = []
     for source in stage_sources(recipe, stage) if sources is None else sources:
+        if source.tokens is not None and not sum(source.tokens):  # empty: its share goes to the others
+            continue
         tokens = source.tokens or [1] * len(source.prefixes)
         total = sum(tokens) or 1
         for prefix, n in zip(source.prefixes, tokens, strict=True):
@@ -86,6 +120,9 @@ def data_note(recipe: TrainRecipe, sources: list[SourceShards], base: int, sampl
             )
             continue
         have = sum(source.tokens)
+        if not have:  # left out of --data-path (stage_sources)
+            lines.append(f"#   {source.name}: no tokens; its share goes to the others")
+            continue
         epochs = total * source.share * t.seq_len / max(1, have)
         reads = samples * source.share * t.seq_len / max(1, have)  # expected reads of a document
         if epochs <= 1:  # one shuffled epoch: the window holds distinct samples
