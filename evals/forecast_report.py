@@ -218,7 +218,15 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
         need = (
             "an lr and/or batch_size from every run" if ignored else "runs whose lr and/or batch_size differ"
         )
-        raise ValueError(f"a sweep fit needs {need} ({'; '.join(detail)})")
+        lacking = [r for r in records if any(k not in r for k in ignored)]
+        unfinished = any(Path(str(r.get("file", ""))).name == "validation.csv" for r in lacking)
+        hint = (
+            ": a probe folder's come from its summary.json, and an unfinished probe has no summary.json yet; "
+            "rerun the sweep (or the probe) to finish it"
+            if unfinished
+            else ""
+        )
+        raise ValueError(f"a sweep fit needs {need} ({'; '.join(detail)}){hint}")
     if len(records) < len(keys) + 1:
         raise ValueError(f"a sweep fit over {' and '.join(keys)} needs {len(keys) + 1} runs or more")
     logs = {k: np.log([r[k] for r in records]) for k in keys}

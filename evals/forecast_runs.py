@@ -120,6 +120,8 @@ def _forecast_all(
                 "validation.csv)"
             )
         shown = _shown_runs(path, curves, column, fit_fraction)
+        if not shown:  # each short run was skipped with a line; the other paths are still ranked
+            continue
         others = [c for c in curves if can_forecast(c, fit_fraction) and all(c is not s for s in shown)]
         pairs = forecast_curves(shown, fit_fraction, target, skip_fraction, n_boot or 0, pool_only=others)
         # "file" tells apart runs of the same column name read from a folder of CSVs.
@@ -133,6 +135,11 @@ def _forecast_all(
             )
             for (record, fit), curve in zip(pairs, shown, strict=True)
         ]
+    if not results:
+        from evals.backtest import MIN_FIT_POINTS
+
+        at = f" at --fit-fraction {fit_fraction:g}" if fit_fraction < 1 else ""
+        fail(f"no curve in {', '.join(map(str, paths))} has {MIN_FIT_POINTS} points or more to fit{at}")
     results = _drop_repeats(results)
     _flag_runs(results, target, fit_fraction)
     return results
@@ -155,10 +162,8 @@ def _shown_runs(path: Path, curves: list, column: str | None, fit_fraction: floa
                 f"skipped run {c.name!r} ({c.source}): {fit_window(len(c.x), fit_fraction)} of its "
                 f"{len(c.x)} points to fit{at}; a fit needs {MIN_FIT_POINTS} or more"
             )
-    shown = [c for c in shown if can_forecast(c, fit_fraction)]
-    if not shown:
-        fail(f"no curve in {path} has {MIN_FIT_POINTS} points or more to fit{at}")
-    return shown
+    # none left in PATH is no error while another PATH has some: `_forecast_all` fails when none is left at all
+    return [c for c in shown if can_forecast(c, fit_fraction)]
 
 
 def _drop_repeats(results: list[tuple[dict, Any, Any, int]]) -> list[tuple[dict, Any, Any, int]]:

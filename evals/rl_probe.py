@@ -275,9 +275,10 @@ def _resume_point(out_dir: Path, rerun: bool) -> Path | None:
     (out_dir / "summary.json").unlink(missing_ok=True)  # a folder without a record: its summary is not ours
     resume = last_checkpoint(out_dir) if rerun else None
     if resume is None:
-        if rerun and any((out_dir / "trainer").glob("checkpoint-*")):
+        if rerun:  # killed before its first checkpoint (or with --no-checkpoints): said, as for a broken one
+            whole = "whole " if any((out_dir / "trainer").glob("checkpoint-*")) else ""
             console.print(
-                f"no whole checkpoint under {out_dir}/trainer: the probe starts over", soft_wrap=True
+                f"no {whole}checkpoint under {out_dir}/trainer: the probe starts over", soft_wrap=True
             )
         shutil.rmtree(out_dir / "trainer", ignore_errors=True)  # checkpoints of an unrecorded job, or broken
     return resume

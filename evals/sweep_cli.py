@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +52,44 @@ def _probe_hparams(folder: Path) -> dict[str, Any]:
             name = "learning_rate" if key == "lr" else "mini_batch"
             raise ValueError(f"{summary}: config.{name} is {value!r}, not a number")
     return found
+
+
+# what a sweep varies, and what a resumed probe may change without changing its curve (`probe_identity`)
+_SWEPT = {"learning_rate", "mini_batch", "checkpoints", "vllm", "micro_batch"}
+
+
+def _check_same_settings(records: list[dict[str, Any]]) -> None:
+    """ValueError naming the setting and the probe folders where probes differ beyond lr and mini-batch (a sweep
+    rerun with another --max-response, say): one fit of both mixes two sweeps. Each probe's settings are the
+    `config` of its summary.json; a run without one (a CSV column, an unfinished probe) is not compared."""
+    seen: dict[str, dict[str, list[str]]] = {}  # setting -> its value (as JSON) -> the probe folders
+    for record in records:
+        folder = Path(str(record.get("file", ""))).parent
+        if (
+            Path(str(record.get("file", ""))).name != "validation.csv"
+            or not (folder / "summary.json").is_file()
+        ):
+            continue
+        try:
+            config = json.loads((folder / "summary.json").read_text()).get("config", {})
+        except (OSError, ValueError, AttributeError):
+            continue  # `_probe_hparams` has said what is wrong with it
+        if isinstance(config, dict):
+            for key, value in config.items():
+                if key not in _SWEPT:
+                    seen.setdefault(key, {}).setdefault(json.dumps(value), []).append(str(folder))
+    differ = {k: v for k, v in seen.items() if len(v) > 1}  # a setting an older summary lacks is not compared
+    if differ:
+        parts = []
+        for key, values in differ.items():
+            shown = [f"{value} in {', '.join(folders[:3])}{', ...' if len(folders) > 3 else ''}"
+                     for value, folders in values.items()]  # fmt: skip
+            parts.append(f"{key}: {'; '.join(shown)}")
+        raise ValueError(
+            "the probes differ in more than lr and mini-batch, so one fit would mix two sweeps ("
+            + " | ".join(parts)
+            + "): fit the probes of one sweep, or rerun them with the same settings"
+        )
 
 
 def sweep_records(
@@ -98,6 +137,7 @@ def sweep_records(
             unit = {"unit": list(curve.unit)} if curve.unit else {}
             found_runs.append(({"source": str(path), "file": curve.source, **record, **found, **unit}, curve))
     records = [found_runs[i][0] for i in first_of_each([curve for _, curve in found_runs])]
+    _check_same_settings(records)
     if not records:
         # a W&B export has no `heldout` column: the curves found say what to pass instead
         more = ", ..." if len(seen_names) > 5 else ""
@@ -109,11 +149,20 @@ def sweep_records(
     if not any("lr" in r or "batch_size" in r for r in records):
         names = [run_label(r) for r in records]
         shown_names = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        unfinished = [
+            str(p) for p in runs if (p / "validation.csv").is_file() and not (p / "summary.json").is_file()
+        ]
+        shown_unfinished = ", ".join(unfinished[:3]) + (", ..." if len(unfinished) > 3 else "")
+        where = (
+            f"; {shown_unfinished} ha{'ve' if len(unfinished) > 1 else 's'} no summary.json: an unfinished probe has "
+            "no summary.json yet, rerun the sweep (or the probe) to finish it"
+            if unfinished
+            else "; pass probe folders written by `mathmix eval rl-probe` or `sweep`, or their sweep folder"
+        )
         raise ValueError(
             f"no learning rate or batch size found for any of the {len(records)} run(s) ({shown_names}): a "
             "probe folder's come from its summary.json (config.learning_rate, config.mini_batch), a CSV column's "
-            "from its name (e.g. run_lr1e-6_bs64); pass probe folders written by `mathmix eval rl-probe` or "
-            "`sweep`, or their sweep folder"
+            f"from its name (e.g. run_lr1e-6_bs64){where}"
         )
     return records
 
@@ -180,6 +229,10 @@ def sweep_cmd(
             f"(--steps {steps} / --eval-every {eval_every} give {points})"
         )
     bench_dir = opt.check_inputs(prompts, data_dir, no_eval_sets, next(iter(settings.values())))
+    try:  # every probe folder already there is checked first: one refused half-way left a mix of both settings
+        _check_probe_folders(out, settings, sizes, model, prompts, bench_dir)
+    except ValueError as err:
+        fail(f"{err} (nothing was run)")
     runs = []
     for (lr, mb), config in settings.items():
         run_dir = out / f"lr{lr:g}_mb{mb}"
@@ -254,6 +307,45 @@ def sweep_fit_cmd(
     _print_json({k: v for k, v in fit.items() if k != "records"})
     if out:
         console.print(f"wrote {out}", soft_wrap=True, markup=False, highlight=False)
+
+
+_PROBE_FOLDER = re.compile(r"lr(?P<lr>[^_]+)_mb(?P<mb>\d+)")
+
+
+def _check_probe_folders(
+    out: Path, settings: dict, sizes: dict[str, Any], model: str, prompts: Path, data_dir: Path | None
+) -> None:
+    """ValueError naming the folder and the difference where an OUT/lr<LR>_mb<B>/job.json is not the probe this
+    sweep would run there (that folder's own lr and mini-batch, the sweep's other settings; `run_probe`'s own
+    `check_job`, writing nothing). A folder outside --lrs/--mini-batches counts too: `sweep-fit OUT` fits it."""
+    from evals.bench import has_eval_output
+    from evals.rl_probe import ProbeConfig, probe_identity
+    from pipelines.job_record import JOB_FILE, check_job
+
+    if not out.is_dir():
+        return
+    by_name = {f"lr{lr:g}_mb{mb}": config for (lr, mb), config in settings.items()}
+    for run_dir in sorted(p for p in out.glob("lr*_mb*") if (p / JOB_FILE).is_file()):
+        config = by_name.get(run_dir.name)
+        match = _PROBE_FOLDER.fullmatch(run_dir.name)
+        if config is None and match:
+            try:
+                lr = float(match["lr"])
+            except ValueError:
+                continue  # not a folder name the sweep writes
+            try:
+                config = ProbeConfig(learning_rate=lr, mini_batch=int(match["mb"]), **sizes)
+            except ValueError as err:  # pydantic's ValidationError: a mini-batch these sizes cannot take
+                why = "; ".join(
+                    e["msg"].removeprefix("Value error, ") for e in getattr(err, "errors", list)()
+                )
+                raise ValueError(
+                    f"{run_dir} holds a probe of another sweep: its lr and mini-batch do not go with these "
+                    f"settings ({why or err})"
+                ) from None
+        if config is not None:
+            identity = probe_identity(model, prompts, data_dir, config)
+            check_job(run_dir, identity, "rl-probe", progress=has_eval_output, write=False)
 
 
 def _print_json(data: dict[str, Any]) -> None:
