@@ -221,7 +221,7 @@ def fit_sweep(records: list[dict[str, Any]]) -> dict[str, Any]:
         lacking = [r for r in records if any(k not in r for k in ignored)]
         unfinished = any(Path(str(r.get("file", ""))).name == "validation.csv" for r in lacking)
         hint = (
-            ": a probe folder's come from its summary.json, and an unfinished probe has no summary.json yet; "
+            ": a probe folder's lr and batch size come from its summary.json, which an unfinished probe does not have yet; "
             "rerun the sweep (or the probe) to finish it"
             if unfinished
             else ""

@@ -101,7 +101,7 @@ def test_sweep_fit_names_unfinished_probes(tmp_path):
     result = _eval("sweep-fit", str(tmp_path))
     assert result.exit_code == 2, result.output
     text = " ".join(result.stderr.split())
-    assert "lr2e-06_mb2" in text and "unfinished probe has no summary.json yet" in text, text
+    assert "lr2e-06_mb2" in text and "which an unfinished probe does not have yet" in text, text
     (tmp_path / "lr1e-06_mb2/summary.json").unlink()
     result = _eval("sweep-fit", str(tmp_path))
     text = " ".join(result.stderr.split())
